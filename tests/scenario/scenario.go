@@ -1,0 +1,123 @@
+// Package scenario holds the step tables that every test tier runs: the
+// gopher-lua tier (tests/lua), miniredis and real Redis (tests/go). A table
+// says what a caller sends at which instant and what must come back, so the
+// tiers can be compared reply for reply.
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// T0 is the instant every scenario starts at, in µs since the epoch
+// (2026-01-01T00:00:00Z). It sits on a whole day, so day-long windows that are
+// aligned to the epoch start at T0.
+const T0 = 1767225600 * 1000000
+
+// NoKey is the PTTL of a key that does not exist.
+const NoKey = -2
+
+// Spec says where a script's cost and clock arguments are, so the tiers can
+// tell peeks apart and fill in the clock.
+type Spec struct {
+	Script  string // file name in lua/ without .lua
+	CostArg int    // index of cost in ARGV
+	// The caller clock is always the last ARGV.
+}
+
+// Scenario is one table of steps on fresh keys.
+type Scenario struct {
+	Name   string
+	Script string
+	Keys   []string
+	// CallerClock sends now = T0+At with every step. Without it the steps
+	// send now = 0 and the server clock is set to T0+At.
+	CallerClock bool
+	// Strings are keys set to plain strings before the first step, to put
+	// a key of the wrong type in the script's way.
+	Strings map[string]string
+	Steps   []Step
+}
+
+// Step is one call.
+type Step struct {
+	At   time.Duration // since T0; the server clock never goes backwards
+	Args []string      // ARGV without the trailing clock argument
+	Now  string        // when set, sent verbatim as the clock argument
+	Want []int64       // the reply, for steps that succeed
+	Err  string        // the error reply's prefix, for steps that fail
+	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
+	// a key that must not exist).
+	TTL []int64
+}
+
+// NowArg is the clock argument a step sends.
+func (sc Scenario) NowArg(st Step) string {
+	switch {
+	case st.Now != "":
+		return st.Now
+	case sc.CallerClock:
+		return fmt.Sprintf("%d", T0+st.At.Microseconds())
+	}
+	return "0"
+}
+
+// Argv is the whole ARGV of a step.
+func (sc Scenario) Argv(st Step) []string {
+	return append(append([]string(nil), st.Args...), sc.NowArg(st))
+}
+
+// Args formats values as ARGV strings: durations in whole ms.
+func Args(vals ...any) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		if d, ok := v.(time.Duration); ok {
+			v = d.Milliseconds()
+		}
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// R builds a reply: allowed (1/0), remaining, retry after and reset after in ms.
+func R(allowed bool, remaining, retryMs, resetMs int64) []int64 {
+	a := int64(0)
+	if allowed {
+		a = 1
+	}
+	return []int64{a, remaining, retryMs, resetMs}
+}
+
+var (
+	specs     = map[string]Spec{}
+	scenarios []Scenario
+)
+
+func register(sp Spec, scs ...Scenario) {
+	specs[sp.Script] = sp
+	for _, sc := range scs {
+		sc.Script = sp.Script
+		scenarios = append(scenarios, sc)
+	}
+}
+
+// All returns every scenario, grouped by script.
+func All() []Scenario {
+	out := append([]Scenario(nil), scenarios...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Script < out[j].Script })
+	return out
+}
+
+// SpecOf returns the spec of a script.
+func SpecOf(script string) Spec { return specs[script] }
+
+// Scripts lists the scripts that have scenarios.
+func Scripts() []string {
+	var out []string
+	for s := range specs {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -135,13 +135,33 @@ func (r *Redis) exec(argv []string) (any, error) {
 		}
 		n := int64(0)
 		for m, s := range v.zset {
-			if (s > min || (!minEx && s == min)) && (s < max || (!maxEx && s == max)) {
+			if inRange(s, min, minEx, max, maxEx) {
 				delete(v.zset, m)
 				n++
 			}
 		}
 		if len(v.zset) == 0 {
 			delete(r.data, args[0])
+		}
+		return n, nil
+	case "ZCOUNT":
+		if err := need(3, false); err != nil {
+			return nil, err
+		}
+		min, minEx, err1 := parseBound(args[1])
+		max, maxEx, err2 := parseBound(args[2])
+		if err1 != nil || err2 != nil {
+			return nil, errors.New("ERR min or max is not a float")
+		}
+		v, err := r.typed(args[0], "zset")
+		if v == nil {
+			return int64(0), err
+		}
+		n := int64(0)
+		for _, s := range v.zset {
+			if inRange(s, min, minEx, max, maxEx) {
+				n++
+			}
 		}
 		return n, nil
 	case "ZRANGE":
@@ -300,4 +320,8 @@ func parseBound(s string) (float64, bool, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	return f, ex, err
+}
+
+func inRange(s, min float64, minEx bool, max float64, maxEx bool) bool {
+	return (s > min || (!minEx && s == min)) && (s < max || (!maxEx && s == max))
 }

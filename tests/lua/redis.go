@@ -219,6 +219,10 @@ func (r *Redis) state() *lua.LState {
 	L.SetGlobal("ARGV", L.NewTable())
 	L.SetGlobal("redis", r.module(L))
 	mt := L.NewTable()
+	L.SetField(mt, "__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
+		return 0
+	}))
 	L.SetField(mt, "__newindex", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Attempt to modify a readonly table: global %s", L.CheckAny(2).String())
 		return 0

@@ -60,7 +60,8 @@ func init() {
 				// 3 tokens per ms: a token every 333.33 µs, rounded up to 334.
 				{At: time.Second, Args: tb(3, 3, ms, "smooth", 3), Want: R(true, 0, 0, 1), TTL: []int64{1}},
 				{At: time.Second + 334*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{1}},
-				{At: time.Second + 500*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(false, 0, 1, 1), TTL: []int64{1}},
+				// Sub-ms PTTLs round differently from server to server: not compared.
+				{At: time.Second + 500*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(false, 0, 1, 1)},
 				{At: time.Second + 668*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{1}},
 			},
 		},

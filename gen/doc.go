@@ -1,0 +1,70 @@
+// Package gen is luagen's library: it parses the header of annotated Redis
+// Lua scripts, checks the header against the script body, lints the Lua, and
+// renders typed Go wrappers over go-redis v9. It is pure: bytes in, file
+// contents out. It never touches the filesystem, and its output depends only
+// on its input (no timestamps; scripts and names sorted).
+//
+// # Header
+//
+// A script starts with --- comment lines (after an optional #! line). Free
+// text lines form the summary; tagged lines declare the interface, and order
+// is position: the k-th @key is KEYS[k], the k-th @arg is ARGV[k], the k-th
+// @return is element k of the reply.
+//
+//	--- Takes cost tokens from a bucket.
+//	--- @key    bucket       hash {tokens, ts}
+//	--- @arg    capacity     int   maximum tokens
+//	--- @arg    period       ms    refill period
+//	--- @return allowed      bool
+//	--- @return retry_after  ms    0 when allowed
+//	--- @error  BADARG       an argument is out of range
+//	--- @flags  no-writes
+//
+// Types are int (int64), float (float64; return it as a string), bool (1/0),
+// string, and the durations ms, us and s (time.Duration in Go, an integer in
+// that unit on the wire). A ... before the last @key or @arg name makes it
+// variadic (a []string or slice parameter); before the last @return name it
+// collects the rest of the reply. A script with a single non-variadic
+// @return may reply with the bare value instead of a one-element array.
+//
+// The body must read each KEYS[i] and ARGV[i] with a literal i only inside
+// "local name = <expression>", where name is the i-th declared name; every
+// declared key and argument must be read.
+//
+// # Generated Go
+//
+// For x_y.lua: XYParams (one field per @arg), XYResult (one per @return,
+// returned by value), XY(ctx, c redis.Scripter, keys..., p) running EVALSHA
+// with a fallback to EVAL, (*Batch).XY for pipelines, XYSource (the script
+// byte for byte) and XYScript. Durations that are not a whole number of the
+// wire unit are rejected with *ArgError, never rounded. Each @error CODE
+// becomes a sentinel Err + CamelCase(CODE), splitting at underscores and at
+// a short fixed list of words (BADARG and BAD_ARG give ErrBadArg, TOO_MANY
+// gives ErrTooMany, OVERDRAWN gives ErrOverdrawn); error replies come back as
+// *ScriptError, which matches its sentinel with errors.Is. A reply of the
+// wrong shape is a *ReplyError. Helpers shared by every script live in one
+// file, luagen.go, so generated code depends only on go-redis.
+//
+// # Lint
+//
+// Every script is linted; findings are errors. The checks:
+//
+//	global         assignment to a global, or a function declared without local
+//	goto           goto or labels (Lua 5.2; Redis runs Lua 5.1)
+//	shebang        a #! line on a script without @flags no-writes
+//	key-arg        a redis.call/pcall key argument not taken from KEYS
+//	               (KEYS[i] itself or a local bound from it)
+//	keys-scan      the KEYS or SCAN command
+//	number-string  tostring() or .. on a number expression (arithmetic,
+//	               math.*, tonumber, a non-integer literal): Redis prints %.14g
+//	library        os, io, debug, package, require, module, load, loadstring,
+//	               dofile, loadfile
+//
+// To keep a finding on purpose, end the line the message names with a
+// comment naming the check:
+//
+//	redis.call('GET', prefix .. id) -- luagen:ignore key-arg
+//
+// Several checks may be listed, separated by commas or spaces. The #! line
+// cannot carry a comment, so "-- luagen:ignore shebang" works on any line.
+package gen

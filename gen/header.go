@@ -1,0 +1,235 @@
+package gen
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Type is the wire type of an @arg or @return.
+type Type string
+
+// The header types. Durations travel as integers in their unit.
+const (
+	Int     Type = "int"
+	Float   Type = "float"
+	Bool    Type = "bool"
+	String  Type = "string"
+	Millis  Type = "ms"
+	Micros  Type = "us"
+	Seconds Type = "s"
+)
+
+var types = map[Type]bool{Int: true, Float: true, Bool: true, String: true, Millis: true, Micros: true, Seconds: true}
+
+// IsDuration reports whether t is one of ms, us, s.
+func (t Type) IsDuration() bool { return t == Millis || t == Micros || t == Seconds }
+
+// Field is one @key, @arg or @return. Keys have no Type.
+type Field struct {
+	Name     string
+	Type     Type
+	Doc      string
+	Variadic bool // written as ...name: the rest of KEYS, ARGV or the reply
+	Line     int
+}
+
+// ErrorCode is one @error.
+type ErrorCode struct {
+	Code string
+	Doc  string
+	Line int
+}
+
+// Script is a parsed, checked script.
+type Script struct {
+	Name    string // file name without .lua, e.g. "token_bucket"
+	File    string // path as given, used in messages
+	Summary string // free text lines of the header, joined by newlines
+	Keys    []Field
+	Args    []Field
+	Returns []Field
+	Errors  []ErrorCode
+	Flags   []string
+	Source  []byte
+	Shebang bool // the first line is #!lua ...
+}
+
+// HasFlag reports whether the header lists flag in @flags.
+func (s *Script) HasFlag(flag string) bool {
+	for _, f := range s.Flags {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// Redis's script flags (the #!lua flags= words).
+var knownFlags = map[string]bool{
+	"no-writes": true, "allow-oom": true, "allow-stale": true,
+	"no-cluster": true, "allow-cross-slot-keys": true,
+}
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	codeRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+)
+
+// cut splits off the first space-separated word of s.
+func cut(s string) (word, rest string) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, " \t"); i >= 0 {
+		return s[:i], strings.TrimSpace(s[i:])
+	}
+	return s, ""
+}
+
+// parseHeader reads the leading --- lines of src into s. It returns the
+// number of the first body line.
+func parseHeader(s *Script, lines []string, r *reporter) {
+	start := 0
+	if len(lines) > 0 && strings.HasPrefix(lines[0], "#!") {
+		s.Shebang = true
+		start = 1
+	}
+	var summary []string
+	seen := map[string]int{} // key and arg names share the script's scope
+	seenRet := map[string]int{}
+	seenCode := map[string]int{}
+	tagged := false
+	end := start
+	for i := start; i < len(lines) && strings.HasPrefix(lines[i], "---"); i++ {
+		end = i + 1
+		line := i + 1
+		text := strings.TrimSpace(strings.TrimPrefix(lines[i], "---"))
+		if !strings.HasPrefix(text, "@") {
+			if tagged && text != "" {
+				r.errorf(line, "summary text after the first tag; put the summary before @key, @arg and @return")
+				continue
+			}
+			if !tagged {
+				summary = append(summary, text)
+			}
+			continue
+		}
+		tagged = true
+		tag, rest := cut(text)
+		switch tag {
+		case "@key", "@arg", "@return":
+			f, ok := parseField(tag, rest, line, r)
+			if !ok {
+				continue
+			}
+			names := seen
+			if tag == "@return" {
+				names = seenRet
+			}
+			if first, dup := names[f.Name]; dup {
+				r.errorf(line, "%s %s: name already declared at line %d", tag, f.Name, first)
+				continue
+			}
+			names[f.Name] = line
+			switch tag {
+			case "@key":
+				s.Keys = append(s.Keys, f)
+			case "@arg":
+				s.Args = append(s.Args, f)
+			default:
+				s.Returns = append(s.Returns, f)
+			}
+		case "@error":
+			code, doc := cut(rest)
+			switch {
+			case code == "":
+				r.errorf(line, "@error: missing code")
+			case !codeRE.MatchString(code):
+				r.errorf(line, "@error %s: code must be upper case letters, digits and _ (like BADARG)", code)
+			case seenCode[code] != 0:
+				r.errorf(line, "@error %s: already declared at line %d", code, seenCode[code])
+			default:
+				seenCode[code] = line
+				s.Errors = append(s.Errors, ErrorCode{Code: code, Doc: doc, Line: line})
+			}
+		case "@flags":
+			if rest == "" {
+				r.errorf(line, "@flags: missing flags")
+			}
+			for _, f := range strings.FieldsFunc(rest, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
+				if !knownFlags[f] {
+					r.errorf(line, "@flags: unknown flag %q (want no-writes, allow-oom, allow-stale, no-cluster or allow-cross-slot-keys)", f)
+					continue
+				}
+				s.Flags = append(s.Flags, f)
+			}
+		default:
+			r.errorf(line, "unknown tag %q (want @key, @arg, @return, @error or @flags)", tag)
+		}
+	}
+
+	// Trim blank lines around the summary but keep paragraph breaks inside it.
+	for len(summary) > 0 && summary[0] == "" {
+		summary = summary[1:]
+	}
+	for len(summary) > 0 && summary[len(summary)-1] == "" {
+		summary = summary[:len(summary)-1]
+	}
+	s.Summary = strings.Join(summary, "\n")
+
+	first := start + 1
+	switch {
+	case end == start:
+		r.errorf(first, "missing header: a script starts with --- comment lines (summary, @key, @arg, @return)")
+		return
+	case s.Summary == "":
+		r.errorf(first, "header has no summary: start it with a line saying what the script does")
+	}
+	if len(s.Returns) == 0 {
+		r.errorf(end, "header declares no @return")
+	}
+	checkVariadic("@key", s.Keys, r)
+	checkVariadic("@arg", s.Args, r)
+	checkVariadic("@return", s.Returns, r)
+}
+
+func parseField(tag, rest string, line int, r *reporter) (Field, bool) {
+	f := Field{Line: line}
+	name, rest := cut(rest)
+	if strings.HasPrefix(name, "...") {
+		f.Variadic = true
+		name = strings.TrimPrefix(name, "...")
+	}
+	if name == "" {
+		r.errorf(line, "%s: missing name", tag)
+		return f, false
+	}
+	if !nameRE.MatchString(name) {
+		r.errorf(line, "%s %s: name must be lower case letters, digits and _ (like retry_after)", tag, name)
+		return f, false
+	}
+	f.Name = name
+	if tag == "@key" {
+		f.Doc = rest
+		return f, true
+	}
+	typ, doc := cut(rest)
+	if typ == "" {
+		r.errorf(line, "%s %s: missing type (want int, float, bool, string, ms, us or s)", tag, name)
+		return f, false
+	}
+	if !types[Type(typ)] {
+		r.errorf(line, "%s %s: unknown type %q (want int, float, bool, string, ms, us or s)", tag, name, typ)
+		return f, false
+	}
+	f.Type, f.Doc = Type(typ), doc
+	return f, true
+}
+
+// checkVariadic allows ... only on the last field of a kind.
+func checkVariadic(tag string, fs []Field, r *reporter) {
+	for i, f := range fs[:max(len(fs)-1, 0)] {
+		if f.Variadic {
+			r.errorf(f.Line, "%s ...%s: only the last %s can be variadic", tag, f.Name, tag)
+			fs[i].Variadic = false
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package gen
+
+import (
+	"bytes"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/yuin/gopher-lua/parse"
+)
+
+var fileRE = regexp.MustCompile(`^[a-z][a-z0-9_]*\.lua$`)
+
+// ParseScript reads one script: its header, the header checked against the
+// body, and the lint. file is used in messages and to name the script; it
+// is never opened.
+func ParseScript(file string, src []byte) (*Script, Diagnostics) {
+	r := &reporter{file: file}
+	base := path.Base(strings.ReplaceAll(file, `\`, "/"))
+	if !fileRE.MatchString(base) {
+		r.errorf(1, "file name %q must be lower case letters, digits and _, ending in .lua (it names the Go API)", base)
+	}
+	s := &Script{Name: strings.TrimSuffix(base, ".lua"), File: file, Source: src}
+
+	text := string(src)
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	parseHeader(s, lines, r)
+	headerOK := len(r.diags) == 0
+
+	// gopher-lua cannot parse a #! line; blank it so line numbers hold.
+	body := src
+	if s.Shebang {
+		nl := bytes.IndexByte(src, '\n')
+		if nl < 0 {
+			nl = len(src)
+		}
+		body = append(bytes.Repeat([]byte(" "), nl), src[nl:]...)
+	}
+	chunk, err := parse.Parse(bytes.NewReader(body), file)
+	if err != nil {
+		if pe, ok := err.(*parse.Error); ok {
+			line := pe.Pos.Line
+			if line <= 0 {
+				line = len(lines)
+			}
+			if pe.Message == "syntax error" {
+				r.errorf(line, "syntax error near %q", pe.Token)
+			} else {
+				r.errorf(line, "syntax error near %q: %s", pe.Token, pe.Message)
+			}
+		} else {
+			r.errorf(1, "syntax error: %v", err)
+		}
+		r.diags.sort()
+		return s, r.diags
+	}
+	// A broken header would make every binding look wrong; report the
+	// header alone until it parses.
+	if headerOK {
+		checkBindings(s, chunk, r)
+	}
+	lint(s, chunk, lines, r)
+	r.diags.sort()
+	return s, r.diags
+}

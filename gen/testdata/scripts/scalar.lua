@@ -1,0 +1,4 @@
+--- Returns the server's clock.
+--- @return now  us  microseconds since the epoch
+local t = redis.call('TIME')
+return tonumber(t[1]) * 1000000 + tonumber(t[2])

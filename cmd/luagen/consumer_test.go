@@ -31,6 +31,9 @@ func TestConsumer(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/consumer\n\ngo 1.24\n\n"+
 		"require github.com/redlimit/redlimit v0.0.0-00010101000000-000000000000\n\n"+
 		"replace github.com/redlimit/redlimit => "+checkout+"\n")
+	// The checkout's go.sum vouches for the same module versions, so nothing
+	// needs the checksum database (which this test keeps offline, below).
+	copyFile(filepath.Join(checkout, "go.sum"), "go.sum")
 	copyFile("testdata/consumer/quota.lua", "scripts/quota.lua")
 	copyFile("testdata/consumer/quota_test.go.txt", "limits/quota_test.go")
 	writeFile(t, filepath.Join(dir, "limits/doc.go"), "// Package limits wraps ../scripts.\npackage limits\n\n"+

@@ -6,7 +6,8 @@
 --- nothing. A cost above capacity can never pass: it is denied with
 --- retry_after -1. Denied calls change nothing. A caller clock that runs
 --- behind the stored state is treated as the stored time, so out-of-order
---- calls never move the bucket backwards or credit the same time twice.
+--- calls never move the bucket backwards or credit the same time twice; one
+--- that runs ahead of the server's clock keeps the key alive that much longer.
 --- @key    bucket       hash {tokens, ts}; expires once full
 --- @arg    capacity     int     maximum tokens (1..1e9)
 --- @arg    rate         int     tokens added per period (1..1e9)
@@ -52,9 +53,18 @@ if fill_us > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- The server's clock, read at most once: keys expire by it.
+local server
+local function clock()
+  if server == nil then
+    local t = redis.call('TIME')
+    server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return server
+end
+local caller = now ~= 0
+if not caller then
+  now = clock()
 end
 
 local state = redis.call('HMGET', bucket, 'tokens', 'ts')
@@ -106,7 +116,16 @@ elseif cost == 0 then
 end
 
 held = held - cost
-local reset_ms = math.ceil(wait(held, mark, capacity) / 1000)
+local reset_us = wait(held, mark, capacity)
+-- Keys expire by the server's clock. With a caller clock the key lasts until
+-- the caller's instant now+reset has passed by the server's clock too, and
+-- one period more, so a call that reaches Redis up to a period after its own
+-- timestamp still finds the state it is judged against.
+local ttl_us = reset_us
+if caller then
+  ttl_us = math.max(reset_us, now + reset_us - clock()) + period_us
+end
+local ttl_ms = math.max(1, math.ceil(ttl_us / 1000))
 redis.call('HSET', bucket, 'tokens', string.format('%d', held), 'ts', string.format('%d', mark))
-redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, reset_ms)))
-return {1, held, 0, reset_ms}
+redis.call('PEXPIRE', bucket, string.format('%d', ttl_ms))
+return {1, held, 0, math.ceil(reset_us / 1000)}

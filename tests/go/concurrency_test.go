@@ -68,7 +68,7 @@ func loads() []load {
 			least: scaled(rolling, 0.9), why: "the last window's entries may not have aged out"},
 		{script: "sliding_window_counter", args: []any{"50", fmt.Sprint(W.Milliseconds())}, most: fixed,
 			least: func(s, e int64) float64 { return 0.5 * 50 * float64(e-s) / float64(W.Microseconds()) },
-			why: "the estimate assumes the previous window's calls were spread evenly; under a burst at a window's start it overcounts, so it admits less"},
+			why:   "the estimate assumes the previous window's calls were spread evenly; under a burst at a window's start it overcounts, so it admits less"},
 	}
 }
 

@@ -180,6 +180,8 @@ func init() {
 			bound: perPeriod(5, 5, time.Second), maxCost: 3, maxGap: 150 * time.Millisecond},
 		limiter{script: "token_bucket", name: "smooth 7 per 300ms burst 10", args: tb(10, 7, 300*time.Millisecond, "smooth"),
 			bound: perPeriod(10, 7, 300*time.Millisecond), maxCost: 4, maxGap: 40 * time.Millisecond},
+		limiter{script: "token_bucket", name: "smooth 3 per 1ms", args: tb(3, 3, time.Millisecond, "smooth"),
+			bound: perPeriod(3, 3, time.Millisecond), maxCost: 2, maxGap: 200 * time.Microsecond},
 		limiter{script: "token_bucket", name: "interval 4 per 1s burst 6", args: tb(6, 4, time.Second, "interval"),
 			bound: func(span time.Duration) int { return 6 + 4*int(span/time.Second+1) }, maxCost: 3, maxGap: 200 * time.Millisecond},
 	)

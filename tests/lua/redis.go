@@ -44,7 +44,13 @@ type Redis struct {
 	now  int64 // µs since the epoch
 	data map[string]*value
 	log  []string
-	L    *lua.LState
+	eng  *engine // shared with clones: building a Lua state is the slow part
+}
+
+// engine is one Lua state and the server its redis.call currently reaches.
+type engine struct {
+	L   *lua.LState
+	cur *Redis
 }
 
 // New returns an empty server whose clock reads now (µs).
@@ -153,6 +159,7 @@ func Source(name string) (string, error) {
 func (r *Redis) Eval(src string, keys, args []string) (any, error) {
 	r.log = nil
 	L := r.state()
+	r.eng.cur = r
 	L.SetGlobal("KEYS", strings2table(L, keys))
 	L.SetGlobal("ARGV", strings2table(L, args))
 	L.SetTop(0)
@@ -200,9 +207,10 @@ func compile(src string) (*lua.FunctionProto, error) {
 // state builds the Lua state once per server: only Redis's libraries, no
 // way to load code, and globals read-only as in Redis 7.
 func (r *Redis) state() *lua.LState {
-	if r.L != nil {
-		return r.L
+	if r.eng != nil {
+		return r.eng.L
 	}
+	r.eng = &engine{}
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	for _, lib := range []struct {
 		name string
@@ -217,7 +225,7 @@ func (r *Redis) state() *lua.LState {
 	}
 	L.SetGlobal("KEYS", L.NewTable())
 	L.SetGlobal("ARGV", L.NewTable())
-	L.SetGlobal("redis", r.module(L))
+	L.SetGlobal("redis", r.eng.module(L))
 	mt := L.NewTable()
 	L.SetField(mt, "__index", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
@@ -228,7 +236,7 @@ func (r *Redis) state() *lua.LState {
 		return 0
 	}))
 	L.SetMetatable(L.G.Global, mt)
-	r.L = L
+	r.eng.L = L
 	return L
 }
 
@@ -270,10 +278,10 @@ func toReply(L *lua.LState, v lua.LValue) any {
 	return nil
 }
 
-func (r *Redis) module(L *lua.LState) *lua.LTable {
+func (e *engine) module(L *lua.LState) *lua.LTable {
 	m := L.NewTable()
-	L.SetField(m, "call", L.NewFunction(func(L *lua.LState) int { return r.call(L, true) }))
-	L.SetField(m, "pcall", L.NewFunction(func(L *lua.LState) int { return r.call(L, false) }))
+	L.SetField(m, "call", L.NewFunction(func(L *lua.LState) int { return e.cur.call(L, true) }))
+	L.SetField(m, "pcall", L.NewFunction(func(L *lua.LState) int { return e.cur.call(L, false) }))
 	L.SetField(m, "error_reply", L.NewFunction(func(L *lua.LState) int {
 		t := L.NewTable()
 		L.SetField(t, "err", lua.LString(L.CheckString(1)))
@@ -346,9 +354,11 @@ func scriptNames() ([]string, error) {
 	return out, err
 }
 
-// Clone returns an independent copy of the server, clock included.
+// Clone returns an independent copy of the server, clock included. It
+// shares the Lua state, so a clone and its original must not Eval at once.
 func (r *Redis) Clone() *Redis {
 	c := New(r.now)
+	c.eng = r.eng
 	for k, v := range r.data {
 		c.data[k] = v.clone()
 	}

@@ -48,7 +48,9 @@ type Step struct {
 	Want []int64       // the reply, for steps that succeed
 	Err  string        // the error reply's prefix, for steps that fail
 	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
-	// a key that must not exist).
+	// a key that must not exist). A write's TTL is its reset_after; with a
+	// caller clock it is one period (or window) longer, so calls that reach
+	// Redis late still find the key.
 	TTL []int64
 }
 

@@ -54,15 +54,15 @@ func init() {
 			Keys:        []string{"tb:{c}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 0, Args: tb(2, 1, 100*ms, "smooth", 2), Want: R(true, 0, 0, 200), TTL: []int64{200}},
-				{At: 50 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(false, 0, 50, 150), TTL: []int64{150}},
-				{At: 100 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(true, 0, 0, 200), TTL: []int64{200}},
+				{At: 0, Args: tb(2, 1, 100*ms, "smooth", 2), Want: R(true, 0, 0, 200), TTL: []int64{300}},
+				{At: 50 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(false, 0, 50, 150), TTL: []int64{250}},
+				{At: 100 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(true, 0, 0, 200), TTL: []int64{300}},
 				// 3 tokens per ms: a token every 333.33 µs, rounded up to 334.
-				{At: time.Second, Args: tb(3, 3, ms, "smooth", 3), Want: R(true, 0, 0, 1), TTL: []int64{1}},
-				{At: time.Second + 334*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{1}},
+				{At: time.Second, Args: tb(3, 3, ms, "smooth", 3), Want: R(true, 0, 0, 1), TTL: []int64{2}},
+				{At: time.Second + 334*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
 				// Sub-ms PTTLs round differently from server to server: not compared.
 				{At: time.Second + 500*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(false, 0, 1, 1)},
-				{At: time.Second + 668*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{1}},
+				{At: time.Second + 668*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
 			},
 		},
 		Scenario{
@@ -82,13 +82,13 @@ func init() {
 			Keys:        []string{"tb:{e}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 10 * sec, Args: tb(2, 1, sec, "smooth", 2), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
-				{At: 9 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{2000}},
-				{At: 11 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
+				{At: 10 * sec, Args: tb(2, 1, sec, "smooth", 2), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 9 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
+				{At: 11 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
 				// The late call sees the state of 11 s, not a second credit.
-				{At: 10500 * ms, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{2000}},
-				{At: 12 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
-				{At: 5 * sec, Args: tb(2, 1, sec, "interval", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{2000}},
+				{At: 10500 * ms, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
+				{At: 12 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 5 * sec, Args: tb(2, 1, sec, "interval", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
 			},
 		},
 		Scenario{

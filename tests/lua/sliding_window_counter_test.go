@@ -1,0 +1,269 @@
+package luatest
+
+import (
+	"math/big"
+	"math/rand"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/redlimit/redlimit/tests/scenario"
+)
+
+// slidingBound is the most cost the sliding window counter admits within a
+// closed span of d = span µs, for a window of W µs:
+//
+//	limit                          for d = 0
+//	limit + floor(limit*(d-1)/W)   for d >= 1
+//
+// Why: a run of calls is counted in windows k..k+m (m >= 0; each call in its
+// judged window, which never moves back). If m = 0, at most limit. Else the
+// last call admitted in window k+m, judged e µs into it with the final count
+// C of window k+m-1 as prev, had cur + its cost + ceil(C*(W-e)/W) <= limit,
+// so window k+m admits at most limit - ceil(C*(W-e)/W) and windows k+m-1 and
+// k+m together at most limit + floor(C*e/W) <= limit + floor(limit*e/W).
+// Windows k..k+m-2 admit at most limit each. The run starts at or before the
+// end of window k (its first call is judged in k, at or after its clock) and
+// ends at or after that last judged instant, so d-1 >= (m-1)*W + e, and
+// (m-1)*limit + limit + floor(limit*e/W) <= limit + floor(limit*(d-1)/W).
+// It is tight for d = W: limit in the last µs of a window, then, as that
+// count's weight decays, limit - ceil(limit/W) more by the next window's last
+// µs.
+func slidingBound(limit int, window time.Duration) func(time.Duration) int {
+	return func(span time.Duration) int {
+		d, w := span.Microseconds(), window.Microseconds()
+		if d == 0 {
+			return limit
+		}
+		return limit + int(int64(limit)*(d-1)/w)
+	}
+}
+
+func init() {
+	swc := func(limit int, window time.Duration) func(int) []string {
+		return func(cost int) []string { return scenario.Args(limit, window, cost) }
+	}
+	limiters = append(limiters,
+		// 300 ms / 7 is not a whole number of µs.
+		limiter{script: "sliding_window_counter", name: "7 per 300ms", args: swc(7, 300*time.Millisecond),
+			bound: slidingBound(7, 300*time.Millisecond), maxCost: 4, maxGap: 40 * time.Millisecond},
+		limiter{script: "sliding_window_counter", name: "3 per 1ms", args: swc(3, time.Millisecond),
+			bound: slidingBound(3, time.Millisecond), maxCost: 2, maxGap: 300 * time.Microsecond},
+	)
+}
+
+func TestSlidingWindowCounterAlignedWindow(t *testing.T) {
+	eachAlignedWindow(t, "sliding_window_counter")
+}
+
+// swcModel is the sliding window counter written from its definition, with
+// big integers and a search for the first admitting µs instead of the
+// script's closed form, plus the key's expiry by the server's clock.
+type swcModel struct {
+	limit, window int64 // window in µs
+	set           bool
+	w, cur, prev  int64
+	expireAt      int64 // server µs
+}
+
+// weight is ceil(p*(W-e)/W).
+func (m *swcModel) weight(p, e int64) int64 {
+	x := new(big.Int).Mul(big.NewInt(p), big.NewInt(m.window-e))
+	q, r := new(big.Int).QuoRem(x, big.NewInt(m.window), new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64()
+}
+
+func swcCeilMs(us int64) int64 { return (us + 999) / 1000 }
+
+func (m *swcModel) call(cost, now, server int64) []any {
+	if m.set && server >= m.expireAt {
+		m.set = false
+	}
+	W := m.window
+	w := now / W
+	sw, cur, prev := w, int64(0), int64(0)
+	if m.set {
+		sw, cur, prev = m.w, m.cur, m.prev
+	}
+	at := now
+	switch {
+	case sw > w:
+		w, at = sw, sw*W
+	case sw == w-1:
+		cur, prev = 0, cur
+	case sw < w-1:
+		cur, prev = 0, 0
+	}
+	start := w * W
+	// estimate at t >= start if nothing more is admitted
+	estimate := func(t int64) int64 {
+		switch e := t - start; {
+		case e < W:
+			return cur + m.weight(prev, e)
+		case e < 2*W:
+			return m.weight(cur, e-W)
+		}
+		return 0
+	}
+	want := max(cost, 1)
+	remaining := max(0, m.limit-estimate(at))
+	var reset int64
+	switch {
+	case cur > 0:
+		reset = swcCeilMs(start + 2*W - now)
+	case prev > 0:
+		reset = swcCeilMs(start + W - now)
+	}
+	if want > m.limit {
+		return []any{int64(0), remaining, int64(-1), reset}
+	}
+	if estimate(at)+want > m.limit {
+		lo, hi := at, start+2*W // estimate(lo) denies, estimate(hi) admits
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if estimate(mid)+want <= m.limit {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return []any{int64(0), remaining, swcCeilMs(hi - now), reset}
+	}
+	if cost == 0 {
+		return []any{int64(1), remaining, int64(0), reset}
+	}
+	m.set, m.w, m.cur, m.prev = true, w, cur+cost, prev
+	m.expireAt = server + 1000*swcCeilMs(start+3*W-min(now, server)) // one window of grace: a caller clock
+	return []any{int64(1), remaining - cost, int64(0), swcCeilMs(start + 2*W - now)}
+}
+
+// TestSlidingWindowCounterMatchesModel compares every reply with the model,
+// on windows and limits large enough that count*window is far beyond 2^53,
+// in order and with late callers.
+func TestSlidingWindowCounterMatchesModel(t *testing.T) {
+	src, err := Source("sliding_window_counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []struct {
+		limit  int64
+		window time.Duration
+	}{
+		{5, time.Second},
+		{7, 300 * time.Millisecond},
+		{1_000_000, 24 * time.Hour},
+		{999_999_937, 99_999_999_989 * time.Millisecond},
+		{1_000_000_000, time.Millisecond},
+		{3, 7 * time.Millisecond},
+	} {
+		W := cfg.window.Microseconds()
+		for seed := int64(1); seed <= 3; seed++ {
+			rng := rand.New(rand.NewSource(seed))
+			for _, late := range []bool{false, true} {
+				r := New(scenario.T0)
+				m := &swcModel{limit: cfg.limit, window: W}
+				latest := int64(scenario.T0)
+				for i := 0; i < 300; i++ {
+					// Gaps of up to a quarter window, but at most 58 days, so
+					// 300 calls stay below the largest clock, 2^52 µs.
+					latest += rng.Int63n(min(W/4, 5e12) + 1)
+					now := latest
+					if late {
+						now -= rng.Int63n(W/2 + 1)
+					}
+					r.SetTime(latest)
+					var cost int64
+					switch rng.Intn(4) {
+					case 0:
+						cost = 0
+					case 1:
+						cost = rng.Int63n(cfg.limit + 2)
+					default:
+						cost = rng.Int63n(cfg.limit/4 + 2)
+					}
+					argv := scenario.Args(cfg.limit, cfg.window, cost, now)
+					got, err := r.Eval(src, []string{"k"}, argv)
+					if err != nil {
+						t.Fatalf("%v: %v", argv, err)
+					}
+					want := m.call(cost, now, latest)
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("limit %d window %v seed %d call %d %v (server %d): (-model +script)\n%s",
+							cfg.limit, cfg.window, seed, i, argv, latest, diff)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSlidingWindowCounterWorstCase admits limit in the last µs of a window
+// and then, one call per µs-exact retry, everything the decaying estimate
+// allows: within one window length it reaches 2*limit - 1 (the header's
+// worst case, and slidingBound at d = W), and never more.
+func TestSlidingWindowCounterWorstCase(t *testing.T) {
+	src, err := Source("sliding_window_counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 10
+	window := time.Second
+	W := window.Microseconds()
+	r := New(scenario.T0)
+	first := int64(scenario.T0) + W - 1
+	total := 0
+	for now := first; now <= first+W; {
+		r.SetTime(now)
+		got, err := r.Eval(src, []string{"k"}, scenario.Args(limit, window, 1, now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply := got.([]any)
+		if reply[0] == int64(1) {
+			total++
+			if now == first && total < limit {
+				continue
+			}
+			now++
+			continue
+		}
+		now += reply[2].(int64) * 1000
+	}
+	if want := slidingBound(limit, window)(window); total != want || want != 2*limit-1 {
+		t.Errorf("admitted %d within %v from a window's last µs, want %d = 2*limit-1", total, window, want)
+	}
+}
+
+func TestSlidingWindowCounterMissingKey(t *testing.T) {
+	src, err := Source("sliding_window_counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(scenario.T0).Eval(src, nil, scenario.Args(5, 1000, 1, 0))
+	if err == nil || err.Error() != "BADARG counts key is missing" {
+		t.Errorf("got %v, want BADARG counts key is missing", err)
+	}
+}
+
+// TestSlidingWindowCounterLaggingServerClock: as for fixed_window, the key
+// lasts until the counts weigh 0 by the server's clock too.
+func TestSlidingWindowCounterLaggingServerClock(t *testing.T) {
+	src, err := Source("sliding_window_counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(scenario.T0)
+	at := func(ms int64) string { return strconv.FormatInt(scenario.T0+ms*1000, 10) }
+	// The caller is 600 ms ahead: 1400 ms left for it, 2000 ms for the
+	// server, plus the one-window grace of a caller clock.
+	windowStep(t, r, src, scenario.Args(2, 1000, 2, at(600)), windowReply(1, 0, 0, 1400), 3000)
+	r.SetTime(scenario.T0 + 1_500_000)
+	// At 1.9 s prev=2 weighs ceil(0.2) = 1; the server is at 1.5 s.
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1900)), windowReply(1, 0, 0, 1100), 2500)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1950)), windowReply(0, 0, 50, 1050), 2500)
+}

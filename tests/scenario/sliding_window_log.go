@@ -62,9 +62,10 @@ func init() {
 				{At: 50 * ms, Args: swl(2, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{150}},
 				{At: 100 * ms, Args: swl(2, 100*ms, 1), Want: R(true, 1, 0, 100), TTL: []int64{200}},
 				{At: sec, Args: swl(1, ms, 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
-				// 500 µs left, rounded up to 1 ms.
-				{At: sec + 500*us, Args: swl(1, ms, 1), Want: R(false, 0, 1, 1), TTL: []int64{2}},
-				{At: sec + 999*us, Args: swl(1, ms, 1), Want: R(false, 0, 1, 1), TTL: []int64{2}},
+				// 500 µs left, rounded up to 1 ms. (A PTTL half a ms after a
+				// write rounds differently on each server: not compared.)
+				{At: sec + 500*us, Args: swl(1, ms, 1), Want: R(false, 0, 1, 1)},
+				{At: sec + 999*us, Args: swl(1, ms, 1), Want: R(false, 0, 1, 1)},
 				{At: sec + 1000*us, Args: swl(1, ms, 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
 			},
 		},

@@ -9,7 +9,7 @@ import (
 var initialisms = map[string]bool{
 	"id": true, "ttl": true, "url": true, "uri": true, "http": true, "json": true,
 	"api": true, "ip": true, "uuid": true, "sha": true, "lua": true, "db": true,
-	"cpu": true, "tcp": true, "udp": true, "utc": true,
+	"cpu": true, "tcp": true, "udp": true, "utc": true, "gcra": true,
 }
 
 // exported turns retry_after into RetryAfter and user_id into UserID.

@@ -42,6 +42,9 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local cost     = int(ARGV[4], 'cost', 0, 1e9)
 local now      = int(ARGV[5], 'now', 0, 2^52)
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
+if not bad and rate > period * 1000 then
+  bad = 'BADARG rate must be at most one per µs (period*1000)'
+end
 if bad then return redis.error_reply(bad) end
 
 -- I.371's increment I: the µs one unit takes to drain.

@@ -48,7 +48,9 @@ func windows(window time.Duration) func(start, end int64) float64 {
 }
 
 func loads() []load {
-	const W = 400 * time.Millisecond
+	// The run lasts 1.2 s: not a whole number of windows, so the last
+	// window of a saturated log has well started.
+	const W = 350 * time.Millisecond
 	fixed := func(s, e int64) float64 { return 50 * windows(W)(s, e) }
 	// A rolling log admits limit, then limit again each time a window of
 	// entries ages out: at most limit per started window.

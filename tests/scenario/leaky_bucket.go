@@ -122,6 +122,8 @@ func init() {
 				{Args: Args(5, 2.5, 1000, 1), Err: "BADARG rate"},
 				{Args: Args(5, 1, 0, 1), Err: "BADARG period must be an integer from 1 to 100000000000, got '0'"},
 				{Args: Args(5, 1, "0.5", 1), Err: "BADARG period"},
+				// A µs is the finest drain time: 1001 per ms is too fast.
+				{Args: Args(5, 1001, 1, 1), Err: "BADARG rate must be at most one per µs (period*1000)"},
 				{Args: Args(5, 1, "1e12", 1), Err: "BADARG period"},
 				{Args: Args(5, 1, -1000, 1), Err: "BADARG period"},
 				{Args: Args(5, 1, 1000, -1), Err: "BADARG cost"},

@@ -1,0 +1,246 @@
+package bindings
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+)
+
+func newServer(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { c.Close() })
+	return m, c
+}
+
+// The hash EVALSHA sends must be the SHA1 of the file other stacks copy, and
+// the one Redis computes, or every call would miss the script cache.
+func TestSourcesMatchFiles(t *testing.T) {
+	files, err := filepath.Glob("../lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in ../lua: %v", err)
+	}
+	byFile := map[string]*scriptInfo{}
+	for _, s := range allScripts {
+		byFile[s.file] = s
+	}
+	_, c := newServer(t)
+	ctx := context.Background()
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha1.Sum(src)
+		want := hex.EncodeToString(sum[:])
+		s, ok := byFile[filepath.Base(f)]
+		if !ok {
+			t.Errorf("%s has no generated binding; run go generate ./bindings", f)
+			continue
+		}
+		if got := s.script.Hash(); got != want {
+			t.Errorf("%s: generated hash %s, file SHA1 %s; run go generate ./bindings", f, got, want)
+		}
+		loaded, err := c.ScriptLoad(ctx, string(src)).Result()
+		if err != nil {
+			t.Errorf("%s: SCRIPT LOAD: %v", f, err)
+		} else if loaded != want {
+			t.Errorf("%s: SCRIPT LOAD replied %s, want %s", f, loaded, want)
+		}
+	}
+	if len(allScripts) != len(files) {
+		t.Errorf("%d generated scripts for %d files in ../lua", len(allScripts), len(files))
+	}
+}
+
+func bucketParams(cost int64, now time.Duration) TokenBucketParams {
+	return TokenBucketParams{Capacity: 2, Rate: 1, Period: time.Second, Refill: "smooth", Cost: cost, Now: now}
+}
+
+func TestTokenBucket(t *testing.T) {
+	_, c := newServer(t)
+	ctx := context.Background()
+	now := 1_700_000_000 * time.Second
+	var got []TokenBucketResult
+	for i := 0; i < 3; i++ {
+		r, err := TokenBucket(ctx, c, "tb:smoke", bucketParams(1, now))
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+		got = append(got, r)
+	}
+	want := []TokenBucketResult{
+		{Allowed: true, Remaining: 1, ResetAfter: time.Second},
+		{Allowed: true, Remaining: 0, ResetAfter: 2 * time.Second},
+		{Allowed: false, Remaining: 0, RetryAfter: time.Second, ResetAfter: 2 * time.Second},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadArg(t *testing.T) {
+	_, c := newServer(t)
+	p := bucketParams(1, 0)
+	p.Capacity = 0
+	_, err := TokenBucket(context.Background(), c, "tb:bad", p)
+	if !errors.Is(err, ErrBadArg) {
+		t.Fatalf("err = %v, want one matching ErrBadArg", err)
+	}
+	var se *ScriptError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %T, want *ScriptError", err)
+	}
+	if se.Script != "token_bucket.lua" || se.Code != "BADARG" || se.Message == "" {
+		t.Errorf("ScriptError = %+v", se)
+	}
+}
+
+// A duration that is not a whole number of the wire unit is refused before
+// anything reaches Redis.
+func TestArgErrorSendsNothing(t *testing.T) {
+	m, c := newServer(t)
+	p := bucketParams(1, 0)
+	p.Period = 1500 * time.Microsecond
+	before := m.CommandCount()
+	_, err := TokenBucket(context.Background(), c, "tb:arg", p)
+	var ae *ArgError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v, want *ArgError", err)
+	}
+	want := &ArgError{Script: "token_bucket.lua", Arg: "period", Value: "1.5ms", Reason: "is not a whole number of milliseconds"}
+	if diff := cmp.Diff(want, ae); diff != "" {
+		t.Errorf("ArgError (-want +got):\n%s", diff)
+	}
+	if n := m.CommandCount() - before; n != 0 {
+		t.Errorf("%d commands sent, want 0", n)
+	}
+}
+
+// Script.Run inside a go-redis pipeline does not fall back to EVAL, so the
+// batch path must: after SCRIPT FLUSH every call still runs, exactly once.
+func TestBatchAfterScriptFlush(t *testing.T) {
+	m, c := newServer(t)
+	ctx := context.Background()
+	if err := LoadAll(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	now := 1_700_000_000 * time.Second
+	bad := bucketParams(1, now)
+	bad.Rate = 0
+
+	b := NewBatch()
+	first := b.TokenBucket("tb:batch", bucketParams(1, now))
+	second := b.TokenBucket("tb:batch", bucketParams(1, now))
+	badArg := b.TokenBucket("tb:other", bad)
+	encode := b.TokenBucket("tb:other", bucketParams(1, time.Nanosecond))
+	third := b.TokenBucket("tb:batch", bucketParams(1, now))
+	if _, err := first.Result(); err == nil {
+		t.Error("Result before Exec returned no error")
+	}
+	err := b.Exec(ctx, c)
+	if !errors.Is(err, ErrBadArg) {
+		t.Errorf("Exec = %v, want the first call error (BADARG)", err)
+	}
+
+	var got []TokenBucketResult
+	for i, p := range []*Pending[TokenBucketResult]{first, second, third} {
+		r, err := p.Result()
+		if err != nil {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+		got = append(got, r)
+	}
+	want := []TokenBucketResult{
+		{Allowed: true, Remaining: 1, ResetAfter: time.Second},
+		{Allowed: true, Remaining: 0, ResetAfter: 2 * time.Second},
+		{Allowed: false, Remaining: 0, RetryAfter: time.Second, ResetAfter: 2 * time.Second},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if _, err := badArg.Result(); !errors.Is(err, ErrBadArg) {
+		t.Errorf("bad call: err = %v, want ErrBadArg", err)
+	}
+	var ae *ArgError
+	if _, err := encode.Result(); !errors.As(err, &ae) {
+		t.Errorf("unencodable call: err = %v, want *ArgError", err)
+	}
+	if m.Exists("tb:other") {
+		t.Error("a failed call wrote tb:other")
+	}
+}
+
+// The batch must route through a cluster pipeline too; miniredis answers
+// CLUSTER SLOTS as a one-node cluster.
+func TestBatchClusterClient(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	b := NewBatch()
+	var pending []*Pending[TokenBucketResult]
+	for _, key := range []string{"{a}tb", "{b}tb", "{a}tb"} {
+		pending = append(pending, b.TokenBucket(key, bucketParams(1, time.Hour)))
+	}
+	if err := b.Exec(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var remaining []int64
+	for _, p := range pending {
+		r, err := p.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		remaining = append(remaining, r.Remaining)
+	}
+	if diff := cmp.Diff([]int64{1, 1, 0}, remaining); diff != "" {
+		t.Errorf("remaining (-want +got):\n%s", diff)
+	}
+}
+
+func TestReplyShape(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply any
+		want  string
+	}{
+		{"not an array", int64(1), "token_bucket.lua: reply: want an array, got int64 1"},
+		{"too short", []any{int64(1)}, "token_bucket.lua: reply: want 4 elements, got 1"},
+		{"bool not 1/0", []any{int64(2), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply element 1 (allowed): want bool (1 or 0), got int64 2"},
+		{"text for int", []any{int64(1), "x", int64(0), int64(0)}, `token_bucket.lua: reply element 2 (remaining): want int, got string "x"`},
+		{"nil", nil, "token_bucket.lua: reply: want an array, got nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeTokenBucket(tt.reply)
+			var re *ReplyError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want *ReplyError", err)
+			}
+			if got := err.Error(); got != tt.want {
+				t.Errorf("err = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// An integer held in a string is still an integer: scripts often return
+	// what redis.call gave them.
+	got, err := decodeTokenBucket([]any{int64(1), "7", int64(0), "250"})
+	want := TokenBucketResult{Allowed: true, Remaining: 7, ResetAfter: 250 * time.Millisecond}
+	if err != nil || got != want {
+		t.Errorf("decode = %+v, %v; want %+v", got, err, want)
+	}
+}

@@ -1,0 +1,234 @@
+package luatest
+
+import (
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/redlimit/redlimit/tests/scenario"
+)
+
+// gcraInterval is T' in µs, period/rate rounded up, as gcra.lua computes it.
+func gcraInterval(rate int, period time.Duration) int64 {
+	return (period.Microseconds() + int64(rate) - 1) / int64(rate)
+}
+
+// gcraBound: a call of cost c passes only while TAT - now <= (burst - c)*T',
+// and every admitted cost pushes the TAT by c*T' from at least the clock of
+// the first call of a span, so the costs admitted from clock t0 to clock t1
+// add up to at most burst + (t1 - t0)/T'. A burst at t0 and then one call
+// per T' reaches it, so it is tight; since T' >= period/rate it is never
+// above burst + rate*span/period.
+func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
+	t := gcraInterval(rate, period)
+	return func(span time.Duration) int { return burst + int(span.Microseconds()/t) }
+}
+
+func gcraArgs(burst, rate int, period time.Duration) func(int) []string {
+	return func(cost int) []string { return scenario.Args(burst, rate, period, cost) }
+}
+
+func init() {
+	limiters = append(limiters,
+		limiter{script: "gcra", name: "5 per 1s burst 5", args: gcraArgs(5, 5, time.Second),
+			bound: gcraBound(5, 5, time.Second), maxCost: 3, maxGap: 150 * time.Millisecond},
+		// T = 42857.14 µs, rounded up to 42858.
+		limiter{script: "gcra", name: "7 per 300ms burst 10", args: gcraArgs(10, 7, 300*time.Millisecond),
+			bound: gcraBound(10, 7, 300*time.Millisecond), maxCost: 4, maxGap: 40 * time.Millisecond},
+		// Sub-ms: T = 333.33 µs, rounded up to 334.
+		limiter{script: "gcra", name: "3 per 1ms burst 4", args: gcraArgs(4, 3, time.Millisecond),
+			bound: gcraBound(4, 3, time.Millisecond), maxCost: 3, maxGap: 400 * time.Microsecond},
+	)
+}
+
+func evalReply(t *testing.T, r *Redis, src string, keys, argv []string) []any {
+	t.Helper()
+	got, err := r.Eval(src, keys, argv)
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	return got.([]any)
+}
+
+// TestGCRAMatchesLeakyBucket: GCRA's virtual scheduling and the
+// continuous-state leaky bucket are the same algorithm (ITU-T I.371), and
+// both scripts round the interval up to a whole µs, so with calls in order
+// they must give the same replies and the same TTLs. (Out of order they
+// differ on purpose: the leaky bucket judges a late call at its last pour,
+// GCRA at the call's own clock.)
+func TestGCRAMatchesLeakyBucket(t *testing.T) {
+	gcra, err := Source("gcra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := Source("leaky_bucket")
+	if err != nil {
+		t.Skip("no leaky_bucket.lua to compare with")
+	}
+	for _, l := range limiters {
+		if l.script != "gcra" {
+			continue
+		}
+		t.Run(l.name, func(t *testing.T) {
+			for seed := int64(1); seed <= 10; seed++ {
+				rng := rand.New(rand.NewSource(seed))
+				a, b := New(scenario.T0), New(scenario.T0)
+				for i, c := range l.sequence(rng, 200, 0) {
+					a.SetTime(c.at)
+					b.SetTime(c.at)
+					argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10))
+					ga, gb := evalReply(t, a, gcra, []string{"k"}, argv), evalReply(t, b, lb, []string{"k"}, argv)
+					if diff := cmp.Diff(gb, ga); diff != "" {
+						t.Fatalf("seed %d call %d %v: leaky_bucket (-) vs gcra (+):\n%s", seed, i, argv, diff)
+					}
+					if pa, pb := a.PTTL("k"), b.PTTL("k"); pa != pb {
+						t.Fatalf("seed %d call %d %v: PTTL %d, leaky_bucket's %d", seed, i, argv, pa, pb)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGCRALateCallsGainNothing: a call whose clock lags the newest one seen
+// is judged at its own clock against a TAT that never moves back, so it is
+// never allowed where the same call at the newest clock would be denied,
+// and the stored TAT never decreases.
+func TestGCRALateCallsGainNothing(t *testing.T) {
+	eachLimiter(t, func(t *testing.T, l limiter, src string, rng *rand.Rand) {
+		if l.script != "gcra" {
+			return
+		}
+		r := New(scenario.T0)
+		latest, lastTAT := int64(0), int64(0)
+		for _, c := range l.sequence(rng, 200, l.maxGap*3) {
+			latest = max(latest, c.at)
+			r.SetTime(latest)
+			if r.get("k") == nil {
+				// Expired by the server's clock: a caller that lags it may
+				// start a new TAT behind the old one (the README's caveat).
+				lastTAT = 0
+			}
+			onTime := call{at: latest, cost: c.cost}
+			l.run(t, r.Clone(), src, &onTime)
+			l.run(t, r, src, &c)
+			if c.allowed && !onTime.allowed {
+				t.Fatalf("cost %d allowed at %d but denied at the newest clock %d", c.cost, c.at, latest)
+			}
+			if v := r.get("k"); v != nil {
+				tat, err := strconv.ParseInt(v.str, 10, 64)
+				if err != nil || tat < lastTAT {
+					t.Fatalf("TAT %q after %d (%v)", v.str, lastTAT, err)
+				}
+				lastTAT = tat
+			}
+		}
+	})
+}
+
+// TestGCRAReachesItsBound: a caller that comes exactly at every T' after a
+// full burst gets every call through, so the bound used above is tight and
+// the rounded interval is the whole cost of rounding.
+func TestGCRAReachesItsBound(t *testing.T) {
+	src, err := Source("gcra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		burst, rate int
+		period      time.Duration
+	}{{5, 5, time.Second}, {10, 7, 300 * time.Millisecond}, {4, 3, time.Millisecond}} {
+		r := New(scenario.T0)
+		T := gcraInterval(tc.rate, tc.period)
+		args := gcraArgs(tc.burst, tc.rate, tc.period)
+		for k := int64(0); k <= 200; k++ {
+			at := int64(scenario.T0) + k*T
+			r.SetTime(at)
+			cost := 1
+			if k == 0 {
+				cost = tc.burst
+			}
+			got := evalReply(t, r, src, []string{"k"}, append(args(cost), strconv.FormatInt(at, 10)))
+			if got[0] != int64(1) {
+				t.Fatalf("%+v: call %d at +%d µs denied: %v", tc, k, k*T, got)
+			}
+			// One µs earlier the next call would have been denied.
+			early := evalReply(t, r.Clone(), src, []string{"k"}, append(args(1), strconv.FormatInt(at+T-1, 10)))
+			if early[0] != int64(0) {
+				t.Fatalf("%+v: a call 1 µs before the next interval passed: %v", tc, early)
+			}
+		}
+	}
+}
+
+// TestGCRAKeyTrouble: a key of another Redis type is GET's WRONGTYPE, and a
+// missing key argument is BADARG; neither changes anything.
+func TestGCRAKeyTrouble(t *testing.T) {
+	src, err := Source("gcra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(scenario.T0)
+	if _, err := r.Eval("redis.call('HSET', KEYS[1], 'tat', '1') return 1", []string{"k"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	argv := append(gcraArgs(5, 1, time.Second)(1), "0")
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{[]string{"k"}, "WRONGTYPE"},
+		{nil, "BADARG tat key is missing"},
+	} {
+		before := r.Snapshot()
+		got, err := r.Eval(src, tc.keys, argv)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("keys %v: got (%v, %v), want an error starting %q", tc.keys, got, err, tc.want)
+		}
+		if after := r.Snapshot(); !before.Equal(after) {
+			t.Errorf("keys %v changed state:\n%s\n%s", tc.keys, before, after)
+		}
+		for _, c := range r.Commands() {
+			if writes[strings.ToUpper(strings.Fields(c)[0])] {
+				t.Errorf("keys %v sent %q", tc.keys, c)
+			}
+		}
+	}
+}
+
+// TestGCRAKeyTTL: with the server's clock a write's PTTL is reset_after.
+// With a caller clock it is reset_after, or the time to the TAT by the
+// server's clock when the caller's runs ahead, plus a period, so calls that
+// reach Redis late, or whose clock runs behind the writer's, still find the
+// TAT.
+func TestGCRAKeyTTL(t *testing.T) {
+	src, err := Source("gcra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := gcraArgs(2, 1, time.Second)(1)
+	want := []any{int64(1), int64(1), int64(0), int64(1000)}
+	for _, tc := range []struct {
+		now      string
+		wantPTTL int64
+	}{
+		{"0", 1000},
+		{strconv.FormatInt(scenario.T0, 10), 2000},
+		{strconv.FormatInt(scenario.T0-3e6, 10), 2000},
+		// TAT = caller + 1 s = server + 6 s, plus a period.
+		{strconv.FormatInt(scenario.T0+5e6, 10), 7000},
+	} {
+		r := New(scenario.T0)
+		got := evalReply(t, r, src, []string{"k"}, append(args, tc.now))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("now %s: reply (-want +got):\n%s", tc.now, diff)
+		}
+		if p := r.PTTL("k"); p != tc.wantPTTL {
+			t.Errorf("now %s: PTTL %d, want %d", tc.now, p, tc.wantPTTL)
+		}
+	}
+}

@@ -58,12 +58,18 @@ func TestScenarioTiers(t *testing.T) {
 	for _, tr := range tiers() {
 		t.Run(tr.name, func(t *testing.T) {
 			c, setTime := tr.open(t)
+			var n paths
+			defer func() {
+				if !t.Failed() && (n.typed < 100 || n.raw < 20) {
+					t.Errorf("%d steps went through the typed API and %d raw: both paths must be exercised", n.typed, n.raw)
+				}
+			}()
 			for _, sc := range scenario.All() {
 				t.Run(sc.Script+"/"+sc.Name, func(t *testing.T) {
 					if !tr.exact {
 						sc = withCallerClock(sc)
 					}
-					runTier(t, tr, c, setTime, run+tr.name+":", sc)
+					runTier(t, tr, c, setTime, run+tr.name+":", sc, &n)
 				})
 			}
 		})
@@ -86,14 +92,21 @@ type stepper struct {
 	src    string
 	keys   []string // the scenario's keys, prefixed for this run
 	ref    *luatest.Redis
+	paths  *paths
 }
 
-func runTier(t *testing.T, tr tier, c redis.Scripter, setTime func(int64), run string, sc scenario.Scenario) {
+// paths counts the calls that went through the typed API and the raw one.
+type paths struct{ typed, raw int }
+
+func runTier(t *testing.T, tr tier, c redis.Scripter, setTime func(int64), run string, sc scenario.Scenario, n *paths) {
 	src, err := luatest.Source(sc.Script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := stepper{t: t, tr: tr, c: c, sc: sc, script: redis.NewScript(src), src: src, ref: luatest.New(scenario.T0)}
+	s := stepper{t: t, tr: tr, c: c, sc: sc, script: scripts[sc.Script], src: src, ref: luatest.New(scenario.T0), paths: n}
+	if s.script == nil || typed[sc.Script] == nil {
+		t.Fatalf("%s has no generated binding listed in typed_test.go", sc.Script)
+	}
 	for _, k := range sc.Keys {
 		s.keys = append(s.keys, run+k) // the prefix sits outside the {hash tag}
 	}
@@ -117,17 +130,33 @@ func runTier(t *testing.T, tr tier, c redis.Scripter, setTime func(int64), run s
 	}
 }
 
+// send makes one call through the typed API of the generated bindings, or,
+// for arguments it cannot express (and for keyless calls), through the
+// bindings' script with raw ARGV.
+func (s *stepper) send(argv []string) (any, error) {
+	ctx := context.Background()
+	if len(s.keys) == 1 {
+		got, err := typed[s.sc.Script](ctx, s.c, s.keys[0], &rawArgs{vals: argv, ok: true})
+		if err != errNotTyped {
+			s.paths.typed++
+			return got, err
+		}
+	}
+	s.paths.raw++
+	args := make([]any, len(argv))
+	for j, a := range argv {
+		args[j] = a
+	}
+	return s.script.Run(ctx, s.c, s.keys, args...).Result()
+}
+
 // step sends one step to both tiers and compares replies and PTTLs.
 func (s *stepper) step(i int, st scenario.Step) {
 	t := s.t
 	t.Helper()
 	argv := s.sc.Argv(st)
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
-	args := make([]any, len(argv))
-	for j, a := range argv {
-		args[j] = a
-	}
-	got, err := s.script.Run(context.Background(), s.c, s.keys, args...).Result()
+	got, err := s.send(argv)
 	if wantErr != nil || err != nil {
 		if !sameError(wantErr, err) {
 			t.Fatalf("step %d %v: gopher-lua says %v, %s says (%v, %v)", i, argv, wantErr, s.tr.name, got, err)
@@ -186,7 +215,7 @@ func sameError(want, got error) bool {
 	if want == nil || got == nil {
 		return want == got
 	}
-	w, g := want.Error(), got.Error()
+	w, g := want.Error(), scriptErrorText(got)
 	if strings.HasPrefix(w, "BADARG") {
 		return w == g
 	}

@@ -19,10 +19,13 @@ test-lua:
 generate:
 	$(GO) generate ./bindings/...
 
-# Fails when bindings/ is stale or generation leaves new untracked files.
+# Fails when bindings/ or the golden files are stale, or when generating
+# leaves changed or untracked files behind (git diff alone misses those).
 check-generated:
 	$(GO) run ./cmd/luagen -check -o bindings -pkg bindings -manifest bindings/scripts.json lua
-	@test -z "$$(git status --porcelain -- bindings)" || { git status --porcelain -- bindings; echo "bindings/ has uncommitted or untracked files"; exit 1; }
+	$(GO) test ./gen -run 'Golden|Deterministic'
+	$(GO) generate ./bindings/...
+	@out="$$(git status --porcelain -- bindings gen/testdata)"; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }

@@ -17,6 +17,7 @@ const (
 	checkKeysScan     = "keys-scan"     // the KEYS or SCAN command
 	checkNumberString = "number-string" // tostring or .. on a number expression
 	checkLibrary      = "library"       // os, io, debug, require, load... Redis lacks them
+	checkMultiAssign  = "multi-assign"  // a, b = b, a: gopher-lua assigns as it goes
 )
 
 // Names Redis's Lua does not have, or that reach outside the sandbox.
@@ -148,6 +149,7 @@ func (l *linter) stmt(st ast.Stmt) {
 		for _, e := range st.Rhs {
 			l.expr(e)
 		}
+		l.multiAssign(st)
 	case *ast.FuncDefStmt:
 		if id, ok := st.Name.Func.(*ast.IdentExpr); ok && st.Name.Receiver == nil {
 			if l.lookup(id.Value) == nil {
@@ -316,6 +318,22 @@ func (l *linter) call(e *ast.FuncCallExpr) {
 	}
 	if arg := e.Args[pos-1]; !l.fromKeys(arg) {
 		l.report(arg.Line(), checkKeyArg, "key of %s does not come from KEYS: pass every key in KEYS so the cluster can route it", cmd)
+	}
+}
+
+// multiAssign flags a, b = b, a. Lua 5.1 evaluates every value before it
+// assigns; gopher-lua (and so miniredis and the gopher-lua test tier)
+// assigns each target as soon as its value is known, so a later value that
+// reads an earlier target sees the new value and the tiers disagree.
+func (l *linter) multiAssign(st *ast.AssignStmt) {
+	for j := 1; j < len(st.Rhs); j++ {
+		for _, target := range st.Lhs[:min(j, len(st.Lhs))] {
+			id, ok := target.(*ast.IdentExpr)
+			if ok && mentions(st.Rhs[j], id.Value) {
+				l.report(st.Rhs[j].Line(), checkMultiAssign, "value %d of this assignment reads %s, which it assigns first: gopher-lua (miniredis) sees the new %s, Redis the old; split the statement", j+1, id.Value, id.Value)
+				return
+			}
+		}
 	}
 }
 

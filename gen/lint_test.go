@@ -36,6 +36,8 @@ func TestLint(t *testing.T) {
 		{"library", "local t = os.time()", "os is not available in Redis's Lua"},
 		{"library", "local f = loadstring('return 1')", "loadstring is not available in Redis's Lua"},
 		{"library", "local m = require('x')", "require is not available in Redis's Lua"},
+		{"multi-assign", "local b = 2 a, b = b, a", "value 2 of this assignment reads a, which it assigns first: gopher-lua (miniredis) sees the new a, Redis the old; split the statement"},
+		{"multi-assign", "local b = 2 b, a = 0, b + 1", "value 2 of this assignment reads b, which it assigns first: gopher-lua (miniredis) sees the new b, Redis the old; split the statement"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.check+"/"+tt.body, func(t *testing.T) {

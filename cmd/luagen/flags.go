@@ -36,6 +36,7 @@ no comment, so "-- luagen:ignore shebang" works on any line):
   keys-scan      the KEYS or SCAN command
   number-string  tostring() or .. on a number expression (Redis prints %.14g)
   library        os, io, debug, package, require, load, loadstring, dofile, loadfile
+  multi-assign   a, b = b, a: gopher-lua (miniredis) assigns as it goes, Redis does not
 
 Flags:
 `

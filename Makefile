@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua generate check-generated lint bench demo ci
+.PHONY: test test-redis test-lua generate check-generated lint demo ci
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and say plainly when it is not.
@@ -30,9 +30,6 @@ check-generated:
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
-
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./tests/go/... | tee bench.out
 
 demo:
 	$(GO) run ./cmd/redlimit-demo

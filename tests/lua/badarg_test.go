@@ -1,0 +1,91 @@
+package luatest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redlimit/redlimit/gen"
+	"github.com/redlimit/redlimit/tests/scenario"
+)
+
+// TestEveryNumberRejectsBadInput goes by the header, not by the tables: for
+// every numeric argument of every script, every kind of bad value is a
+// BADARG reply naming that argument as the header does, and it changes
+// nothing. Cutting ARGV short anywhere is a BADARG too.
+func TestEveryNumberRejectsBadInput(t *testing.T) {
+	bad := []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "-1", "1e300", "2^53", " "}
+	for _, name := range scenario.Scripts() {
+		t.Run(name, func(t *testing.T) {
+			src, err := Source(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			header := parseHeader(t, name, src)
+			r, keys, good := firstWrite(t, name, src)
+			for i, arg := range header.Args {
+				switch arg.Type {
+				case gen.Int, gen.Millis, gen.Micros, gen.Seconds:
+				default:
+					continue
+				}
+				values := bad
+				if arg.Name != "cost" && arg.Name != "now" {
+					values = append(values, "0") // meaningless for every other number
+				}
+				for _, v := range values {
+					argv := append([]string(nil), good...)
+					argv[i] = v
+					expectBadArg(t, r, src, keys, argv, "BADARG "+arg.Name+" ")
+				}
+			}
+			for n := 0; n < len(good); n++ {
+				expectBadArg(t, r, src, keys, good[:n], "BADARG ")
+			}
+		})
+	}
+}
+
+func parseHeader(t *testing.T, name, src string) *gen.Script {
+	t.Helper()
+	s, diags := gen.ParseScript(name+".lua", []byte(src))
+	if len(diags) > 0 {
+		t.Fatalf("header: %v", diags)
+	}
+	return s
+}
+
+// firstWrite replays a script's first scenario up to its first admitted
+// write, so the bad calls meet a key that holds state.
+func firstWrite(t *testing.T, name, src string) (*Redis, []string, []string) {
+	t.Helper()
+	spec := scenario.SpecOf(name)
+	for _, sc := range scenario.All() {
+		if sc.Script != name || sc.Strings != nil {
+			continue
+		}
+		r := New(scenario.T0)
+		for _, st := range sc.Steps {
+			r.SetTime(max(r.Now(), scenario.T0+st.At.Microseconds()))
+			argv := sc.Argv(st)
+			got, err := r.Eval(src, sc.Keys, argv)
+			if err == nil && got.([]any)[0] == int64(1) && st.Args[spec.CostArg] != "0" {
+				return r, sc.Keys, argv
+			}
+		}
+	}
+	t.Fatalf("%s: no scenario admits a write", name)
+	return nil, nil, nil
+}
+
+func expectBadArg(t *testing.T, r *Redis, src string, keys, argv []string, prefix string) {
+	t.Helper()
+	before := r.Snapshot()
+	got, err := r.Eval(src, keys, argv)
+	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
+		t.Errorf("%q: got (%v, %v), want an error starting %q", argv, got, err, prefix)
+	}
+	if after := r.Snapshot(); !before.Equal(after) {
+		t.Errorf("%q changed state:\n%s->\n%s", argv, before, after)
+	}
+}
+

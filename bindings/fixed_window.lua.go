@@ -25,7 +25,8 @@ const FixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- the stored window, so the count never moves back to an earlier window; its
 --- waits are measured from its own clock, so they are never too short for it.
 --- The key lasts until the window ends by the caller's clock and by the
---- server's, which expires it, so a server clock that lags never drops a count.
+--- server's, which expires it, so a server clock that lags never drops a
+--- count; with a caller clock, a window more, for calls that reach Redis late.
 --- @key    counter      hash {n, w}: n counted in window number w; expires when that window ends
 --- @arg    limit        int     most cost admitted per window (1..1e9)
 --- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
@@ -157,7 +158,8 @@ type FixedWindowResult struct {
 // the stored window, so the count never moves back to an earlier window; its
 // waits are measured from its own clock, so they are never too short for it.
 // The key lasts until the window ends by the caller's clock and by the
-// server's, which expires it, so a server clock that lags never drops a count.
+// server's, which expires it, so a server clock that lags never drops a
+// count; with a caller clock, a window more, for calls that reach Redis late.
 //
 // Keys:
 //   - counter: hash {n, w}: n counted in window number w; expires when that window ends

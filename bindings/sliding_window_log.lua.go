@@ -23,8 +23,9 @@ const SlidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- writes nothing. A cost above limit can never pass: it is denied with
 --- retry_after -1. Denied calls change nothing: expired members are removed
 --- only by an admit. A caller clock that runs behind the newest member is
---- treated as that member's time, so the log stays in time order; one that
---- runs ahead of the server's clock keeps the key alive for that much longer.
+--- treated as that member's time, so the log stays in time order. With a
+--- caller clock the key lives until its newest member leaves the window by
+--- the server's clock too, and a window more, for calls that reach Redis late.
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int     most cost admitted within any window (1..10000)
 --- @arg    window       ms      window length (1..1e11 ms)
@@ -184,8 +185,9 @@ type SlidingWindowLogResult struct {
 // writes nothing. A cost above limit can never pass: it is denied with
 // retry_after -1. Denied calls change nothing: expired members are removed
 // only by an admit. A caller clock that runs behind the newest member is
-// treated as that member's time, so the log stays in time order; one that
-// runs ahead of the server's clock keeps the key alive for that much longer.
+// treated as that member's time, so the log stays in time order. With a
+// caller clock the key lives until its newest member leaves the window by
+// the server's clock too, and a window more, for calls that reach Redis late.
 //
 // Keys:
 //   - log: sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member

@@ -12,8 +12,9 @@
 --- a cost of 1 and writes nothing. A cost above capacity can never pass: it is
 --- denied with retry_after -1. Denied calls change nothing. A caller clock
 --- that runs behind the stored state is treated as the stored time, so
---- out-of-order calls never drain the same time twice; one that runs ahead
---- of the server's clock keeps the key alive for that much longer.
+--- out-of-order calls never drain the same time twice. With a caller clock
+--- the key lives until the bucket is empty by the server's clock too, and a
+--- period more, for calls that reach Redis late.
 --- @key    bucket       hash {level, ts}: µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int     units the bucket holds (1..1e9)
 --- @arg    rate         int     units drained per period (1..1e9)

@@ -18,7 +18,8 @@
 --- where the previous count weighs most; its waits are measured from its own
 --- clock. The key lasts until both counts weigh 0 by the caller's clock and
 --- by the server's, which expires it, so a server clock that lags never drops
---- a count. Both counts live in one key, so it runs on Redis Cluster.
+--- a count; with a caller clock, a window more, for calls that reach Redis
+--- late. Both counts live in one key, so it runs on Redis Cluster.
 --- @key    counts       hash {w, cur, prev}: counts of window number w and w-1; expires when both weigh 0
 --- @arg    limit        int     most cost the estimate admits (1..1e9)
 --- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch

@@ -6,8 +6,9 @@
 --- nothing. A cost above capacity can never pass: it is denied with
 --- retry_after -1. Denied calls change nothing. A caller clock that runs
 --- behind the stored state is treated as the stored time, so out-of-order
---- calls never move the bucket backwards or credit the same time twice; one
---- that runs ahead of the server's clock keeps the key alive that much longer.
+--- calls never move the bucket backwards or credit the same time twice. With
+--- a caller clock the key lives until the bucket is full by the server's
+--- clock too, and a period more, for calls that reach Redis late.
 --- @key    bucket       hash {tokens, ts}; expires once full
 --- @arg    capacity     int     maximum tokens (1..1e9)
 --- @arg    rate         int     tokens added per period (1..1e9)

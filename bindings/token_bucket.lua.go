@@ -13,8 +13,9 @@ import (
 // TokenBucketSource is token_bucket.lua byte for byte, so its SHA1 is the hash that
 // EVALSHA and SCRIPT LOAD use.
 const TokenBucketSource = `--- Token bucket: takes cost tokens from a bucket that holds at most capacity
---- tokens and gains rate tokens every period. Refill "smooth" adds a token every
---- period/rate (whole microseconds, rounded up); refill "interval" adds rate
+--- tokens and gains rate tokens every period. Refill "smooth" credits whole
+--- tokens as time passes, rate per period (the time a credit took is rounded
+--- up to whole µs, so the bucket never runs fast); refill "interval" adds rate
 --- tokens at once each time a whole period has passed (the two styles in the
 --- Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
 --- nothing. A cost above capacity can never pass: it is denied with
@@ -182,8 +183,9 @@ type TokenBucketResult struct {
 // TokenBucket runs token_bucket.lua (EVALSHA, falling back to EVAL).
 //
 // Token bucket: takes cost tokens from a bucket that holds at most capacity
-// tokens and gains rate tokens every period. Refill "smooth" adds a token every
-// period/rate (whole microseconds, rounded up); refill "interval" adds rate
+// tokens and gains rate tokens every period. Refill "smooth" credits whole
+// tokens as time passes, rate per period (the time a credit took is rounded
+// up to whole µs, so the bucket never runs fast); refill "interval" adds rate
 // tokens at once each time a whole period has passed (the two styles in the
 // Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
 // nothing. A cost above capacity can never pass: it is denied with

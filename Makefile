@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua generate check-generated lint demo ci
+.PHONY: test test-redis test-lua generate check-generated lint bench demo ci
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and say plainly when it is not.
@@ -30,6 +30,13 @@ check-generated:
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+# Side by side with the peers on a real redis-server (see BENCHMARKS.md):
+# six passes of every benchmark, then medians and ratios.
+bench:
+	cd bench && for i in 1 2 3 4 5 6; do $(GO) test -run '^$$' -bench . -benchtime 10000x -count 1 || exit 1; done | tee new.txt
+	cd bench && $(GO) run ./cmd/benchtable new.txt
 
 demo:
 	$(GO) run ./cmd/redlimit-demo

@@ -88,4 +88,3 @@ func expectBadArg(t *testing.T, r *Redis, src string, keys, argv []string, prefi
 		t.Errorf("%q changed state:\n%s->\n%s", argv, before, after)
 	}
 }
-

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/throttled/throttled/v2"
+	goredisstore "github.com/throttled/throttled/v2/store/goredisstore.v9"
+	ulimiter "github.com/ulule/limiter/v3"
+	ulule "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/redlimit/redlimit/bindings"
+)
+
+// quota is one limit, set the same way on every limiter: rate per second
+// at the steady pace, and burst that may pass at once. The window
+// limiters count burst per window of burst/rate seconds, which is the same
+// average rate.
+type quota struct {
+	rate, burst int64
+}
+
+func (q quota) window() time.Duration {
+	return time.Duration(q.burst) * time.Second / time.Duration(q.rate)
+}
+
+// limiter makes one decision of cost 1 on key.
+type limiter struct {
+	name string
+	// algo says what most bounds: "rate" (burst + rate × elapsed),
+	// "aligned" (burst per epoch-aligned window touched) or "rolling"
+	// (burst per window length started).
+	algo   string
+	decide func(ctx context.Context, key string) (allowed bool, err error)
+}
+
+// now returns the caller clock to send, or 0 for the server's TIME.
+func now(callerClock bool) time.Duration {
+	if !callerClock {
+		return 0
+	}
+	return time.Duration(time.Now().UnixMicro()) * time.Microsecond
+}
+
+// ours returns redlimit's six scripts through the generated bindings.
+func ours(c redis.Scripter, q quota, callerClock bool) []limiter {
+	w := q.window()
+	return []limiter{
+		{"redlimit_token_bucket", "rate", func(ctx context.Context, key string) (bool, error) {
+			r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{
+				Capacity: q.burst, Rate: q.rate, Period: time.Second, Refill: "smooth", Cost: 1, Now: now(callerClock)})
+			return r.Allowed, err
+		}},
+		{"redlimit_gcra", "rate", func(ctx context.Context, key string) (bool, error) {
+			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{
+				Burst: q.burst, Rate: q.rate, Period: time.Second, Cost: 1, Now: now(callerClock)})
+			return r.Allowed, err
+		}},
+		{"redlimit_leaky_bucket", "rate", func(ctx context.Context, key string) (bool, error) {
+			r, err := bindings.LeakyBucket(ctx, c, key, bindings.LeakyBucketParams{
+				Capacity: q.burst, Rate: q.rate, Period: time.Second, Cost: 1, Now: now(callerClock)})
+			return r.Allowed, err
+		}},
+		{"redlimit_fixed_window", "aligned", func(ctx context.Context, key string) (bool, error) {
+			r, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{
+				Limit: q.burst, Window: w, Cost: 1, Now: now(callerClock)})
+			return r.Allowed, err
+		}},
+		{"redlimit_sliding_window_log", "rolling", func(ctx context.Context, key string) (bool, error) {
+			r, err := bindings.SlidingWindowLog(ctx, c, key, bindings.SlidingWindowLogParams{
+				Limit: q.burst, Window: w, Cost: 1, Now: now(callerClock)})
+			return r.Allowed, err
+		}},
+		{"redlimit_sliding_window_counter", "aligned", func(ctx context.Context, key string) (bool, error) {
+			r, err := bindings.SlidingWindowCounter(ctx, c, key, bindings.SlidingWindowCounterParams{
+				Limit: q.burst, Window: w, Cost: 1, Now: now(callerClock)})
+			return r.Allowed, err
+		}},
+	}
+}
+
+//go:embed testdata/redis_docs_token_bucket.lua
+var docsTokenBucketSource string
+
+var docsTokenBucket = redis.NewScript(docsTokenBucketSource)
+
+// peers returns the other limiters at the same quota, each used as its
+// documentation shows.
+func peers(c *redis.Client, q quota) ([]limiter, error) {
+	// go-redis/redis_rate: GCRA in one Lua script, the server's clock.
+	rr := redis_rate.NewLimiter(c)
+	rrLimit := redis_rate.Limit{Rate: int(q.rate), Burst: int(q.burst), Period: time.Second}
+
+	// ulule/limiter with its Redis store: a fixed window that starts at a
+	// key's first hit (INCRBY + PEXPIRE in one Lua script).
+	ustore, err := ulule.NewStoreWithOptions(c, ulimiter.StoreOptions{Prefix: "ulule"})
+	if err != nil {
+		return nil, fmt.Errorf("ulule store: %w", err)
+	}
+	ul := ulimiter.New(ustore, ulimiter.Rate{Period: q.window(), Limit: q.burst})
+
+	// throttled with its go-redis v9 store: GCRA computed in the client,
+	// TIME+GET in a pipeline, then SETNX+EXPIRE or a compare-and-swap
+	// EVAL, retried up to 10 times. MaxBurst counts the requests after the
+	// first, so MaxBurst = burst-1 lets burst pass at once.
+	tstore, err := goredisstore.NewCtx(c, "throttled:")
+	if err != nil {
+		return nil, fmt.Errorf("throttled store: %w", err)
+	}
+	th, err := throttled.NewGCRARateLimiterCtx(tstore, throttled.RateQuota{
+		MaxRate: throttled.PerSec(int(q.rate)), MaxBurst: int(q.burst) - 1})
+	if err != nil {
+		return nil, fmt.Errorf("throttled: %w", err)
+	}
+
+	// The Redis docs' token bucket: rate tokens a second as one token per
+	// 1/rate s, the caller's clock in float seconds, as its Go page does.
+	interval := 1 / float64(q.rate)
+
+	return []limiter{
+		{"redis_rate", "rate", func(ctx context.Context, key string) (bool, error) {
+			r, err := rr.Allow(ctx, key, rrLimit)
+			if err != nil {
+				return false, err
+			}
+			return r.Allowed > 0, nil
+		}},
+		{"ulule_limiter", "rolling", func(ctx context.Context, key string) (bool, error) {
+			r, err := ul.Get(ctx, key)
+			return !r.Reached, err
+		}},
+		{"throttled", "rate", func(ctx context.Context, key string) (bool, error) {
+			limited, _, err := th.RateLimitCtx(ctx, key, 1)
+			return !limited, err
+		}},
+		{"redis_docs_token_bucket", "rate", func(ctx context.Context, key string) (bool, error) {
+			secs := float64(time.Now().UnixMicro()) / 1e6
+			r, err := docsTokenBucket.Run(ctx, c, []string{key}, q.burst, 1, interval, secs).Int64Slice()
+			if err != nil {
+				return false, err
+			}
+			return r[0] == 1, nil
+		}},
+	}, nil
+}
+
+// most is what the algorithm may admit over [start, end] (µs).
+func most(algo string, q quota, start, end int64) float64 {
+	w := q.window().Microseconds()
+	switch algo {
+	case "aligned":
+		return float64(q.burst * (end/w - start/w + 1))
+	case "rolling":
+		return float64(q.burst * ((end-start)/w + 1))
+	default:
+		return float64(q.burst) + float64(q.rate)*float64(end-start)/1e6
+	}
+}

@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// addr is the redis-server that TestMain starts for this run: its own
+// process on a free loopback port, so INFO commandstats and INFO cpu see
+// nothing but the limiters under test.
+var addr string
+
+func TestMain(m *testing.M) {
+	stop, err := startServer()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n"+
+			"bench: these benchmarks need redis-server on PATH (apt-get install -y redis-server)\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func startServer() (stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server is not on PATH")
+	}
+	dir, err := os.MkdirTemp("", "redlimit-bench-")
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting redis-server: %w", err)
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+		os.RemoveAll(dir)
+	}
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	for i := 0; ; i++ {
+		if err = c.Ping(context.Background()).Err(); err == nil {
+			return stop, nil
+		}
+		if i == 100 {
+			stop()
+			return nil, fmt.Errorf("redis-server on %s did not answer PING: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// goroutines is how many callers the parallel benchmarks and the accuracy
+// test run at once.
+const goroutines = 64
+
+// newClient returns a client of the test server whose pool has a connection
+// for each of the 64 callers, and a counter of the commands it sends.
+func newClient(tb testing.TB) (*redis.Client, *sentCounter) {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: goroutines})
+	sent := &sentCounter{}
+	c.AddHook(sent)
+	tb.Cleanup(func() { c.Close() })
+	return c, sent
+}
+
+// sentCounter counts, by name, the commands a client sends itself. Redis's
+// commandstats also count the commands a script runs (a GET inside EVAL is
+// a cmdstat_get call, and its time is already in cmdstat_eval), so only
+// the commands the client sent are charged to the limiter, at their
+// command's mean cost.
+type sentCounter struct {
+	counts sync.Map // name -> *atomic.Int64
+}
+
+func (s *sentCounter) add(cmd redis.Cmder) {
+	name := cmd.Name()
+	v, ok := s.counts.Load(name)
+	if !ok {
+		v, _ = s.counts.LoadOrStore(name, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+func (s *sentCounter) reset() { s.counts.Clear() }
+
+func (s *sentCounter) snapshot() map[string]int64 {
+	out := map[string]int64{}
+	s.counts.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		s.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			s.add(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// serverStats is what the server has spent so far: per command, its calls
+// and µs (INFO commandstats), and the process's CPU seconds (INFO cpu,
+// user + system, which includes reading and writing the sockets).
+type serverStats struct {
+	calls, usec map[string]float64
+	cpu         float64
+}
+
+func readStats(ctx context.Context, c *redis.Client) (serverStats, error) {
+	st := serverStats{calls: map[string]float64{}, usec: map[string]float64{}}
+	info, err := c.Info(ctx, "commandstats", "cpu").Result()
+	if err != nil {
+		return st, err
+	}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
+			name, fields, _ := strings.Cut(rest, ":")
+			for _, f := range strings.Split(fields, ",") {
+				k, v, _ := strings.Cut(f, "=")
+				n, _ := strconv.ParseFloat(v, 64)
+				switch k {
+				case "calls":
+					st.calls[name] = n
+				case "usec":
+					st.usec[name] = n
+				}
+			}
+			continue
+		}
+		k, v, _ := strings.Cut(line, ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			n, _ := strconv.ParseFloat(v, 64)
+			st.cpu += n
+		}
+	}
+	return st, sc.Err()
+}
+
+// serverCost returns the server's µs per decision between two readings:
+// cmd is the time in the commands the client sent (each charged at its
+// command's mean µs over the interval), cpu is the whole process's CPU,
+// which adds the network I/O and the event loop.
+func serverCost(before, after serverStats, sent map[string]int64, decisions int) (cmd, cpu float64) {
+	for name, n := range sent {
+		calls := after.calls[name] - before.calls[name]
+		if calls <= 0 {
+			continue
+		}
+		cmd += float64(n) * (after.usec[name] - before.usec[name]) / calls
+	}
+	cmd /= float64(decisions)
+	cpu = (after.cpu - before.cpu) * 1e6 / float64(decisions)
+	return cmd, cpu
+}

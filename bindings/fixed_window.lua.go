@@ -37,6 +37,7 @@ const FixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, not a number, or out of range
+--- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)
@@ -117,7 +118,7 @@ return {1, limit - n, 0, end_ms}
 // FixedWindowScript runs FixedWindowSource, for calls the typed API does not cover.
 var FixedWindowScript = redis.NewScript(FixedWindowSource)
 
-var scriptFixedWindow = &scriptInfo{file: "fixed_window.lua", script: FixedWindowScript, codes: []string{"BADARG"}}
+var scriptFixedWindow = &scriptInfo{file: "fixed_window.lua", script: FixedWindowScript, codes: []string{"BADARG", "WRONGTYPE"}}
 
 // FixedWindowParams holds the arguments (ARGV) of fixed_window.lua.
 type FixedWindowParams struct {
@@ -166,6 +167,7 @@ type FixedWindowResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
 func FixedWindow(ctx context.Context, c redis.Scripter, counter string, p FixedWindowParams) (FixedWindowResult, error) {
 	return run(ctx, c, fixedWindowCall(counter, p), decodeFixedWindow)
 }

@@ -40,7 +40,7 @@ const GCRASource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms      until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds something other than a TAT; it is left alone
+--- @error  WRONGTYPE    the key holds another kind of value, or a string that is not a TAT; it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)
@@ -184,7 +184,7 @@ type GCRAResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds something other than a TAT; it is left alone
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value, or a string that is not a TAT; it is left alone
 func GCRA(ctx context.Context, c redis.Scripter, tat string, p GCRAParams) (GCRAResult, error) {
 	return run(ctx, c, gcraCall(tat, p), decodeGCRA)
 }

@@ -40,6 +40,7 @@ const LeakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms      until the bucket is empty
 --- @error  BADARG       an argument is missing, not a number, or out of range
+--- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)
@@ -129,7 +130,7 @@ return {1, remaining - cost, 0, reset_ms}
 // LeakyBucketScript runs LeakyBucketSource, for calls the typed API does not cover.
 var LeakyBucketScript = redis.NewScript(LeakyBucketSource)
 
-var scriptLeakyBucket = &scriptInfo{file: "leaky_bucket.lua", script: LeakyBucketScript, codes: []string{"BADARG"}}
+var scriptLeakyBucket = &scriptInfo{file: "leaky_bucket.lua", script: LeakyBucketScript, codes: []string{"BADARG", "WRONGTYPE"}}
 
 // LeakyBucketParams holds the arguments (ARGV) of leaky_bucket.lua.
 type LeakyBucketParams struct {
@@ -182,6 +183,7 @@ type LeakyBucketResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
 func LeakyBucket(ctx context.Context, c redis.Scripter, bucket string, p LeakyBucketParams) (LeakyBucketResult, error) {
 	return run(ctx, c, leakyBucketCall(bucket, p), decodeLeakyBucket)
 }

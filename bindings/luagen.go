@@ -18,7 +18,7 @@ import (
 var ErrBadArg = errors.New("BADARG")
 
 // ErrWrongType matches, with errors.Is, a *ScriptError with code WRONGTYPE.
-// WRONGTYPE: the key holds something other than a TAT; it is left alone.
+// WRONGTYPE: the key holds another kind of value (from Redis); it is left alone.
 var ErrWrongType = errors.New("WRONGTYPE")
 
 // errorCodes maps each @error code to its sentinel.

@@ -44,6 +44,7 @@ const SlidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until both counts weigh 0
 --- @error  BADARG       an argument is missing, not a number, or out of range
+--- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)
@@ -194,7 +195,7 @@ return {1, remaining - cost, 0, reset_ms}
 // SlidingWindowCounterScript runs SlidingWindowCounterSource, for calls the typed API does not cover.
 var SlidingWindowCounterScript = redis.NewScript(SlidingWindowCounterSource)
 
-var scriptSlidingWindowCounter = &scriptInfo{file: "sliding_window_counter.lua", script: SlidingWindowCounterScript, codes: []string{"BADARG"}}
+var scriptSlidingWindowCounter = &scriptInfo{file: "sliding_window_counter.lua", script: SlidingWindowCounterScript, codes: []string{"BADARG", "WRONGTYPE"}}
 
 // SlidingWindowCounterParams holds the arguments (ARGV) of sliding_window_counter.lua.
 type SlidingWindowCounterParams struct {
@@ -250,6 +251,7 @@ type SlidingWindowCounterResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
 func SlidingWindowCounter(ctx context.Context, c redis.Scripter, counts string, p SlidingWindowCounterParams) (SlidingWindowCounterResult, error) {
 	return run(ctx, c, slidingWindowCounterCall(counts, p), decodeSlidingWindowCounter)
 }

@@ -36,6 +36,7 @@ const SlidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until the newest member leaves the window
 --- @error  BADARG       an argument is missing, not a number, or out of range
+--- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)
@@ -146,7 +147,7 @@ return {1, remaining - cost, 0, window}
 // SlidingWindowLogScript runs SlidingWindowLogSource, for calls the typed API does not cover.
 var SlidingWindowLogScript = redis.NewScript(SlidingWindowLogSource)
 
-var scriptSlidingWindowLog = &scriptInfo{file: "sliding_window_log.lua", script: SlidingWindowLogScript, codes: []string{"BADARG"}}
+var scriptSlidingWindowLog = &scriptInfo{file: "sliding_window_log.lua", script: SlidingWindowLogScript, codes: []string{"BADARG", "WRONGTYPE"}}
 
 // SlidingWindowLogParams holds the arguments (ARGV) of sliding_window_log.lua.
 type SlidingWindowLogParams struct {
@@ -194,6 +195,7 @@ type SlidingWindowLogResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
 func SlidingWindowLog(ctx context.Context, c redis.Scripter, log string, p SlidingWindowLogParams) (SlidingWindowLogResult, error) {
 	return run(ctx, c, slidingWindowLogCall(log, p), decodeSlidingWindowLog)
 }

@@ -36,6 +36,7 @@ const TokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms      until the bucket is full again
 --- @error  BADARG       an argument is missing, not a number, or out of range
+--- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)
@@ -150,7 +151,7 @@ return {1, held, 0, math.ceil(reset_us / 1000)}
 // TokenBucketScript runs TokenBucketSource, for calls the typed API does not cover.
 var TokenBucketScript = redis.NewScript(TokenBucketSource)
 
-var scriptTokenBucket = &scriptInfo{file: "token_bucket.lua", script: TokenBucketScript, codes: []string{"BADARG"}}
+var scriptTokenBucket = &scriptInfo{file: "token_bucket.lua", script: TokenBucketScript, codes: []string{"BADARG", "WRONGTYPE"}}
 
 // TokenBucketParams holds the arguments (ARGV) of token_bucket.lua.
 type TokenBucketParams struct {
@@ -200,6 +201,7 @@ type TokenBucketResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
 func TokenBucket(ctx context.Context, c redis.Scripter, bucket string, p TokenBucketParams) (TokenBucketResult, error) {
 	return run(ctx, c, tokenBucketCall(bucket, p), decodeTokenBucket)
 }

@@ -26,7 +26,7 @@
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms      until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds something other than a TAT; it is left alone
+--- @error  WRONGTYPE    the key holds another kind of value, or a string that is not a TAT; it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)

@@ -30,6 +30,7 @@
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until both counts weigh 0
 --- @error  BADARG       an argument is missing, not a number, or out of range
+--- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
 local bad
 local function int(raw, name, lo, hi)
   local v = tonumber(raw)

@@ -2,6 +2,7 @@ package tiers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	luatest "github.com/redlimit/redlimit/tests/lua"
 	"github.com/redlimit/redlimit/tests/scenario"
 )
@@ -133,13 +135,13 @@ func runTier(t *testing.T, tr tier, c redis.Scripter, setTime func(int64), run s
 // send makes one call through the typed API of the generated bindings, or,
 // for arguments it cannot express (and for keyless calls), through the
 // bindings' script with raw ARGV.
-func (s *stepper) send(argv []string) (any, error) {
+func (s *stepper) send(argv []string) (reply any, viaTyped bool, err error) {
 	ctx := context.Background()
 	if len(s.keys) == 1 {
 		got, err := typed[s.sc.Script](ctx, s.c, s.keys[0], &rawArgs{vals: argv, ok: true})
 		if err != errNotTyped {
 			s.paths.typed++
-			return got, err
+			return got, true, err
 		}
 	}
 	s.paths.raw++
@@ -147,7 +149,8 @@ func (s *stepper) send(argv []string) (any, error) {
 	for j, a := range argv {
 		args[j] = a
 	}
-	return s.script.Run(ctx, s.c, s.keys, args...).Result()
+	reply, err = s.script.Run(ctx, s.c, s.keys, args...).Result()
+	return reply, false, err
 }
 
 // step sends one step to both tiers and compares replies and PTTLs.
@@ -156,10 +159,17 @@ func (s *stepper) step(i int, st scenario.Step) {
 	t.Helper()
 	argv := s.sc.Argv(st)
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
-	got, err := s.send(argv)
+	got, viaTyped, err := s.send(argv)
 	if wantErr != nil || err != nil {
 		if !sameError(wantErr, err) {
 			t.Fatalf("step %d %v: gopher-lua says %v, %s says (%v, %v)", i, argv, wantErr, s.tr.name, got, err)
+		}
+		// Through the typed API, declared error codes come back as
+		// sentinels. (miniredis wraps a command's error inside a script
+		// differently, so only the real servers are held to it for WRONGTYPE.)
+		want := map[string]error{"BADARG": bindings.ErrBadArg, "WRONGTYPE": bindings.ErrWrongType}[strings.Fields(wantErr.Error())[0]]
+		if viaTyped && want != nil && (!s.tr.exact || want == bindings.ErrBadArg) && !errors.Is(err, want) {
+			t.Fatalf("step %d %v: %s: errors.Is(%v, %v) is false", i, argv, s.tr.name, err, want)
 		}
 		return
 	}

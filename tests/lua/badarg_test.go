@@ -11,7 +11,8 @@ import (
 // TestEveryNumberRejectsBadInput goes by the header, not by the tables: for
 // every numeric argument of every script, every kind of bad value is a
 // BADARG reply naming that argument as the header does, and it changes
-// nothing. Cutting ARGV short anywhere is a BADARG too.
+// nothing. Cutting ARGV short anywhere is a BADARG too, and so is a call
+// without its key.
 func TestEveryNumberRejectsBadInput(t *testing.T) {
 	bad := []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "-1", "1e300", "2^53", " "}
 	for _, name := range scenario.Scripts() {
@@ -40,6 +41,15 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 			}
 			for n := 0; n < len(good); n++ {
 				expectBadArg(t, r, src, keys, good[:n], "BADARG ")
+			}
+			// Without its key a script fails before it sends anything.
+			key := header.Keys[0].Name
+			got, err := r.Eval(src, nil, good)
+			if want := "BADARG " + key + " key is missing"; err == nil || err.Error() != want {
+				t.Errorf("no key: got (%v, %v), want %q", got, err, want)
+			}
+			if len(r.Commands()) != 0 {
+				t.Errorf("no key: sent %v before failing", r.Commands())
 			}
 		})
 	}

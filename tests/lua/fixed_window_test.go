@@ -91,17 +91,6 @@ func TestFixedWindowAlignedWindow(t *testing.T) {
 	eachAlignedWindow(t, "fixed_window")
 }
 
-func TestFixedWindowMissingKey(t *testing.T) {
-	src, err := Source("fixed_window")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(scenario.T0).Eval(src, nil, scenario.Args(5, 1000, 1, 0))
-	if err == nil || err.Error() != "BADARG counter key is missing" {
-		t.Errorf("got %v, want BADARG counter key is missing", err)
-	}
-}
-
 // windowStep runs one call of script on key k and checks the reply and the PTTL.
 func windowStep(t *testing.T, r *Redis, src string, argv []string, want []any, pttl int64) {
 	t.Helper()

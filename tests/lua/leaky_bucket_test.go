@@ -3,7 +3,6 @@ package luatest
 import (
 	"math/rand"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,20 +80,5 @@ func TestLeakyBucketMatchesSmoothTokenBucket(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-func TestLeakyBucketMissingKey(t *testing.T) {
-	src, err := Source("leaky_bucket")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(scenario.T0)
-	got, err := r.Eval(src, nil, scenario.Args(5, 1, time.Second, 1, 0))
-	if err == nil || !strings.HasPrefix(err.Error(), "BADARG bucket key is missing") {
-		t.Fatalf("got (%v, %v), want BADARG bucket key is missing", got, err)
-	}
-	if len(r.Commands()) != 0 {
-		t.Fatalf("sent %v before failing", r.Commands())
 	}
 }

@@ -1,7 +1,6 @@
 package luatest
 
 import (
-	"fmt"
 	"math/rand"
 	"strconv"
 	"testing"
@@ -186,5 +185,3 @@ func init() {
 			bound: func(span time.Duration) int { return 6 + 4*int(span/time.Second+1) }, maxCost: 3, maxGap: 200 * time.Millisecond},
 	)
 }
-
-var _ = fmt.Sprint

@@ -239,17 +239,6 @@ func TestSlidingWindowCounterWorstCase(t *testing.T) {
 	}
 }
 
-func TestSlidingWindowCounterMissingKey(t *testing.T) {
-	src, err := Source("sliding_window_counter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(scenario.T0).Eval(src, nil, scenario.Args(5, 1000, 1, 0))
-	if err == nil || err.Error() != "BADARG counts key is missing" {
-		t.Errorf("got %v, want BADARG counts key is missing", err)
-	}
-}
-
 // TestSlidingWindowCounterLaggingServerClock: as for fixed_window, the key
 // lasts until the counts weigh 0 by the server's clock too.
 func TestSlidingWindowCounterLaggingServerClock(t *testing.T) {

@@ -224,18 +224,3 @@ func TestSlidingWindowLogMatchesModel(t *testing.T) {
 		}
 	}
 }
-
-func TestSlidingWindowLogMissingKey(t *testing.T) {
-	src, err := Source("sliding_window_log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(scenario.T0)
-	got, err := r.Eval(src, nil, scenario.Args(5, time.Second, 1, 0))
-	if err == nil || !strings.HasPrefix(err.Error(), "BADARG log key is missing") {
-		t.Fatalf("got (%v, %v), want BADARG log key is missing", got, err)
-	}
-	if len(r.Commands()) != 0 {
-		t.Fatalf("sent %v before failing", r.Commands())
-	}
-}

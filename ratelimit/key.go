@@ -25,7 +25,8 @@ import (
 const maxTagLen = 200
 
 // RedisKey is the Redis key a limiter with this prefix keeps key's state
-// in. Limiter.RedisKey is the same for a limiter's own prefix.
+// in. Limiter.RedisKey is the same for a limiter's own prefix. The key must
+// not be empty (limiters refuse an empty key: "{}" is no hash tag).
 func RedisKey(prefix, key string) string {
 	return prefix + "{" + escapeTag(key) + "}"
 }

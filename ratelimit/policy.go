@@ -45,11 +45,22 @@ func redisFailed(ctx context.Context, err error) bool {
 	switch {
 	case errors.Is(err, ErrTimeout):
 		return true
-	case ctx.Err() != nil,
+	case callerGaveUp(ctx),
 		errors.Is(err, ErrInvalidKey), errors.Is(err, ErrClock), errors.Is(err, ErrInvalidCost):
 		return false
 	}
 	return !scriptAnswered(err)
+}
+
+// callerGaveUp reports whether the caller's context has ended, or reached
+// its deadline (a client that heeds deadlines can fail a hair before the
+// context's own timer marks it done).
+func callerGaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 func wrap(err error) error {

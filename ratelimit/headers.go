@@ -32,7 +32,9 @@ const (
 	problemReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 )
 
-// How a limiter appears in the fields:
+// SetHeaders sets the rate-limit fields of a response for v, as the
+// middleware does; call it to answer with the same fields elsewhere. How a
+// limiter appears in them:
 //
 //   - RateLimit-Policy: q is Burst and w is Burst × Period / Rate, the time
 //     a full burst takes to come back, rounded up to whole seconds (at least
@@ -51,6 +53,8 @@ const (
 //     denied, in whole seconds rounded up, so never early. It is left out
 //     when the request can never pass (waiting would not help) and when
 //     only a failure policy denied.
+func SetHeaders(h http.Header, v Verdict) { writeHeaders(h, v, time.Now()) }
+
 func writeHeaders(h http.Header, v Verdict, now time.Time) {
 	var policy, limit []string
 	strictest := -1

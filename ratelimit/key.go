@@ -59,8 +59,7 @@ func escapeTag(key string) string {
 // JoinKey builds one key from several parts, such as a route and a user,
 // so that no part can pose as another: it escapes '\' as `\\` and ':' as
 // `\:` in each part and joins them with ':'. JoinKey("a:b", "c") and
-// JoinKey("a", "b:c") differ. The key functions of the HTTP middleware build
-// their keys with it.
+// JoinKey("a", "b:c") differ. ByRoute builds its keys with it.
 func JoinKey(part string, more ...string) string {
 	var b strings.Builder
 	writeKeyPart(&b, part)

@@ -57,8 +57,8 @@ type ClientIP struct {
 	IPv6Bits int
 }
 
-// Key returns JoinKey("ip", address), the address as Addr finds it (IPv6
-// as a prefix, such as "2001:db8::/64").
+// Key returns "ip:" and the address as Addr finds it ("ip:192.0.2.1"; IPv6
+// as a prefix, such as "ip:2001:db8::/64").
 func (c ClientIP) Key(r *http.Request) (string, error) {
 	a, err := c.Addr(r)
 	if err != nil {
@@ -70,9 +70,9 @@ func (c ClientIP) Key(r *http.Request) (string, error) {
 			bits = 64
 		}
 		p, _ := a.Prefix(bits)
-		return JoinKey("ip", p.String()), nil
+		return "ip:" + p.String(), nil
 	}
-	return JoinKey("ip", a.String()), nil
+	return "ip:" + a.String(), nil
 }
 
 // Addr returns the client address (IPv4-mapped IPv6 addresses as IPv4).
@@ -186,7 +186,8 @@ func splitQuoted(s string, sep byte) []string {
 }
 
 // ByHeader keys requests by a header, such as an API key or a user id set
-// by an authenticating proxy: JoinKey("header", lower-case name, value). A
+// by an authenticating proxy: "header:", the lower-case name, ':' and the
+// value (a header name holds no ':', so the value is all the rest). A
 // request without it (or with it empty) fails with ErrNoKey. Only trust a
 // header that something in front of the limiter sets or checks; anyone can
 // send any value.
@@ -197,21 +198,22 @@ func ByHeader(name string) KeyFunc {
 		if v == "" {
 			return "", fmt.Errorf("%w: no %s header", ErrNoKey, name)
 		}
-		return JoinKey("header", canon, v), nil
+		return "header:" + canon + ":" + v, nil
 	}
 }
 
 // ByRoute keys requests by route and by what key says, so one limiter
-// counts each route apart: JoinKey("route", route, key). The route is the
-// pattern the standard mux matched (Go 1.23+, when the middleware wraps the
-// route's handler) or else the method and path.
+// counts each route apart: "route:", JoinKey(route) (the route with its ':'
+// and '\' escaped, so it ends at the next bare ':'), ':' and the key. The
+// route is the pattern the standard mux matched (Go 1.23+, when the
+// middleware wraps the route's handler), or else the method and path.
 func ByRoute(key KeyFunc) KeyFunc {
 	return func(r *http.Request) (string, error) {
 		k, err := key(r)
 		if err != nil {
 			return "", err
 		}
-		return JoinKey("route", route(r), k), nil
+		return "route:" + JoinKey(route(r)) + ":" + k, nil
 	}
 }
 

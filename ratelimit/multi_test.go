@@ -39,7 +39,6 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-
 func TestAllowAllIsOneRoundTrip(t *testing.T) {
 	f := newFrozen(t)
 	var limiters []*ratelimit.Limiter

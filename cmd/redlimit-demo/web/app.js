@@ -22,7 +22,7 @@ let seq = 0;
 let samples = [];    // {t, remaining, limit} from /api/peek
 let decisions = [];  // {t, allowed, remaining} from /api/limited
 let settingsKey = '';
-let errorFrom = '';  // 'send' or 'poll': who put up the message
+let errorFrom = '';  // 'settings' (the server refused them) or 'n' (the burst size)
 
 function params() {
   const p = new URLSearchParams();
@@ -87,10 +87,10 @@ async function send() {
   syncForm();
   const resp = await fetch('/api/limited?' + params(), { cache: 'no-store' });
   if (resp.status === 400) {
-    showError(await problemDetail(resp), 'send');
+    showError(await problemDetail(resp), 'settings');
     return false;
   }
-  showError('', 'send');
+  showError('');
   const headers = {};
   for (const h of HEADERS) {
     const v = resp.headers.get(h);
@@ -148,7 +148,7 @@ async function withButtons(fn) {
 async function sendBurst() {
   const n = Number($('n').value);
   if (!Number.isInteger(n) || n < 1 || n > 100) {
-    showError('Burst size: a whole number from 1 to 100.', 'send');
+    showError('Burst size: a whole number from 1 to 100.', 'n');
     return;
   }
   for (let i = 0; i < n; i++) {
@@ -159,22 +159,25 @@ async function sendBurst() {
 async function reset() {
   syncForm();
   const resp = await fetch('/api/reset?' + params(), { method: 'POST' });
-  if (resp.status === 400) showError(await problemDetail(resp), 'send');
+  if (resp.status === 400) showError(await problemDetail(resp), 'settings');
 }
 
 // poll charts the capacity left, four times a second.
 async function poll() {
   try {
     syncForm();
+    const asked = settingsKey;
     const resp = await fetch('/api/peek?' + params(), { cache: 'no-store' });
+    if (asked !== settingsKey) return;  // the settings changed meanwhile
     if (resp.status === 400) {
-      showError(await problemDetail(resp), 'poll');
+      showError(await problemDetail(resp), 'settings');
       $('remaining').textContent = $('limit').textContent = $('reset-after').textContent = '–';
       return;
     }
     if (!resp.ok) return;
-    showError('', 'poll');
+    showError('', 'settings');  // the settings are good now
     const s = await resp.json();
+    if (asked !== settingsKey) return;
     samples.push({ t: Date.now(), remaining: s.remaining, limit: s.limit });
     const cut = Date.now() - CHART_MS - 1000;
     samples = samples.filter((x) => x.t >= cut);

@@ -50,20 +50,21 @@
 // Every script is linted; findings are errors. The checks:
 //
 //	global         assignment to a global, or a function declared without local
-//	goto           goto or labels (Lua 5.2; Redis runs Lua 5.1)
-//	shebang        a #! line on a script without @flags no-writes
-//	key-arg        a redis.call/pcall key argument not taken from KEYS
-//	               (KEYS[i] itself or a local bound from it)
+//	undefined      a read of a global Redis's Lua does not have (a typo, or a local declared later)
+//	goto           goto or a label (Lua 5.2; Redis runs Lua 5.1)
+//	shebang        a #! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it
+//	key-arg        a redis.call/pcall key argument not taken from KEYS (KEYS[i] or a local bound from it)
 //	keys-scan      the KEYS or SCAN command
-//	number-string  tostring() or .. on a number expression (arithmetic,
-//	               math.*, tonumber, a non-integer literal): Redis prints %.14g
-//	library        os, io, debug, package, require, module, load, loadstring,
-//	               dofile, loadfile
-//	multi-assign   a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua
-//	               (miniredis, the test tier) assigns as it goes
+//	no-writes      a write command in a script with @flags no-writes
+//	number-string  tostring, .. or string.format's %s/%g on a number expression: Redis prints %.14g
+//	number-arg     a computed number passed to redis.call/pcall: Redis formats it, not always as an integer
+//	error-code     redis.error_reply('CODE ...') with a CODE the header does not declare with @error
+//	library        os, io, debug, package, require, module, load, loadstring, dofile, loadfile
+//	multi-assign   a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua (miniredis) assigns as it goes
 //
 // To keep a finding on purpose, end the line the message names with a
-// comment naming the check:
+// comment naming the check (only a Lua comment counts, never text inside a
+// string):
 //
 //	redis.call('GET', prefix .. id) -- luagen:ignore key-arg
 //

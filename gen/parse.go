@@ -54,12 +54,20 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 		r.diags.sort()
 		return s, r.diags
 	}
-	// A broken header would make every binding look wrong; report the
-	// header alone until it parses.
+	// One walk runs the binding check and every lint check. A broken
+	// header would make every binding look wrong, so the bindings are
+	// reported only once the header parses.
+	b := newBinder()
+	l := newLinter(s, src, r)
+	walk(chunk, func(w *walker, n any) bool {
+		b.visit(w, n)
+		l.visit(w, n)
+		return true
+	})
 	if headerOK {
-		checkBindings(s, chunk, r)
+		b.check(s, r)
 	}
-	lint(s, chunk, lines, r)
+	l.finish()
 	r.diags.sort()
 	return s, r.diags
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+
+	"github.com/redlimit/redlimit/gen"
 )
 
 const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-check] script.lua|dir ...
@@ -19,25 +21,21 @@ Lua; problems are printed as file:line: message and nothing is written.
 Header (the leading --- lines; order is position: the k-th @arg is ARGV[k]):
   --- Summary text, one or more lines.
   --- @key    name          [doc]
-  --- @arg    name  type    [doc]      types: int float bool string ms us s
+  --- @arg    name  type    [doc]
   --- @return name  type    [doc]
   --- @error  CODE          [doc]      becomes a sentinel: BADARG -> ErrBadArg
   --- @flags  no-writes,...
+  Types: int float bool string; durations ms us s (time.Duration); instants
+  unix_ms unix_us unix_s (time.Time, zero = 0); enum(a|b) (a Go string type
+  with constants). Numbers, durations and instants take bounds, checked in
+  Go before the call: int[1..1e9], ms[1..], unix_us[..2^52].
   A ... before the last @key/@arg name makes it variadic; before the last
   @return name it collects the rest of the reply.
 
 Lint checks (silence one on purpose with a trailing comment on the line
 the message names, e.g.  x = 1 -- luagen:ignore global; the #! line takes
 no comment, so "-- luagen:ignore shebang" works on any line):
-  global         assignment to a global, or a function declared without local
-  goto           goto or labels (Lua 5.2; Redis runs Lua 5.1)
-  shebang        a #! line on a script without @flags no-writes
-  key-arg        a redis.call/pcall key argument not taken from KEYS
-  keys-scan      the KEYS or SCAN command
-  number-string  tostring() or .. on a number expression (Redis prints %.14g)
-  library        os, io, debug, package, require, load, loadstring, dofile, loadfile
-  multi-assign   a, b = b, a: gopher-lua (miniredis) assigns as it goes, Redis does not
-
+%s
 Flags:
 `
 
@@ -56,7 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
-		io.WriteString(stderr, usage)
+		fmt.Fprintf(stderr, usage, gen.ChecksText("  "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

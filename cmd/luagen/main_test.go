@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redlimit/redlimit/gen"
 )
 
 const okScript = `--- Counts calls.
@@ -125,7 +126,7 @@ func TestErrorsWriteNothing(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	want := "lua/b.lua:3: @arg step: unknown type \"itn\" (want int, float, bool, string, ms, us or s)\n" +
+	want := "lua/b.lua:3: @arg step: unknown type \"itn\" (want int, float, bool, string, ms, us, s, unix_ms, unix_us, unix_s or enum(a|b))\n" +
 		"lua/c.lua:6: assignment to global x: Redis 7 rejects it; declare it local (global)\n"
 	if stderr != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", stderr, want)
@@ -152,8 +153,8 @@ func TestUsage(t *testing.T) {
 	if code, _, stderr := luagen(t, t.TempDir()); code != 2 || !strings.Contains(stderr, "no scripts given") {
 		t.Errorf("no args: exit %d, stderr:\n%s", code, stderr)
 	}
-	if code, _, stderr := luagen(t, t.TempDir(), "-help"); code != 0 || !strings.Contains(stderr, "luagen:ignore") {
-		t.Errorf("-help: exit %d, stderr:\n%s", code, stderr)
+	if code, _, stderr := luagen(t, t.TempDir(), "-help"); code != 0 || !strings.Contains(stderr, "luagen:ignore") || !strings.Contains(stderr, gen.ChecksText("  ")) {
+		t.Errorf("-help: exit %d, want every check listed; stderr:\n%s", code, stderr)
 	}
 }
 

@@ -103,17 +103,21 @@ func (ns *namespace) assignPackageNames(s *Script) *names {
 	n := &names{Go: exported(s.Name), Unexported: unexported(s.Name), Enums: map[string]string{}}
 	file := s.File
 	fix := "rename the script"
-	claim := func(name string) { ns.claim(name, s.File, "", file, 1, fix) }
-	claim(n.Go)
-	claim("(*Batch)." + n.Go)
+	// One message per script: the first name taken says what to rename.
+	want := []string{n.Go, "(*Batch)." + n.Go}
 	if len(s.Args) > 0 {
-		claim(n.Go + "Params")
+		want = append(want, n.Go+"Params")
 	}
 	for _, suffix := range []string{"Result", "Script", "Source"} {
-		claim(n.Go + suffix)
+		want = append(want, n.Go+suffix)
 	}
 	for _, suffix := range perScriptSuffixes {
-		claim(n.Unexported + suffix)
+		want = append(want, n.Unexported+suffix)
+	}
+	for _, name := range want {
+		if !ns.claim(name, s.File, "", file, 1, fix) {
+			return n
+		}
 	}
 	type enumDecl struct {
 		words string

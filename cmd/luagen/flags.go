@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/redlimit/redlimit/gen"
@@ -50,7 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("luagen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.out, "o", ".", "output `dir`ectory for the Go files")
-	fs.StringVar(&cfg.pkg, "pkg", "", "Go package `name` (default: the output directory's name)")
+	fs.StringVar(&cfg.pkg, "pkg", "", "Go package `name` (default: the package of the output directory's Go files, else $GOPACKAGE when it is the current directory, else its name)")
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
@@ -67,11 +72,62 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("no inputs")
 	}
 	if cfg.pkg == "" {
-		abs, err := filepath.Abs(cfg.out)
+		pkg, err := packageName(cfg.out)
 		if err != nil {
+			fmt.Fprintln(stderr, "luagen:", err)
 			return cfg, err
 		}
-		cfg.pkg = strings.ToLower(strings.NewReplacer("-", "", ".", "").Replace(filepath.Base(abs)))
+		cfg.pkg = pkg
 	}
 	return cfg, nil
+}
+
+// packageName picks the package of the output directory: what its own Go
+// files say (a folder limits may hold package ratelimit), else $GOPACKAGE
+// when go generate runs in that directory, else the folder's name.
+func packageName(out string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(out, "*.go"))
+	found := map[string]string{} // package -> a file that declares it
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil || bytes.HasPrefix(src, []byte(gen.Marker+"\n")) {
+			continue // luagen's own files may carry an old name
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, src, parser.PackageClauseOnly)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", f, err)
+		}
+		found[file.Name.Name] = f
+	}
+	switch len(found) {
+	case 1:
+		for pkg := range found {
+			return pkg, nil
+		}
+	case 0:
+	default:
+		var all []string
+		for pkg, f := range found {
+			all = append(all, pkg+" ("+f+")")
+		}
+		sort.Strings(all)
+		return "", fmt.Errorf("%s holds more than one package: %s; pass -pkg", out, strings.Join(all, ", "))
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	if pkg := os.Getenv("GOPACKAGE"); pkg != "" {
+		if wd, err := os.Getwd(); err == nil && wd == abs {
+			return pkg, nil
+		}
+	}
+	pkg := strings.ToLower(strings.NewReplacer("-", "", ".", "").Replace(filepath.Base(abs)))
+	if !token.IsIdentifier(pkg) {
+		return "", fmt.Errorf("cannot name a package after the folder %s; pass -pkg", abs)
+	}
+	return pkg, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 )
 
 // The manifest describes every script for stacks other than Go: what each
@@ -40,15 +41,15 @@ type manifestKey struct {
 }
 
 type manifestField struct {
-	Name     string   `json:"name"`
-	Type     Type     `json:"type"`
-	Wire     string   `json:"wire"`           // how the value is sent (args) or received (returns)
-	Unit     string   `json:"unit,omitempty"` // durations and instants: the integer's unit
-	Min      *float64 `json:"min,omitempty"`  // bounds, in the wire unit
-	Max      *float64 `json:"max,omitempty"`
-	Enum     []string `json:"enum,omitempty"`
-	Variadic bool     `json:"variadic,omitempty"`
-	Doc      string   `json:"doc,omitempty"`
+	Name     string      `json:"name"`
+	Type     Type        `json:"type"`
+	Wire     string      `json:"wire"`           // how the value is sent (args) or received (returns)
+	Unit     string      `json:"unit,omitempty"` // durations and instants: the integer's unit
+	Min      json.Number `json:"min,omitempty"`  // bounds, in the wire unit, exact
+	Max      json.Number `json:"max,omitempty"`
+	Enum     []string    `json:"enum,omitempty"`
+	Variadic bool        `json:"variadic,omitempty"`
+	Doc      string      `json:"doc,omitempty"`
 }
 
 type manifestError struct {
@@ -99,15 +100,14 @@ func manifestFields(fs []Field, arg bool) []manifestField {
 	out := []manifestField{}
 	for _, f := range fs {
 		mf := manifestField{Name: f.Name, Type: f.Type, Wire: wire(f.Type, arg), Unit: f.Type.unitName(), Enum: f.Enum, Variadic: f.Variadic, Doc: f.Doc}
-		bound := func(b *Bound) *float64 {
-			if b == nil {
-				return nil
+		bound := func(b *Bound) json.Number {
+			switch {
+			case b == nil:
+				return ""
+			case f.Type == Float:
+				return json.Number(strconv.FormatFloat(b.Float, 'g', -1, 64))
 			}
-			v := b.Float
-			if f.Type != Float {
-				v = float64(b.Int)
-			}
-			return &v
+			return json.Number(strconv.FormatInt(b.Int, 10))
 		}
 		mf.Min, mf.Max = bound(f.Min), bound(f.Max)
 		out = append(out, mf)

@@ -16,8 +16,19 @@ func luaComments(src []byte) []comment {
 	var out []comment
 	line := 1
 	i := 0
+	// newline returns how many bytes the line break at j takes (\n, \r,
+	// \r\n and \n\r are one break each, as Lua counts them), or 0.
+	newline := func(j int) int {
+		if j >= len(src) || (src[j] != '\n' && src[j] != '\r') {
+			return 0
+		}
+		if j+1 < len(src) && (src[j+1] == '\n' || src[j+1] == '\r') && src[j+1] != src[j] {
+			return 2
+		}
+		return 1
+	}
 	if len(src) > 1 && src[0] == '#' && src[1] == '!' {
-		for i < len(src) && src[i] != '\n' {
+		for i < len(src) && newline(i) == 0 {
 			i++
 		}
 	}
@@ -40,8 +51,9 @@ func luaComments(src []byte) []comment {
 	skipLong := func(j, level int) (int, string) {
 		start := j + level + 2
 		for k := start; k < len(src); k++ {
-			if src[k] == '\n' {
+			if n := newline(k); n > 0 {
 				line++
+				k += n - 1
 				continue
 			}
 			if src[k] != ']' || k+level+1 >= len(src) {
@@ -63,16 +75,18 @@ func luaComments(src []byte) []comment {
 	for i < len(src) {
 		c := src[i]
 		switch {
-		case c == '\n':
+		case newline(i) > 0:
+			i += newline(i)
 			line++
-			i++
 		case c == '"' || c == '\'':
 			i++
-			for i < len(src) && src[i] != c && src[i] != '\n' {
-				if src[i] == '\\' && i+1 < len(src) {
-					if src[i+1] == '\n' {
-						line++
-					}
+			for i < len(src) && src[i] != c && newline(i) == 0 {
+				if src[i] == '\\' && newline(i+1) > 0 {
+					line++
+					i += 1 + newline(i+1)
+					continue
+				}
+				if src[i] == '\\' {
 					i++
 				}
 				i++
@@ -91,7 +105,7 @@ func luaComments(src []byte) []comment {
 				continue
 			}
 			j := i + 2
-			for j < len(src) && src[j] != '\n' {
+			for j < len(src) && newline(j) == 0 {
 				j++
 			}
 			out = append(out, comment{line: start, text: string(src[i+2 : j])})

@@ -114,3 +114,19 @@ func TestGrammarMessages(t *testing.T) {
 		})
 	}
 }
+
+// Huge exponents neither hang nor wrap around.
+func TestBoundExponents(t *testing.T) {
+	for word, want := range map[string]string{
+		"int[0e999999999..1]":           "",
+		"int[1e99999999999999999999..]": `bound "1e99999999999999999999" does not fit in an int64`,
+		"int[2^99999999999999999999..]": `bound "2^99999999999999999999" does not fit in an int64`,
+		"int[1e18..9e18]":               "",
+		"int[1e19..]":                   `bound "1e19" does not fit in an int64`,
+	} {
+		var f Field
+		if got := parseType(word, &f); got != want {
+			t.Errorf("%s: %q, want %q", word, got, want)
+		}
+	}
+}

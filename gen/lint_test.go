@@ -182,3 +182,16 @@ func TestLuaComments(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// Lines end as Lua ends them (\n, \r, \r\n), so a finding and its ignore
+// comment agree on the line in files saved with any line ending.
+func TestLineEndings(t *testing.T) {
+	for _, nl := range []string{"\n", "\r\n", "\r"} {
+		body := strings.ReplaceAll(lintHeader+"x = 1\ny = 2 -- luagen:ignore global\nreturn 1\n", "\n", nl)
+		_, diags := ParseScript("x.lua", []byte(body))
+		want := []string{"x.lua:7: assignment to global x: Redis 7 rejects it; declare it local (global)"}
+		if diff := cmp.Diff(want, diagStrings(diags)); diff != "" {
+			t.Errorf("%q: (-want +got):\n%s", nl, diff)
+		}
+	}
+}

@@ -166,8 +166,8 @@ func parseBound(s string, t Type) (*Bound, string) {
 		return b, ""
 	}
 	if m := powBoundRE.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		if n > 62 {
+		n, err := strconv.Atoi(m[2])
+		if err != nil || n > 62 {
 			return nil, fmt.Sprintf("bound %q does not fit in an int64", s)
 		}
 		b.Int = int64(1) << n
@@ -182,8 +182,12 @@ func parseBound(s string, t Type) (*Bound, string) {
 	}
 	v, err := strconv.ParseInt(m[2], 10, 64)
 	if err == nil && m[3] != "" {
-		exp, _ := strconv.Atoi(m[3])
-		for i := 0; i < exp && err == nil; i++ {
+		exp, aerr := strconv.Atoi(m[3])
+		if aerr != nil && v != 0 {
+			err = aerr
+		}
+		// v != 0 stops 0e999999999 from looping; an overflow stops the rest.
+		for i := 0; i < exp && v != 0 && err == nil; i++ {
 			if v > math.MaxInt64/10 {
 				err = strconv.ErrRange
 			}

@@ -43,7 +43,7 @@ type FixedWindowResult struct {
 	ResetAfter time.Duration
 }
 
-// FixedWindow runs fixed_window.lua: Fixed window: counts cost against limit in windows of a fixed length that
+// FixedWindow counts cost against limit in windows of a fixed length that
 // are aligned to the epoch (window k covers [k*window, (k+1)*window)), so every
 // app server agrees on the boundaries and a day-long window starts at UTC
 // midnight. Known weakness: the count starts again at every boundary, so up

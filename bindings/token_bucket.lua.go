@@ -47,7 +47,7 @@ type TokenBucketResult struct {
 	ResetAfter time.Duration
 }
 
-// TokenBucket runs token_bucket.lua: Token bucket: takes cost tokens from a bucket that holds at most capacity
+// TokenBucket takes cost tokens from a bucket that holds at most capacity
 // tokens and gains rate tokens every period. Refill "smooth" credits whole
 // tokens as time passes, rate per period (the time a credit took is rounded
 // up to whole µs, so the bucket never runs fast); refill "interval" adds rate

@@ -130,3 +130,18 @@ func TestBoundExponents(t *testing.T) {
 		}
 	}
 }
+
+func TestLead(t *testing.T) {
+	for first, want := range map[string]string{
+		"Counts a hit against a quota.":          "counts a hit against a quota.",
+		"Token bucket: takes cost tokens from a": "takes cost tokens from a",
+		"GCRA, the generic cell rate algorithm":  "runs x.lua: GCRA, the generic cell rate algorithm",
+		"Access list.":                           "runs x.lua: Access list.",
+		"Fixed window: counts cost against":      "counts cost against",
+		"A note: this is not a verb":             "runs x.lua: A note: this is not a verb",
+	} {
+		if got := lead(first, "x.lua"); got != want {
+			t.Errorf("lead(%q) = %q, want %q", first, got, want)
+		}
+	}
+}

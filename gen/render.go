@@ -335,15 +335,36 @@ func funcDoc(v scriptView, s *Script, n *names) string {
 
 // lead turns the summary's first line into the rest of a sentence that
 // starts with the function's name: a leading verb in the third person
-// ("Counts") is lower-cased, anything else follows a colon.
+// ("Counts a hit" gives "Quota counts a hit"), also after a label that
+// restates the name ("Token bucket: takes" gives "TokenBucket takes");
+// anything else follows "runs file.lua:".
 func lead(first, file string) string {
-	word, _, _ := strings.Cut(first, " ")
-	r, size := utf8.DecodeRuneInString(word)
-	rest := word[size:]
-	if unicode.IsUpper(r) && len(word) > 2 && strings.HasSuffix(word, "s") && !strings.HasSuffix(word, "ss") && rest == strings.ToLower(rest) && !strings.ContainsAny(word, ":,.") {
+	if verb(first, true) {
+		r, size := utf8.DecodeRuneInString(first)
 		return string(unicode.ToLower(r)) + first[size:]
 	}
+	if label, rest, ok := strings.Cut(first, ": "); ok && len(strings.Fields(label)) <= 3 && verb(rest, false) {
+		return rest
+	}
 	return "runs " + file + ": " + first
+}
+
+// notVerbs end in s but are not verbs.
+var notVerbs = map[string]bool{"this": true, "thus": true, "its": true, "was": true, "plus": true, "always": true,
+	"perhaps": true, "whereas": true, "his": true, "hers": true, "ours": true, "yours": true, "theirs": true,
+	"unless": true, "sometimes": true, "besides": true, "towards": true, "afterwards": true}
+
+// verb reports whether text starts with a word that looks like a verb in
+// the third person: "Counts", or "counts" when capital is false.
+func verb(text string, capital bool) bool {
+	word, _, _ := strings.Cut(text, " ")
+	r, size := utf8.DecodeRuneInString(word)
+	rest := word[size:]
+	if notVerbs[strings.ToLower(word)] {
+		return false
+	}
+	return unicode.IsUpper(r) == capital && unicode.IsLetter(r) && len(word) > 2 &&
+		strings.HasSuffix(word, "s") && !strings.HasSuffix(word, "ss") && rest == strings.ToLower(rest)
 }
 
 func wrap(text string, width int) []string {

@@ -85,9 +85,15 @@ func hostileCorpus() []Input {
 	}
 	keys.WriteString("return KEYS\n")
 	args.WriteString("return ARGV\n")
+	variadic := lua("--- Returns its keys and arguments; the last of each is variadic.",
+		"--- @key string", "--- @key ...append", "--- @arg new_encoder int", "--- @arg ...s4_call ms",
+		"--- @return ...rest string", "local string = KEYS[1]", "local new_encoder = ARGV[1]",
+		"local out = {string}", "for i = 2, #KEYS do out[#out + 1] = KEYS[i] end",
+		"for i = 1, #ARGV do out[#out + 1] = ARGV[i] end", "return out")
 	ins := []Input{
 		{Path: "hostile/s4.lua", Src: []byte(keys.String())},
 		{Path: "hostile/args.lua", Src: []byte(args.String())},
+		{Path: "hostile/variadic.lua", Src: []byte(variadic)},
 	}
 	// Script names that spell helpers and predeclared names.
 	for _, n := range []string{"info", "call", "run", "queue", "result", "rest", "decoder", "encoder", "describe",
@@ -104,6 +110,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/go-cmp/cmp"
@@ -132,6 +139,10 @@ func TestHostile(t *testing.T) {
 	}
 	if r, err := Args(ctx, c, ArgsParams{String: "s", Append: "a"}); err != nil || r.String != "s" || r.Append != "a" {
 		t.Errorf("Args = %%+v, %%v", r, err)
+	}
+	v, err := Variadic(ctx, c, "a", []string{"b", "c"}, VariadicParams{NewEncoder: 1, S4Call: []time.Duration{time.Second}})
+	if diff := cmp.Diff([]string{"a", "b", "c", "1", "1000"}, v.Rest); err != nil || diff != "" {
+		t.Errorf("Variadic: %%v (-want +got):\n%%s", err, diff)
 	}
 }
 `

@@ -242,7 +242,7 @@ func lintShebang(l *linter) {
 	}
 	how := "luagen already runs a @flags no-writes script with EVALSHA_RO"
 	if !l.s.HasFlag("no-writes") {
-		how = "without flags=no-writes it also tells Redis 7 the script writes"
+		how = "and without flags=no-writes Redis 7 treats the script as one that writes; if it only reads, declare @flags no-writes"
 	}
 	l.report(1, "shebang", "#! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it (%s); drop it, or keep it with -- luagen:ignore shebang if you run only on Redis 7 or later", how)
 }

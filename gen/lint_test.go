@@ -87,7 +87,7 @@ func TestLintShebang(t *testing.T) {
 	const tail = "miniredis, gopher-lua and Redis before 7.0 cannot parse it (%s); drop it, or keep it with -- luagen:ignore shebang if you run only on Redis 7 or later (shebang)"
 	write := "#!lua\n" + lintHeader + "return 1\n"
 	_, diags := ParseScript("x.lua", []byte(write))
-	want := []string{"x.lua:1: #! line: " + fmt.Sprintf(tail, "without flags=no-writes it also tells Redis 7 the script writes")}
+	want := []string{"x.lua:1: #! line: " + fmt.Sprintf(tail, "and without flags=no-writes Redis 7 treats the script as one that writes; if it only reads, declare @flags no-writes")}
 	if diff := cmp.Diff(want, diagStrings(diags)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -181,22 +181,17 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 	}
 }
 
+// sameSet reports whether a and b hold the same words, in any order.
 func sameSet(a, b []string) bool {
-	in := map[string]bool{}
+	in := map[string]int{}
 	for _, x := range a {
-		in[x] = true
+		in[x] |= 1
 	}
 	for _, x := range b {
-		if !in[x] {
-			return false
-		}
+		in[x] |= 2
 	}
-	out := map[string]bool{}
-	for _, x := range b {
-		out[x] = true
-	}
-	for _, x := range a {
-		if !out[x] {
+	for _, v := range in {
+		if v != 3 {
 			return false
 		}
 	}

@@ -183,30 +183,12 @@ func TestNames(t *testing.T) {
 			t.Errorf("errName(%q) = %q, want %q", code, got, want)
 		}
 	}
-	keys := map[string]string{"bucket": "bucket", "keys": "keys", "type": "typeKey", "ctx": "ctxKey", "p": "pKey"}
+	keys := map[string]string{"bucket": "bucket", "keys": "keys", "type": "typeKey", "ctx": "ctxKey", "p": "pKey",
+		"string": "stringKey", "append": "appendKey", "new_encoder": "newEncoderKey", "scriptMeta": "scriptMetaKey"}
+	ns := newNamespace()
 	for name, want := range keys {
-		if got := keyParam(name); got != want {
-			t.Errorf("keyParam(%q) = %q, want %q", name, got, want)
+		if got := ns.param(name); got != want {
+			t.Errorf("param(%q) = %q, want %q", name, got, want)
 		}
-	}
-}
-
-func TestNameClash(t *testing.T) {
-	ins := []Input{
-		{Path: "a/foo.lua", Src: []byte(lua("--- s", "--- @return r int", "return 1"))},
-		{Path: "a/foo_result.lua", Src: []byte(lua("--- s", "--- @return r int", "return 1"))},
-		{Path: "a/batch.lua", Src: []byte(lua("--- s", "--- @return r int", "return 1"))},
-	}
-	_, err := Generate(ins, Options{Package: "x"})
-	ds, ok := err.(Diagnostics)
-	if !ok {
-		t.Fatalf("err = %v, want Diagnostics", err)
-	}
-	want := []string{
-		"a/batch.lua:1: Go name Batch is already used by luagen's shared file; rename the script",
-		"a/foo_result.lua:1: Go name FooResult is already used by a/foo.lua; rename the script",
-	}
-	if diff := cmp.Diff(want, diagStrings(ds)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

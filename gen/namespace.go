@@ -86,6 +86,16 @@ func (ns *namespace) reservedParam(n string) bool {
 	return taken
 }
 
+// param is the Go parameter of a key: its name in camelCase, with Key
+// appended while that is reserved (string gives stringKey).
+func (ns *namespace) param(key string) string {
+	p := unexported(key)
+	for ns.reservedParam(p) {
+		p += "Key"
+	}
+	return p
+}
+
 // perScriptSuffixes name the unexported declarations of each script.
 var perScriptSuffixes = []string{"Info", "Call", "Decode", "Source"}
 
@@ -156,10 +166,7 @@ func (ns *namespace) assignPackageNames(s *Script) *names {
 func (ns *namespace) assignLocalNames(s *Script, n *names) {
 	params := map[string]Field{}
 	for _, k := range s.Keys {
-		p := unexported(k.Name)
-		for ns.reservedParam(p) {
-			p += "Key"
-		}
+		p := ns.param(k.Name)
 		if prev, ok := params[p]; ok {
 			ns.diags = append(ns.diags, Diagnostic{File: s.File, Line: k.Line,
 				Msg: fmt.Sprintf("@key %s: its Go parameter %s is already used by @key %s (line %d); rename one of them", k.Name, p, prev.Name, prev.Line)})

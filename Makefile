@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua generate check-generated lint bench demo screenshot ci
+.PHONY: test test-redis test-lua generate check-generated lint bench demo screenshot ci fuzz-luagen
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit): the demo page in headless
@@ -33,6 +33,15 @@ check-generated:
 	$(GO) test ./gen -run 'Golden|Deterministic'
 	$(GO) generate ./bindings/...
 	@out="$$(git status --porcelain -- bindings gen/testdata)"; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
+
+# luagen's fuzz targets (header parser, lint, whole generator), each for
+# FUZZTIME; a failing input lands in gen/testdata/fuzz and then runs in
+# every go test. Their seeds run in plain go test too.
+FUZZTIME ?= 30s
+fuzz-luagen:
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME)
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestSourcesMatchFiles(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts in ../lua: %v", err)
 	}
-	byFile := map[string]*scriptInfo{}
+	byFile := map[string]*scriptMeta{}
 	for _, s := range allScripts {
 		byFile[s.file] = s
 	}
@@ -220,13 +221,15 @@ func TestReplyShape(t *testing.T) {
 	}{
 		{"not an array", int64(1), "token_bucket.lua: reply: want an array, got int64 1"},
 		{"too short", []any{int64(1)}, "token_bucket.lua: reply: want 4 elements, got 1"},
+		{"too long", []any{int64(1), int64(0), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply: want 4 elements, got 5"},
+		{"duration overflow", []any{int64(1), int64(0), int64(1 << 62), int64(0)}, "token_bucket.lua: reply element 3 (retry_after): want a number of milliseconds that fits a time.Duration, got int64 4611686018427387904"},
 		{"bool not 1/0", []any{int64(2), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply element 1 (allowed): want bool (1 or 0), got int64 2"},
 		{"text for int", []any{int64(1), "x", int64(0), int64(0)}, `token_bucket.lua: reply element 2 (remaining): want int, got string "x"`},
 		{"nil", nil, "token_bucket.lua: reply: want an array, got nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodeTokenBucket(tt.reply)
+			_, err := tokenBucketDecode(tt.reply)
 			var re *ReplyError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want *ReplyError", err)
@@ -238,9 +241,29 @@ func TestReplyShape(t *testing.T) {
 	}
 	// An integer held in a string is still an integer: scripts often return
 	// what redis.call gave them.
-	got, err := decodeTokenBucket([]any{int64(1), "7", int64(0), "250"})
+	got, err := tokenBucketDecode([]any{int64(1), "7", int64(0), "250"})
 	want := TokenBucketResult{Allowed: true, Remaining: 7, ResetAfter: 250 * time.Millisecond}
 	if err != nil || got != want {
 		t.Errorf("decode = %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// replyError is an error reply as go-redis returns it.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// Some servers put ERR before a script's own code; it must still match.
+func TestWrapErrPrefix(t *testing.T) {
+	for _, reply := range []string{"BADARG cost", "ERR BADARG cost"} {
+		err := tokenBucketInfo.wrap(replyError(reply))
+		var se *ScriptError
+		if !errors.Is(err, ErrBadArg) || !errors.As(err, &se) || se.Message != "cost" {
+			t.Errorf("%q: err = %#v, want a *ScriptError matching ErrBadArg", reply, err)
+		}
+	}
+	if err := tokenBucketInfo.wrap(replyError("ERR unknown")); errors.Is(err, ErrBadArg) || !strings.HasPrefix(err.Error(), "token_bucket.lua: ERR unknown") {
+		t.Errorf("undeclared: err = %v", err)
 	}
 }

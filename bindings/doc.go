@@ -2,11 +2,13 @@
 // scripts in ../lua.
 //
 // Each script x_y.lua gives XY (one call, EVALSHA with a fallback to EVAL),
-// XYParams (its ARGV), XYResult (its reply), XYSource (the script, byte for
-// byte) and XYScript (a *redis.Script for raw calls). Batch sends many calls
-// in one pipeline and stays correct after SCRIPT FLUSH; LoadAll preloads
-// every script. Error replies the scripts declare come back as *ScriptError
-// and match sentinels such as ErrBadArg with errors.Is.
+// XYParams (its ARGV), XYResult (its reply), XYSource() (the script, byte
+// for byte) and XYScript (a *redis.Script for raw calls; its Hash is the
+// file's SHA1). Batch sends many calls in one pipeline and stays correct
+// after SCRIPT FLUSH; a call on a redis.Pipeliner itself returns
+// ErrPipeline. LoadAll preloads every script. Error replies the scripts
+// declare come back as *ScriptError and match sentinels such as ErrBadArg
+// with errors.Is.
 //
 // scripts.json describes the same scripts for other stacks.
 package bindings

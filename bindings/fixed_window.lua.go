@@ -10,9 +10,100 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// FixedWindowSource is fixed_window.lua byte for byte, so its SHA1 is the hash that
-// EVALSHA and SCRIPT LOAD use.
-const FixedWindowSource = `--- Fixed window: counts cost against limit in windows of a fixed length that
+// FixedWindowScript runs fixed_window.lua, for calls the typed API does not cover. Its
+// Hash is the SHA1 of FixedWindowSource(), the hash EVALSHA and SCRIPT LOAD use.
+var FixedWindowScript = redis.NewScript(fixedWindowSource)
+
+// FixedWindowSource returns fixed_window.lua byte for byte, as other stacks load it.
+func FixedWindowSource() string { return fixedWindowSource }
+
+var fixedWindowInfo = &scriptMeta{file: "fixed_window.lua", script: FixedWindowScript}
+
+// FixedWindowParams holds the arguments (ARGV) of fixed_window.lua.
+type FixedWindowParams struct {
+	// Limit (ARGV[1]): most cost admitted per window (1..1e9)
+	Limit int64
+	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms), aligned to the epoch
+	Window time.Duration
+	// Cost (ARGV[3]): cost to count (0..1e9); 0 only peeks
+	Cost int64
+	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	Now time.Duration
+}
+
+// FixedWindowResult is the reply of fixed_window.lua.
+type FixedWindowResult struct {
+	// Allowed is reply element 1.
+	Allowed bool
+	// Remaining (reply element 2): cost still admitted in this window, never negative
+	Remaining int64
+	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
+	RetryAfter time.Duration
+	// ResetAfter (reply element 4, in milliseconds): until the window ends; 0 when nothing is counted
+	ResetAfter time.Duration
+}
+
+// FixedWindow counts cost against limit in windows of a fixed length that
+// are aligned to the epoch (window k covers [k*window, (k+1)*window)), so every
+// app server agrees on the boundaries and a day-long window starts at UTC
+// midnight. Known weakness: the count starts again at every boundary, so up
+// to 2*limit can pass within a moment (limit at the end of one window, limit
+// at the start of the next); a span of any length d touches at most
+// ceil(d/window)+1 windows and admits at most limit in each. A cost of 0
+// peeks: it answers for a cost of 1 and writes nothing. A cost above limit
+// can never pass: it is denied with retry_after -1. Denied calls change
+// nothing. A caller clock that runs behind the stored window is counted in
+// the stored window, so the count never moves back to an earlier window; its
+// waits are measured from its own clock, so they are never too short for it.
+// The key lasts until the window ends by the caller's clock and by the
+// server's, which expires it, so a server clock that lags never drops a
+// count; with a caller clock, a window more, for calls that reach Redis late.
+//
+// It runs fixed_window.lua with EVALSHA, falling back to EVAL when the server
+// does not have the script cached. On a redis.Pipeliner it returns
+// ErrPipeline: queue the call in a Batch instead.
+//
+// Keys:
+//   - counter: hash {n, w}: n counted in window number w; expires when that window ends
+//
+// Error replies come back as a *ScriptError that matches, with errors.Is:
+//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
+func FixedWindow(ctx context.Context, c redis.Scripter, counter string, p FixedWindowParams) (FixedWindowResult, error) {
+	return run(ctx, c, fixedWindowCall(counter, p), fixedWindowDecode)
+}
+
+// FixedWindow queues a call of fixed_window.lua in b; its result is ready after b.Exec.
+func (b *Batch) FixedWindow(counter string, p FixedWindowParams) *Pending[FixedWindowResult] {
+	return queue(b, fixedWindowCall(counter, p), fixedWindowDecode)
+}
+
+func fixedWindowCall(counter string, p FixedWindowParams) *call {
+	e := newEncoder(fixedWindowInfo, []string{counter})
+	e.int("limit", p.Limit, nil)
+	e.ms("window", p.Window, nil)
+	e.int("cost", p.Cost, nil)
+	e.us("now", p.Now, nil)
+	return e.call()
+}
+
+func fixedWindowDecode(v any) (FixedWindowResult, error) {
+	d := newDecoder(fixedWindowInfo, v, 4, false)
+	r := FixedWindowResult{
+		Allowed:    d.bool(0, "allowed"),
+		Remaining:  d.int(1, "remaining", nil),
+		RetryAfter: d.ms(2, "retry_after", nil),
+		ResetAfter: d.ms(3, "reset_after", nil),
+	}
+	if d.err != nil {
+		return FixedWindowResult{}, d.err
+	}
+	return r, nil
+}
+
+// fixedWindowSource is fixed_window.lua. It sits at the end of the file so the
+// code reads first, and is unexported so go doc stays short.
+const fixedWindowSource = `--- Fixed window: counts cost against limit in windows of a fixed length that
 --- are aligned to the epoch (window k covers [k*window, (k+1)*window)), so every
 --- app server agrees on the boundaries and a day-long window starts at UTC
 --- midnight. Known weakness: the count starts again at every boundary, so up
@@ -114,88 +205,3 @@ redis.call('HSET', counter, 'n', string.format('%d', n), 'w', string.format('%d'
 redis.call('PEXPIRE', counter, string.format('%d', math.max(1, ttl_ms)))
 return {1, limit - n, 0, end_ms}
 `
-
-// FixedWindowScript runs FixedWindowSource, for calls the typed API does not cover.
-var FixedWindowScript = redis.NewScript(FixedWindowSource)
-
-var scriptFixedWindow = &scriptInfo{file: "fixed_window.lua", script: FixedWindowScript, codes: []string{"BADARG", "WRONGTYPE"}}
-
-// FixedWindowParams holds the arguments (ARGV) of fixed_window.lua.
-type FixedWindowParams struct {
-	// Limit (ARGV[1]): most cost admitted per window (1..1e9)
-	Limit int64
-	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms), aligned to the epoch
-	Window time.Duration
-	// Cost (ARGV[3]): cost to count (0..1e9); 0 only peeks
-	Cost int64
-	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
-	Now time.Duration
-}
-
-// FixedWindowResult is the reply of fixed_window.lua.
-type FixedWindowResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2): cost still admitted in this window, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the window ends; 0 when nothing is counted
-	ResetAfter time.Duration
-}
-
-// FixedWindow runs fixed_window.lua (EVALSHA, falling back to EVAL).
-//
-// Fixed window: counts cost against limit in windows of a fixed length that
-// are aligned to the epoch (window k covers [k*window, (k+1)*window)), so every
-// app server agrees on the boundaries and a day-long window starts at UTC
-// midnight. Known weakness: the count starts again at every boundary, so up
-// to 2*limit can pass within a moment (limit at the end of one window, limit
-// at the start of the next); a span of any length d touches at most
-// ceil(d/window)+1 windows and admits at most limit in each. A cost of 0
-// peeks: it answers for a cost of 1 and writes nothing. A cost above limit
-// can never pass: it is denied with retry_after -1. Denied calls change
-// nothing. A caller clock that runs behind the stored window is counted in
-// the stored window, so the count never moves back to an earlier window; its
-// waits are measured from its own clock, so they are never too short for it.
-// The key lasts until the window ends by the caller's clock and by the
-// server's, which expires it, so a server clock that lags never drops a
-// count; with a caller clock, a window more, for calls that reach Redis late.
-//
-// Keys:
-//   - counter: hash {n, w}: n counted in window number w; expires when that window ends
-//
-// Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
-func FixedWindow(ctx context.Context, c redis.Scripter, counter string, p FixedWindowParams) (FixedWindowResult, error) {
-	return run(ctx, c, fixedWindowCall(counter, p), decodeFixedWindow)
-}
-
-// FixedWindow queues a call of fixed_window.lua in b; its result is ready after b.Exec.
-func (b *Batch) FixedWindow(counter string, p FixedWindowParams) *Pending[FixedWindowResult] {
-	return queue(b, fixedWindowCall(counter, p), decodeFixedWindow)
-}
-
-func fixedWindowCall(counter string, p FixedWindowParams) *call {
-	e := newEncoder(scriptFixedWindow, []string{counter})
-	e.int(p.Limit)
-	e.ms("window", p.Window)
-	e.int(p.Cost)
-	e.us("now", p.Now)
-	return e.call()
-}
-
-func decodeFixedWindow(v any) (FixedWindowResult, error) {
-	d := newDecoder(scriptFixedWindow, v, 4, false)
-	r := FixedWindowResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining"),
-		RetryAfter: d.ms(2, "retry_after"),
-		ResetAfter: d.ms(3, "reset_after"),
-	}
-	if d.err != nil {
-		return FixedWindowResult{}, d.err
-	}
-	return r, nil
-}

@@ -10,9 +10,105 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// GCRASource is gcra.lua byte for byte, so its SHA1 is the hash that
-// EVALSHA and SCRIPT LOAD use.
-const GCRASource = `--- GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
+// GCRAScript runs gcra.lua, for calls the typed API does not cover. Its
+// Hash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
+var GCRAScript = redis.NewScript(gcraSource)
+
+// GCRASource returns gcra.lua byte for byte, as other stacks load it.
+func GCRASource() string { return gcraSource }
+
+var gcraInfo = &scriptMeta{file: "gcra.lua", script: GCRAScript}
+
+// GCRAParams holds the arguments (ARGV) of gcra.lua.
+type GCRAParams struct {
+	// Burst (ARGV[1]): requests that may pass at once (1..1e9)
+	Burst int64
+	// Rate (ARGV[2]): requests per period at the steady pace (1..1e9)
+	Rate int64
+	// Period (ARGV[3], sent in whole milliseconds): the period of rate (1..1e11 ms)
+	Period time.Duration
+	// Cost (ARGV[4]): requests this call counts for (0..1e9); 0 only peeks
+	Cost int64
+	// Now (ARGV[5], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	Now time.Duration
+}
+
+// GCRAResult is the reply of gcra.lua.
+type GCRAResult struct {
+	// Allowed is reply element 1.
+	Allowed bool
+	// Remaining (reply element 2): whole requests that would still pass now, never negative
+	Remaining int64
+	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds burst
+	RetryAfter time.Duration
+	// ResetAfter (reply element 4, in milliseconds): until the TAT is reached and a full burst passes again
+	ResetAfter time.Duration
+}
+
+// GCRA runs gcra.lua: GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
+// I.371; the algorithm of redis-cell's CL.THROTTLE and go-redis/redis_rate):
+// one string holds the theoretical arrival time (TAT), the instant the steady
+// rate would be caught up. A call of cost c passes when the TAT, pushed c
+// emission intervals on, stays within burst intervals of now; it then stores
+// the pushed TAT. burst counts the requests that may pass at once, as in
+// redis_rate (redis-cell's max_burst is burst - 1). The interval is
+// period/rate rounded up to a whole µs, so the TAT stays an integer, a full
+// burst always passes at once, and a rate that does not divide the period is
+// met from below (by under 1 µs per request); a rate above one per µs is
+// refused (token_bucket takes it). Known weaknesses: the TAT is all it keeps, so it cannot
+// tell how many requests came, and a caller clock that runs behind is judged
+// at its own time against the TAT, so it only waits longer. A cost of 0
+// peeks: it answers for a cost of 1 and writes nothing. A cost above burst
+// can never pass: it is denied with retry_after -1. Denied calls change
+// nothing, and the TAT never moves back. With a caller clock the key lives
+// until the TAT has passed by the server's clock too, and a period more.
+//
+// It runs gcra.lua with EVALSHA, falling back to EVAL when the server does not
+// have the script cached. On a redis.Pipeliner it returns ErrPipeline: queue
+// the call in a Batch instead.
+//
+// Keys:
+//   - tat: string TAT in µs since the epoch; expires when now reaches it
+//
+// Error replies come back as a *ScriptError that matches, with errors.Is:
+//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value, or a string that is not a TAT; it is left alone
+func GCRA(ctx context.Context, c redis.Scripter, tat string, p GCRAParams) (GCRAResult, error) {
+	return run(ctx, c, gcraCall(tat, p), gcraDecode)
+}
+
+// GCRA queues a call of gcra.lua in b; its result is ready after b.Exec.
+func (b *Batch) GCRA(tat string, p GCRAParams) *Pending[GCRAResult] {
+	return queue(b, gcraCall(tat, p), gcraDecode)
+}
+
+func gcraCall(tat string, p GCRAParams) *call {
+	e := newEncoder(gcraInfo, []string{tat})
+	e.int("burst", p.Burst, nil)
+	e.int("rate", p.Rate, nil)
+	e.ms("period", p.Period, nil)
+	e.int("cost", p.Cost, nil)
+	e.us("now", p.Now, nil)
+	return e.call()
+}
+
+func gcraDecode(v any) (GCRAResult, error) {
+	d := newDecoder(gcraInfo, v, 4, false)
+	r := GCRAResult{
+		Allowed:    d.bool(0, "allowed"),
+		Remaining:  d.int(1, "remaining", nil),
+		RetryAfter: d.ms(2, "retry_after", nil),
+		ResetAfter: d.ms(3, "reset_after", nil),
+	}
+	if d.err != nil {
+		return GCRAResult{}, d.err
+	}
+	return r, nil
+}
+
+// gcraSource is gcra.lua. It sits at the end of the file so the
+// code reads first, and is unexported so go doc stays short.
+const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
 --- I.371; the algorithm of redis-cell's CL.THROTTLE and go-redis/redis_rate):
 --- one string holds the theoretical arrival time (TAT), the instant the steady
 --- rate would be caught up. A call of cost c passes when the TAT, pushed c
@@ -127,93 +223,3 @@ end
 redis.call('SET', tat, string.format('%d', theo), 'PX', string.format('%d', math.ceil(ttl_us / 1000)))
 return {1, left(ahead), 0, math.ceil(ahead / 1000)}
 `
-
-// GCRAScript runs GCRASource, for calls the typed API does not cover.
-var GCRAScript = redis.NewScript(GCRASource)
-
-var scriptGCRA = &scriptInfo{file: "gcra.lua", script: GCRAScript, codes: []string{"BADARG", "WRONGTYPE"}}
-
-// GCRAParams holds the arguments (ARGV) of gcra.lua.
-type GCRAParams struct {
-	// Burst (ARGV[1]): requests that may pass at once (1..1e9)
-	Burst int64
-	// Rate (ARGV[2]): requests per period at the steady pace (1..1e9)
-	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): the period of rate (1..1e11 ms)
-	Period time.Duration
-	// Cost (ARGV[4]): requests this call counts for (0..1e9); 0 only peeks
-	Cost int64
-	// Now (ARGV[5], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
-	Now time.Duration
-}
-
-// GCRAResult is the reply of gcra.lua.
-type GCRAResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2): whole requests that would still pass now, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds burst
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the TAT is reached and a full burst passes again
-	ResetAfter time.Duration
-}
-
-// GCRA runs gcra.lua (EVALSHA, falling back to EVAL).
-//
-// GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
-// I.371; the algorithm of redis-cell's CL.THROTTLE and go-redis/redis_rate):
-// one string holds the theoretical arrival time (TAT), the instant the steady
-// rate would be caught up. A call of cost c passes when the TAT, pushed c
-// emission intervals on, stays within burst intervals of now; it then stores
-// the pushed TAT. burst counts the requests that may pass at once, as in
-// redis_rate (redis-cell's max_burst is burst - 1). The interval is
-// period/rate rounded up to a whole µs, so the TAT stays an integer, a full
-// burst always passes at once, and a rate that does not divide the period is
-// met from below (by under 1 µs per request); a rate above one per µs is
-// refused (token_bucket takes it). Known weaknesses: the TAT is all it keeps, so it cannot
-// tell how many requests came, and a caller clock that runs behind is judged
-// at its own time against the TAT, so it only waits longer. A cost of 0
-// peeks: it answers for a cost of 1 and writes nothing. A cost above burst
-// can never pass: it is denied with retry_after -1. Denied calls change
-// nothing, and the TAT never moves back. With a caller clock the key lives
-// until the TAT has passed by the server's clock too, and a period more.
-//
-// Keys:
-//   - tat: string TAT in µs since the epoch; expires when now reaches it
-//
-// Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value, or a string that is not a TAT; it is left alone
-func GCRA(ctx context.Context, c redis.Scripter, tat string, p GCRAParams) (GCRAResult, error) {
-	return run(ctx, c, gcraCall(tat, p), decodeGCRA)
-}
-
-// GCRA queues a call of gcra.lua in b; its result is ready after b.Exec.
-func (b *Batch) GCRA(tat string, p GCRAParams) *Pending[GCRAResult] {
-	return queue(b, gcraCall(tat, p), decodeGCRA)
-}
-
-func gcraCall(tat string, p GCRAParams) *call {
-	e := newEncoder(scriptGCRA, []string{tat})
-	e.int(p.Burst)
-	e.int(p.Rate)
-	e.ms("period", p.Period)
-	e.int(p.Cost)
-	e.us("now", p.Now)
-	return e.call()
-}
-
-func decodeGCRA(v any) (GCRAResult, error) {
-	d := newDecoder(scriptGCRA, v, 4, false)
-	r := GCRAResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining"),
-		RetryAfter: d.ms(2, "retry_after"),
-		ResetAfter: d.ms(3, "reset_after"),
-	}
-	if d.err != nil {
-		return GCRAResult{}, d.err
-	}
-	return r, nil
-}

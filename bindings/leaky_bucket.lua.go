@@ -10,9 +10,105 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// LeakyBucketSource is leaky_bucket.lua byte for byte, so its SHA1 is the hash that
-// EVALSHA and SCRIPT LOAD use.
-const LeakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of cost pours water into a
+// LeakyBucketScript runs leaky_bucket.lua, for calls the typed API does not cover. Its
+// Hash is the SHA1 of LeakyBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
+var LeakyBucketScript = redis.NewScript(leakyBucketSource)
+
+// LeakyBucketSource returns leaky_bucket.lua byte for byte, as other stacks load it.
+func LeakyBucketSource() string { return leakyBucketSource }
+
+var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", script: LeakyBucketScript}
+
+// LeakyBucketParams holds the arguments (ARGV) of leaky_bucket.lua.
+type LeakyBucketParams struct {
+	// Capacity (ARGV[1]): units the bucket holds (1..1e9)
+	Capacity int64
+	// Rate (ARGV[2]): units drained per period (1..1e9)
+	Rate int64
+	// Period (ARGV[3], sent in whole milliseconds): drain period (1..1e11 ms)
+	Period time.Duration
+	// Cost (ARGV[4]): units to pour (0..1e9); 0 only peeks
+	Cost int64
+	// Now (ARGV[5], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	Now time.Duration
+}
+
+// LeakyBucketResult is the reply of leaky_bucket.lua.
+type LeakyBucketResult struct {
+	// Allowed is reply element 1.
+	Allowed bool
+	// Remaining (reply element 2): whole units that still fit, never negative
+	Remaining int64
+	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds capacity
+	RetryAfter time.Duration
+	// ResetAfter (reply element 4, in milliseconds): until the bucket is empty
+	ResetAfter time.Duration
+}
+
+// LeakyBucket runs leaky_bucket.lua: Leaky bucket as a meter (policing): each unit of cost pours water into a
+// bucket that holds capacity units and drains rate units every period; a
+// call whose water does not fit is denied at once. Nothing is queued or
+// delayed, so it is not the shaping leaky bucket: it lets a burst of up to
+// capacity through and then the drain rate, as a token bucket would. It is
+// the continuous-state leaky bucket of ITU-T I.371: the state is the level
+// of water, in µs of draining, and the time it was last poured into (GCRA's
+// virtual-scheduling form keeps a theoretical arrival time instead). A unit
+// drains in period/rate µs, rounded up to a whole µs, so the level stays an
+// integer, a full burst of capacity units always fits, and a rate that does
+// not divide the period is met from below. A cost of 0 peeks: it answers for
+// a cost of 1 and writes nothing. A cost above capacity can never pass: it is
+// denied with retry_after -1. Denied calls change nothing. A caller clock
+// that runs behind the stored state is treated as the stored time, so
+// out-of-order calls never drain the same time twice. With a caller clock
+// the key lives until the bucket is empty by the server's clock too, and a
+// period more, for calls that reach Redis late.
+//
+// It runs leaky_bucket.lua with EVALSHA, falling back to EVAL when the server
+// does not have the script cached. On a redis.Pipeliner it returns
+// ErrPipeline: queue the call in a Batch instead.
+//
+// Keys:
+//   - bucket: hash {level, ts}: µs of water at ts, the last time water was poured; expires once empty
+//
+// Error replies come back as a *ScriptError that matches, with errors.Is:
+//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
+func LeakyBucket(ctx context.Context, c redis.Scripter, bucket string, p LeakyBucketParams) (LeakyBucketResult, error) {
+	return run(ctx, c, leakyBucketCall(bucket, p), leakyBucketDecode)
+}
+
+// LeakyBucket queues a call of leaky_bucket.lua in b; its result is ready after b.Exec.
+func (b *Batch) LeakyBucket(bucket string, p LeakyBucketParams) *Pending[LeakyBucketResult] {
+	return queue(b, leakyBucketCall(bucket, p), leakyBucketDecode)
+}
+
+func leakyBucketCall(bucket string, p LeakyBucketParams) *call {
+	e := newEncoder(leakyBucketInfo, []string{bucket})
+	e.int("capacity", p.Capacity, nil)
+	e.int("rate", p.Rate, nil)
+	e.ms("period", p.Period, nil)
+	e.int("cost", p.Cost, nil)
+	e.us("now", p.Now, nil)
+	return e.call()
+}
+
+func leakyBucketDecode(v any) (LeakyBucketResult, error) {
+	d := newDecoder(leakyBucketInfo, v, 4, false)
+	r := LeakyBucketResult{
+		Allowed:    d.bool(0, "allowed"),
+		Remaining:  d.int(1, "remaining", nil),
+		RetryAfter: d.ms(2, "retry_after", nil),
+		ResetAfter: d.ms(3, "reset_after", nil),
+	}
+	if d.err != nil {
+		return LeakyBucketResult{}, d.err
+	}
+	return r, nil
+}
+
+// leakyBucketSource is leaky_bucket.lua. It sits at the end of the file so the
+// code reads first, and is unexported so go doc stays short.
+const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of cost pours water into a
 --- bucket that holds capacity units and drains rate units every period; a
 --- call whose water does not fit is denied at once. Nothing is queued or
 --- delayed, so it is not the shaping leaky bucket: it lets a burst of up to
@@ -126,93 +222,3 @@ redis.call('HSET', bucket, 'level', string.format('%d', water), 'ts', string.for
 redis.call('PEXPIRE', bucket, string.format('%d', ttl_ms))
 return {1, remaining - cost, 0, reset_ms}
 `
-
-// LeakyBucketScript runs LeakyBucketSource, for calls the typed API does not cover.
-var LeakyBucketScript = redis.NewScript(LeakyBucketSource)
-
-var scriptLeakyBucket = &scriptInfo{file: "leaky_bucket.lua", script: LeakyBucketScript, codes: []string{"BADARG", "WRONGTYPE"}}
-
-// LeakyBucketParams holds the arguments (ARGV) of leaky_bucket.lua.
-type LeakyBucketParams struct {
-	// Capacity (ARGV[1]): units the bucket holds (1..1e9)
-	Capacity int64
-	// Rate (ARGV[2]): units drained per period (1..1e9)
-	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): drain period (1..1e11 ms)
-	Period time.Duration
-	// Cost (ARGV[4]): units to pour (0..1e9); 0 only peeks
-	Cost int64
-	// Now (ARGV[5], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
-	Now time.Duration
-}
-
-// LeakyBucketResult is the reply of leaky_bucket.lua.
-type LeakyBucketResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2): whole units that still fit, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds capacity
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the bucket is empty
-	ResetAfter time.Duration
-}
-
-// LeakyBucket runs leaky_bucket.lua (EVALSHA, falling back to EVAL).
-//
-// Leaky bucket as a meter (policing): each unit of cost pours water into a
-// bucket that holds capacity units and drains rate units every period; a
-// call whose water does not fit is denied at once. Nothing is queued or
-// delayed, so it is not the shaping leaky bucket: it lets a burst of up to
-// capacity through and then the drain rate, as a token bucket would. It is
-// the continuous-state leaky bucket of ITU-T I.371: the state is the level
-// of water, in µs of draining, and the time it was last poured into (GCRA's
-// virtual-scheduling form keeps a theoretical arrival time instead). A unit
-// drains in period/rate µs, rounded up to a whole µs, so the level stays an
-// integer, a full burst of capacity units always fits, and a rate that does
-// not divide the period is met from below. A cost of 0 peeks: it answers for
-// a cost of 1 and writes nothing. A cost above capacity can never pass: it is
-// denied with retry_after -1. Denied calls change nothing. A caller clock
-// that runs behind the stored state is treated as the stored time, so
-// out-of-order calls never drain the same time twice. With a caller clock
-// the key lives until the bucket is empty by the server's clock too, and a
-// period more, for calls that reach Redis late.
-//
-// Keys:
-//   - bucket: hash {level, ts}: µs of water at ts, the last time water was poured; expires once empty
-//
-// Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
-func LeakyBucket(ctx context.Context, c redis.Scripter, bucket string, p LeakyBucketParams) (LeakyBucketResult, error) {
-	return run(ctx, c, leakyBucketCall(bucket, p), decodeLeakyBucket)
-}
-
-// LeakyBucket queues a call of leaky_bucket.lua in b; its result is ready after b.Exec.
-func (b *Batch) LeakyBucket(bucket string, p LeakyBucketParams) *Pending[LeakyBucketResult] {
-	return queue(b, leakyBucketCall(bucket, p), decodeLeakyBucket)
-}
-
-func leakyBucketCall(bucket string, p LeakyBucketParams) *call {
-	e := newEncoder(scriptLeakyBucket, []string{bucket})
-	e.int(p.Capacity)
-	e.int(p.Rate)
-	e.ms("period", p.Period)
-	e.int(p.Cost)
-	e.us("now", p.Now)
-	return e.call()
-}
-
-func decodeLeakyBucket(v any) (LeakyBucketResult, error) {
-	d := newDecoder(scriptLeakyBucket, v, 4, false)
-	r := LeakyBucketResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining"),
-		RetryAfter: d.ms(2, "retry_after"),
-		ResetAfter: d.ms(3, "reset_after"),
-	}
-	if d.err != nil {
-		return LeakyBucketResult{}, d.err
-	}
-	return r, nil
-}

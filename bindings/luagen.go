@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -21,24 +22,33 @@ var ErrBadArg = errors.New("BADARG")
 // WRONGTYPE: the key holds another kind of value (from Redis); it is left alone.
 var ErrWrongType = errors.New("WRONGTYPE")
 
-// errorCodes maps each @error code to its sentinel.
+// ErrPipeline is returned by a call made on a redis.Pipeliner (Pipeline,
+// TxPipeline): a queued command has no reply until Exec, so the call could
+// neither decode its result nor fall back to EVAL. Nothing is queued; use a
+// Batch, which sends its calls in one pipeline and decodes them after Exec.
+var ErrPipeline = errors.New("luagen: a call on a redis.Pipeliner has no reply until Exec; queue it in a Batch instead")
+
+// errorCodes maps each @error code of the package to its sentinel. Every
+// script's error replies are matched against all of them, so a code one
+// script forgot to declare still matches the sentinel another declares.
 var errorCodes = map[string]error{
 	"BADARG":    ErrBadArg,
 	"WRONGTYPE": ErrWrongType,
 }
 
 // allScripts is every script of the package, for LoadAll.
-var allScripts = []*scriptInfo{
-	scriptFixedWindow,
-	scriptGCRA,
-	scriptLeakyBucket,
-	scriptSlidingWindowCounter,
-	scriptSlidingWindowLog,
-	scriptTokenBucket,
+var allScripts = []*scriptMeta{
+	fixedWindowInfo,
+	gcraInfo,
+	leakyBucketInfo,
+	slidingWindowCounterInfo,
+	slidingWindowLogInfo,
+	tokenBucketInfo,
 }
 
-// ScriptError is an error reply that a script declares with @error. Its
-// Unwrap returns the code's sentinel, so errors.Is(err, ErrX) works.
+// ScriptError is an error reply whose first word is an @error code of the
+// package. Its Unwrap returns the code's sentinel, so errors.Is(err, ErrX)
+// works.
 type ScriptError struct {
 	Script  string // the script's file name
 	Code    string // the first word of the reply, e.g. BADARG
@@ -50,7 +60,8 @@ func (e *ScriptError) Error() string { return e.Script + ": " + e.Code + " " + e
 // Unwrap returns the sentinel of e.Code.
 func (e *ScriptError) Unwrap() error { return errorCodes[e.Code] }
 
-// ReplyError reports a reply whose shape differs from the script's header.
+// ReplyError reports a reply whose shape differs from the script's header,
+// or a value that does not fit the declared Go type or bounds.
 type ReplyError struct {
 	Script  string
 	Element int    // 1-based, as in Lua; 0 for the reply as a whole
@@ -66,8 +77,9 @@ func (e *ReplyError) Error() string {
 	return fmt.Sprintf("%s: reply element %d (%s): want %s, got %s", e.Script, e.Element, e.Name, e.Want, e.Got)
 }
 
-// ArgError reports a parameter that cannot be sent as the script expects.
-// Nothing is sent to Redis when a call has one.
+// ArgError reports a parameter that cannot be sent as the script expects:
+// out of its bounds, not one of its words, or not a whole number of its
+// unit. Nothing is sent to Redis when a call has one.
 type ArgError struct {
 	Script string
 	Arg    string // the @arg name
@@ -93,7 +105,8 @@ func LoadAll(ctx context.Context, c redis.Scripter) error {
 }
 
 // PipelineClient is what Batch.Exec needs: *redis.Client,
-// *redis.ClusterClient, *redis.Ring and redis.UniversalClient have it.
+// *redis.ClusterClient, *redis.Ring, *redis.Tx and redis.UniversalClient
+// have it.
 type PipelineClient interface {
 	Pipeline() redis.Pipeliner
 }
@@ -101,7 +114,8 @@ type PipelineClient interface {
 // Batch queues script calls and sends them in one pipeline. Unlike
 // redis.Script.Run inside a pipeline, it survives SCRIPT FLUSH, restarts and
 // failovers: calls answered NOSCRIPT did not run, so Exec sends them again
-// as EVAL. A Batch is not safe for concurrent use.
+// as EVAL (EVAL_RO for no-writes scripts; EVAL where the server has no _RO
+// commands). A Batch is not safe for concurrent use.
 type Batch struct {
 	calls []*call
 }
@@ -118,16 +132,31 @@ func (b *Batch) Exec(ctx context.Context, c PipelineClient) error {
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := c.Pipeline()
 	for i, cl := range calls {
-		if cl.err == nil {
+		switch {
+		case cl.err != nil:
+		case cl.s.readOnly:
+			cmds[i] = cl.s.script.EvalShaRO(ctx, pipe, cl.keys, cl.args...)
+		default:
 			cmds[i] = cl.s.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
 		}
 	}
 	// Errors are per command; they are read from cmds below.
 	_, _ = pipe.Exec(ctx)
 
+	// A NOSCRIPT call did not run, nor did a _RO call the server does not
+	// know: both are sent again, as EVAL_RO or EVAL.
 	retry := c.Pipeline()
 	for i, cl := range calls {
-		if cmds[i] != nil && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+		if cmds[i] == nil {
+			continue
+		}
+		err := cmds[i].Err()
+		switch {
+		case cl.s.readOnly && unknownCommand(err):
+			cmds[i] = cl.s.script.Eval(ctx, retry, cl.keys, cl.args...)
+		case cl.s.readOnly && redis.HasErrorPrefix(err, "NOSCRIPT"):
+			cmds[i] = cl.s.script.EvalRO(ctx, retry, cl.keys, cl.args...)
+		case redis.HasErrorPrefix(err, "NOSCRIPT"):
 			cmds[i] = cl.s.script.Eval(ctx, retry, cl.keys, cl.args...)
 		}
 	}
@@ -155,44 +184,76 @@ func (p *Pending[T]) Result() (T, error) { return p.res, p.err }
 
 var errNotExecuted = errors.New("luagen: Result called before Batch.Exec")
 
-type scriptInfo struct {
-	file   string
-	script *redis.Script
-	codes  []string // the @error codes
+type scriptMeta struct {
+	file     string
+	script   *redis.Script
+	readOnly bool // @flags no-writes: sent as EVALSHA_RO / EVAL_RO
 }
 
-// wrap turns a declared error reply into a *ScriptError and prefixes any
-// other error with the script's name.
-func (s *scriptInfo) wrap(err error) error {
+// wrap turns an error reply that starts with an @error code into a
+// *ScriptError and prefixes any other error with the script's name.
+func (s *scriptMeta) wrap(err error) error {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
-		// Some servers (KVRocks) prefix replies with ERR.
+		// Some servers (KVRocks) put ERR before the script's own code.
 		code, msg, _ := strings.Cut(strings.TrimPrefix(rerr.Error(), "ERR "), " ")
-		for _, c := range s.codes {
-			if c == code {
-				return &ScriptError{Script: s.file, Code: code, Message: msg}
-			}
+		if _, ok := errorCodes[code]; ok {
+			return &ScriptError{Script: s.file, Code: code, Message: msg}
 		}
 	}
 	return fmt.Errorf("%s: %w", s.file, err)
 }
 
+// unknownCommand reports a server without EVALSHA_RO/EVAL_RO (Redis before
+// 7.0, or one where they are renamed away).
+func unknownCommand(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(strings.ToLower(rerr.Error()), "unknown command")
+}
+
 // call is one encoded script call; err is set when the parameters could not
 // be encoded, and then the call is never sent.
 type call struct {
-	s      *scriptInfo
+	s      *scriptMeta
 	keys   []string
 	args   []any
 	err    error
 	finish func(*redis.Cmd) error // set by queue
 }
 
+// isPipeline reports a redis.Pipeliner: commands queued on it have no reply
+// until its Exec.
+func isPipeline(c redis.Scripter) bool {
+	_, ok := c.(interface {
+		Exec(context.Context) ([]redis.Cmder, error)
+	})
+	return ok
+}
+
 func run[T any](ctx context.Context, c redis.Scripter, cl *call, decode func(any) (T, error)) (T, error) {
+	var zero T
 	if cl.err != nil {
-		var zero T
 		return zero, cl.err
 	}
-	return result(cl, cl.s.script.Run(ctx, c, cl.keys, cl.args...), decode)
+	if isPipeline(c) {
+		return zero, fmt.Errorf("%s: %w", cl.s.file, ErrPipeline)
+	}
+	return result(cl, runOnce(ctx, c, cl), decode)
+}
+
+// runOnce sends a call: EVALSHA, then EVAL when the server lacks the
+// script. A no-writes script goes as EVALSHA_RO/EVAL_RO, so Redis enforces
+// that it writes nothing and a cluster may serve it from a replica; a
+// server without the _RO commands gets EVALSHA/EVAL instead.
+func runOnce(ctx context.Context, c redis.Scripter, cl *call) *redis.Cmd {
+	if !cl.s.readOnly {
+		return cl.s.script.Run(ctx, c, cl.keys, cl.args...)
+	}
+	cmd := cl.s.script.RunRO(ctx, c, cl.keys, cl.args...)
+	if unknownCommand(cmd.Err()) {
+		return cl.s.script.Run(ctx, c, cl.keys, cl.args...)
+	}
+	return cmd
 }
 
 func queue[T any](b *Batch, cl *call, decode func(any) (T, error)) *Pending[T] {
@@ -218,16 +279,42 @@ func result[T any](cl *call, cmd *redis.Cmd, decode func(any) (T, error)) (T, er
 	return decode(v)
 }
 
+// intRange is the [lo..hi] of an integer, duration or instant, in its wire
+// unit; nil means any value.
+type intRange struct {
+	lo, hi       int64
+	hasLo, hasHi bool
+}
+
+func atLeast(lo int64) *intRange     { return &intRange{lo: lo, hasLo: true} }
+func atMost(hi int64) *intRange      { return &intRange{hi: hi, hasHi: true} }
+func between(lo, hi int64) *intRange { return &intRange{lo: lo, hi: hi, hasLo: true, hasHi: true} }
+
+func (r *intRange) holds(n int64) bool {
+	return r == nil || (!r.hasLo || n >= r.lo) && (!r.hasHi || n <= r.hi)
+}
+
+func (r *intRange) String() string {
+	var lo, hi string
+	if r.hasLo {
+		lo = strconv.FormatInt(r.lo, 10)
+	}
+	if r.hasHi {
+		hi = strconv.FormatInt(r.hi, 10)
+	}
+	return "[" + lo + ".." + hi + "]"
+}
+
 // encoder formats every ARGV itself: go-redis would send a time.Duration as
-// nanoseconds and a float with its own formatting.
+// nanoseconds, a time.Time as RFC 3339 and a float with an exponent.
 type encoder struct {
-	info *scriptInfo
+	info *scriptMeta
 	keys []string
 	args []any
 	err  error
 }
 
-func newEncoder(s *scriptInfo, keys []string) *encoder { return &encoder{info: s, keys: keys} }
+func newEncoder(s *scriptMeta, keys []string) *encoder { return &encoder{info: s, keys: keys} }
 
 func (e *encoder) call() *call { return &call{s: e.info, keys: e.keys, args: e.args, err: e.err} }
 
@@ -237,39 +324,48 @@ func (e *encoder) fail(name, value, reason string) {
 	}
 }
 
-func (e *encoder) int(v int64) { e.args = append(e.args, strconv.FormatInt(v, 10)) }
+func (e *encoder) int(name string, v int64, r *intRange) {
+	if !r.holds(v) {
+		e.fail(name, strconv.FormatInt(v, 10), "is out of range "+r.String())
+	}
+	e.args = append(e.args, strconv.FormatInt(v, 10))
+}
 
 func (e *encoder) string(v string) { e.args = append(e.args, v) }
 
 // duration sends v as an integer in unit. A v that is not a whole number of
 // units is an *ArgError rather than silently rounded: rounding either way
 // would change what a limit means.
-func (e *encoder) duration(name string, v, unit time.Duration, units string) {
+func (e *encoder) duration(name string, v, unit time.Duration, units string, r *intRange) {
 	if v%unit != 0 {
 		e.fail(name, v.String(), "is not a whole number of "+units)
 	}
-	e.args = append(e.args, strconv.FormatInt(int64(v/unit), 10))
+	n := int64(v / unit)
+	if !r.holds(n) {
+		e.fail(name, v.String(), "is out of range "+r.String()+" "+units)
+	}
+	e.args = append(e.args, strconv.FormatInt(n, 10))
 }
 
-func (e *encoder) ms(name string, v time.Duration) {
-	e.duration(name, v, time.Millisecond, "milliseconds")
+func (e *encoder) ms(name string, v time.Duration, r *intRange) {
+	e.duration(name, v, time.Millisecond, "milliseconds", r)
 }
 
-func (e *encoder) us(name string, v time.Duration) {
-	e.duration(name, v, time.Microsecond, "microseconds")
+func (e *encoder) us(name string, v time.Duration, r *intRange) {
+	e.duration(name, v, time.Microsecond, "microseconds", r)
 }
 
 // decoder reads a reply element by element: go-redis's slice helpers fail
 // on a reply that mixes integers and strings.
 type decoder struct {
-	info *scriptInfo
+	info *scriptMeta
 	vals []any
 	err  error
 }
 
 // newDecoder expects an array of n elements, or at least n when rest is
 // set. A script with one @return may also reply with the bare value.
-func newDecoder(s *scriptInfo, v any, n int, rest bool) *decoder {
+func newDecoder(s *scriptMeta, v any, n int, rest bool) *decoder {
 	d := &decoder{info: s}
 	vals, isArray := v.([]any)
 	switch {
@@ -307,20 +403,29 @@ func describe(v any) string {
 
 // int accepts an integer or a string holding one, since scripts often
 // return what redis.call gave them.
-func (d *decoder) int(i int, name string) int64 {
+func (d *decoder) int(i int, name string, r *intRange) int64 {
 	if d.err != nil {
 		return 0
 	}
+	var n int64
 	switch v := d.vals[i].(type) {
 	case int64:
-		return v
+		n = v
 	case string:
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n
+		var err error
+		if n, err = strconv.ParseInt(v, 10, 64); err != nil {
+			d.fail(i, name, "int")
+			return 0
 		}
+	default:
+		d.fail(i, name, "int")
+		return 0
 	}
-	d.fail(i, name, "int")
-	return 0
+	if !r.holds(n) {
+		d.fail(i, name, "an int in "+r.String())
+		return 0
+	}
+	return n
 }
 
 // bool accepts 1 or 0 (Lua's true arrives as 1) and RESP3 booleans.
@@ -340,6 +445,17 @@ func (d *decoder) bool(i int, name string) bool {
 	return false
 }
 
-func (d *decoder) ms(i int, name string) time.Duration {
-	return time.Duration(d.int(i, name)) * time.Millisecond
+// duration reads an integer in unit. One too large for a time.Duration
+// (about 292 years) is a *ReplyError, never a wrapped-around value.
+func (d *decoder) duration(i int, name string, unit time.Duration, units string, r *intRange) time.Duration {
+	n := d.int(i, name, r)
+	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+		d.fail(i, name, "a number of "+units+" that fits a time.Duration")
+		return 0
+	}
+	return time.Duration(n) * unit
+}
+
+func (d *decoder) ms(i int, name string, r *intRange) time.Duration {
+	return d.duration(i, name, time.Millisecond, "milliseconds", r)
 }

@@ -10,9 +10,107 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SlidingWindowCounterSource is sliding_window_counter.lua byte for byte, so its SHA1 is the hash that
-// EVALSHA and SCRIPT LOAD use.
-const SlidingWindowCounterSource = `--- Sliding window counter (the approximation Cloudflare describes): counts
+// SlidingWindowCounterScript runs sliding_window_counter.lua, for calls the typed API does not cover. Its
+// Hash is the SHA1 of SlidingWindowCounterSource(), the hash EVALSHA and SCRIPT LOAD use.
+var SlidingWindowCounterScript = redis.NewScript(slidingWindowCounterSource)
+
+// SlidingWindowCounterSource returns sliding_window_counter.lua byte for byte, as other stacks load it.
+func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
+
+var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", script: SlidingWindowCounterScript}
+
+// SlidingWindowCounterParams holds the arguments (ARGV) of sliding_window_counter.lua.
+type SlidingWindowCounterParams struct {
+	// Limit (ARGV[1]): most cost the estimate admits (1..1e9)
+	Limit int64
+	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms), aligned to the epoch
+	Window time.Duration
+	// Cost (ARGV[3]): cost to count (0..1e9); 0 only peeks
+	Cost int64
+	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	Now time.Duration
+}
+
+// SlidingWindowCounterResult is the reply of sliding_window_counter.lua.
+type SlidingWindowCounterResult struct {
+	// Allowed is reply element 1.
+	Allowed bool
+	// Remaining (reply element 2): most cost admitted right now, never negative
+	Remaining int64
+	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
+	RetryAfter time.Duration
+	// ResetAfter (reply element 4, in milliseconds): until both counts weigh 0
+	ResetAfter time.Duration
+}
+
+// SlidingWindowCounter runs sliding_window_counter.lua: Sliding window counter (the approximation Cloudflare describes): counts
+// cost in windows aligned to the epoch and admits while the estimate
+// cur + ceil(prev * (window - elapsed) / window) stays within limit, where cur
+// and prev are the counts of the current and the previous window and elapsed
+// is the time since the current window began. It is an approximation: it
+// assumes the previous window's count was spread evenly over that window.
+// Traffic that came early in it is still weighed after it has slid out (more
+// denials than an exact sliding log); traffic that came at its very end
+// weighs less than it should, and that is the worst case: nearly 2*limit can
+// pass within one window length (limit just before a boundary, then almost
+// limit more as its weight decays). Proven bounds: at most limit in one
+// aligned window, and at most limit + floor(limit*(d-1)/window) in any span
+// of d µs (d >= 1). The weighted count is rounded up, so it never admits more
+// than the estimate allows. A cost of 0 peeks: it answers for a cost of 1
+// and writes nothing. A cost above limit can never pass: it is denied with
+// retry_after -1. Denied calls change nothing. A caller clock that runs
+// behind the stored window is judged at the start of the stored window,
+// where the previous count weighs most; its waits are measured from its own
+// clock. The key lasts until both counts weigh 0 by the caller's clock and
+// by the server's, which expires it, so a server clock that lags never drops
+// a count; with a caller clock, a window more, for calls that reach Redis
+// late. Both counts live in one key, so it runs on Redis Cluster.
+//
+// It runs sliding_window_counter.lua with EVALSHA, falling back to EVAL when
+// the server does not have the script cached. On a redis.Pipeliner it returns
+// ErrPipeline: queue the call in a Batch instead.
+//
+// Keys:
+//   - counts: hash {w, cur, prev}: counts of window number w and w-1; expires when both weigh 0
+//
+// Error replies come back as a *ScriptError that matches, with errors.Is:
+//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
+func SlidingWindowCounter(ctx context.Context, c redis.Scripter, counts string, p SlidingWindowCounterParams) (SlidingWindowCounterResult, error) {
+	return run(ctx, c, slidingWindowCounterCall(counts, p), slidingWindowCounterDecode)
+}
+
+// SlidingWindowCounter queues a call of sliding_window_counter.lua in b; its result is ready after b.Exec.
+func (b *Batch) SlidingWindowCounter(counts string, p SlidingWindowCounterParams) *Pending[SlidingWindowCounterResult] {
+	return queue(b, slidingWindowCounterCall(counts, p), slidingWindowCounterDecode)
+}
+
+func slidingWindowCounterCall(counts string, p SlidingWindowCounterParams) *call {
+	e := newEncoder(slidingWindowCounterInfo, []string{counts})
+	e.int("limit", p.Limit, nil)
+	e.ms("window", p.Window, nil)
+	e.int("cost", p.Cost, nil)
+	e.us("now", p.Now, nil)
+	return e.call()
+}
+
+func slidingWindowCounterDecode(v any) (SlidingWindowCounterResult, error) {
+	d := newDecoder(slidingWindowCounterInfo, v, 4, false)
+	r := SlidingWindowCounterResult{
+		Allowed:    d.bool(0, "allowed"),
+		Remaining:  d.int(1, "remaining", nil),
+		RetryAfter: d.ms(2, "retry_after", nil),
+		ResetAfter: d.ms(3, "reset_after", nil),
+	}
+	if d.err != nil {
+		return SlidingWindowCounterResult{}, d.err
+	}
+	return r, nil
+}
+
+// slidingWindowCounterSource is sliding_window_counter.lua. It sits at the end of the file so the
+// code reads first, and is unexported so go doc stays short.
+const slidingWindowCounterSource = `--- Sliding window counter (the approximation Cloudflare describes): counts
 --- cost in windows aligned to the epoch and admits while the estimate
 --- cur + ceil(prev * (window - elapsed) / window) stays within limit, where cur
 --- and prev are the counts of the current and the previous window and elapsed
@@ -191,95 +289,3 @@ redis.call('HSET', counts, 'w', string.format('%d', w), 'cur', string.format('%d
 redis.call('PEXPIRE', counts, string.format('%d', math.max(1, ttl_ms)))
 return {1, remaining - cost, 0, reset_ms}
 `
-
-// SlidingWindowCounterScript runs SlidingWindowCounterSource, for calls the typed API does not cover.
-var SlidingWindowCounterScript = redis.NewScript(SlidingWindowCounterSource)
-
-var scriptSlidingWindowCounter = &scriptInfo{file: "sliding_window_counter.lua", script: SlidingWindowCounterScript, codes: []string{"BADARG", "WRONGTYPE"}}
-
-// SlidingWindowCounterParams holds the arguments (ARGV) of sliding_window_counter.lua.
-type SlidingWindowCounterParams struct {
-	// Limit (ARGV[1]): most cost the estimate admits (1..1e9)
-	Limit int64
-	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms), aligned to the epoch
-	Window time.Duration
-	// Cost (ARGV[3]): cost to count (0..1e9); 0 only peeks
-	Cost int64
-	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
-	Now time.Duration
-}
-
-// SlidingWindowCounterResult is the reply of sliding_window_counter.lua.
-type SlidingWindowCounterResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2): most cost admitted right now, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until both counts weigh 0
-	ResetAfter time.Duration
-}
-
-// SlidingWindowCounter runs sliding_window_counter.lua (EVALSHA, falling back to EVAL).
-//
-// Sliding window counter (the approximation Cloudflare describes): counts
-// cost in windows aligned to the epoch and admits while the estimate
-// cur + ceil(prev * (window - elapsed) / window) stays within limit, where cur
-// and prev are the counts of the current and the previous window and elapsed
-// is the time since the current window began. It is an approximation: it
-// assumes the previous window's count was spread evenly over that window.
-// Traffic that came early in it is still weighed after it has slid out (more
-// denials than an exact sliding log); traffic that came at its very end
-// weighs less than it should, and that is the worst case: nearly 2*limit can
-// pass within one window length (limit just before a boundary, then almost
-// limit more as its weight decays). Proven bounds: at most limit in one
-// aligned window, and at most limit + floor(limit*(d-1)/window) in any span
-// of d µs (d >= 1). The weighted count is rounded up, so it never admits more
-// than the estimate allows. A cost of 0 peeks: it answers for a cost of 1
-// and writes nothing. A cost above limit can never pass: it is denied with
-// retry_after -1. Denied calls change nothing. A caller clock that runs
-// behind the stored window is judged at the start of the stored window,
-// where the previous count weighs most; its waits are measured from its own
-// clock. The key lasts until both counts weigh 0 by the caller's clock and
-// by the server's, which expires it, so a server clock that lags never drops
-// a count; with a caller clock, a window more, for calls that reach Redis
-// late. Both counts live in one key, so it runs on Redis Cluster.
-//
-// Keys:
-//   - counts: hash {w, cur, prev}: counts of window number w and w-1; expires when both weigh 0
-//
-// Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
-func SlidingWindowCounter(ctx context.Context, c redis.Scripter, counts string, p SlidingWindowCounterParams) (SlidingWindowCounterResult, error) {
-	return run(ctx, c, slidingWindowCounterCall(counts, p), decodeSlidingWindowCounter)
-}
-
-// SlidingWindowCounter queues a call of sliding_window_counter.lua in b; its result is ready after b.Exec.
-func (b *Batch) SlidingWindowCounter(counts string, p SlidingWindowCounterParams) *Pending[SlidingWindowCounterResult] {
-	return queue(b, slidingWindowCounterCall(counts, p), decodeSlidingWindowCounter)
-}
-
-func slidingWindowCounterCall(counts string, p SlidingWindowCounterParams) *call {
-	e := newEncoder(scriptSlidingWindowCounter, []string{counts})
-	e.int(p.Limit)
-	e.ms("window", p.Window)
-	e.int(p.Cost)
-	e.us("now", p.Now)
-	return e.call()
-}
-
-func decodeSlidingWindowCounter(v any) (SlidingWindowCounterResult, error) {
-	d := newDecoder(scriptSlidingWindowCounter, v, 4, false)
-	r := SlidingWindowCounterResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining"),
-		RetryAfter: d.ms(2, "retry_after"),
-		ResetAfter: d.ms(3, "reset_after"),
-	}
-	if d.err != nil {
-		return SlidingWindowCounterResult{}, d.err
-	}
-	return r, nil
-}

@@ -10,9 +10,99 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SlidingWindowLogSource is sliding_window_log.lua byte for byte, so its SHA1 is the hash that
-// EVALSHA and SCRIPT LOAD use.
-const SlidingWindowLogSource = `--- Sliding window log: an exact rolling window. Every admitted unit of cost
+// SlidingWindowLogScript runs sliding_window_log.lua, for calls the typed API does not cover. Its
+// Hash is the SHA1 of SlidingWindowLogSource(), the hash EVALSHA and SCRIPT LOAD use.
+var SlidingWindowLogScript = redis.NewScript(slidingWindowLogSource)
+
+// SlidingWindowLogSource returns sliding_window_log.lua byte for byte, as other stacks load it.
+func SlidingWindowLogSource() string { return slidingWindowLogSource }
+
+var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", script: SlidingWindowLogScript}
+
+// SlidingWindowLogParams holds the arguments (ARGV) of sliding_window_log.lua.
+type SlidingWindowLogParams struct {
+	// Limit (ARGV[1]): most cost admitted within any window (1..10000)
+	Limit int64
+	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms)
+	Window time.Duration
+	// Cost (ARGV[3]): units to admit (0..1e9); 0 only peeks
+	Cost int64
+	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	Now time.Duration
+}
+
+// SlidingWindowLogResult is the reply of sliding_window_log.lua.
+type SlidingWindowLogResult struct {
+	// Allowed is reply element 1.
+	Allowed bool
+	// Remaining (reply element 2): units that still fit in the window, never negative
+	Remaining int64
+	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
+	RetryAfter time.Duration
+	// ResetAfter (reply element 4, in milliseconds): until the newest member leaves the window
+	ResetAfter time.Duration
+}
+
+// SlidingWindowLog runs sliding_window_log.lua: Sliding window log: an exact rolling window. Every admitted unit of cost
+// is one member of a sorted set, scored by its time in µs, and counts while
+// its time t satisfies t > now - window; a call is admitted when the live
+// members plus its cost fit within limit. There is no boundary burst and no
+// approximation, at a price: memory and work per call grow with limit. The
+// set never holds more than limit members and an admit removes and adds at
+// most limit, so limit is capped at 10000; above that, use
+// sliding_window_counter. A cost of 0 peeks: it answers for a cost of 1 and
+// writes nothing. A cost above limit can never pass: it is denied with
+// retry_after -1. Denied calls change nothing: expired members are removed
+// only by an admit. A caller clock that runs behind the newest member is
+// treated as that member's time, so the log stays in time order. With a
+// caller clock the key lives until its newest member leaves the window by
+// the server's clock too, and a window more, for calls that reach Redis late.
+//
+// It runs sliding_window_log.lua with EVALSHA, falling back to EVAL when the
+// server does not have the script cached. On a redis.Pipeliner it returns
+// ErrPipeline: queue the call in a Batch instead.
+//
+// Keys:
+//   - log: sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
+//
+// Error replies come back as a *ScriptError that matches, with errors.Is:
+//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
+func SlidingWindowLog(ctx context.Context, c redis.Scripter, log string, p SlidingWindowLogParams) (SlidingWindowLogResult, error) {
+	return run(ctx, c, slidingWindowLogCall(log, p), slidingWindowLogDecode)
+}
+
+// SlidingWindowLog queues a call of sliding_window_log.lua in b; its result is ready after b.Exec.
+func (b *Batch) SlidingWindowLog(log string, p SlidingWindowLogParams) *Pending[SlidingWindowLogResult] {
+	return queue(b, slidingWindowLogCall(log, p), slidingWindowLogDecode)
+}
+
+func slidingWindowLogCall(log string, p SlidingWindowLogParams) *call {
+	e := newEncoder(slidingWindowLogInfo, []string{log})
+	e.int("limit", p.Limit, nil)
+	e.ms("window", p.Window, nil)
+	e.int("cost", p.Cost, nil)
+	e.us("now", p.Now, nil)
+	return e.call()
+}
+
+func slidingWindowLogDecode(v any) (SlidingWindowLogResult, error) {
+	d := newDecoder(slidingWindowLogInfo, v, 4, false)
+	r := SlidingWindowLogResult{
+		Allowed:    d.bool(0, "allowed"),
+		Remaining:  d.int(1, "remaining", nil),
+		RetryAfter: d.ms(2, "retry_after", nil),
+		ResetAfter: d.ms(3, "reset_after", nil),
+	}
+	if d.err != nil {
+		return SlidingWindowLogResult{}, d.err
+	}
+	return r, nil
+}
+
+// slidingWindowLogSource is sliding_window_log.lua. It sits at the end of the file so the
+// code reads first, and is unexported so go doc stays short.
+const slidingWindowLogSource = `--- Sliding window log: an exact rolling window. Every admitted unit of cost
 --- is one member of a sorted set, scored by its time in µs, and counts while
 --- its time t satisfies t > now - window; a call is admitted when the live
 --- members plus its cost fit within limit. There is no boundary burst and no
@@ -143,87 +233,3 @@ local ttl_ms = math.ceil(ttl_us / 1000)
 redis.call('PEXPIRE', log, string.format('%d', ttl_ms))
 return {1, remaining - cost, 0, window}
 `
-
-// SlidingWindowLogScript runs SlidingWindowLogSource, for calls the typed API does not cover.
-var SlidingWindowLogScript = redis.NewScript(SlidingWindowLogSource)
-
-var scriptSlidingWindowLog = &scriptInfo{file: "sliding_window_log.lua", script: SlidingWindowLogScript, codes: []string{"BADARG", "WRONGTYPE"}}
-
-// SlidingWindowLogParams holds the arguments (ARGV) of sliding_window_log.lua.
-type SlidingWindowLogParams struct {
-	// Limit (ARGV[1]): most cost admitted within any window (1..10000)
-	Limit int64
-	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms)
-	Window time.Duration
-	// Cost (ARGV[3]): units to admit (0..1e9); 0 only peeks
-	Cost int64
-	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
-	Now time.Duration
-}
-
-// SlidingWindowLogResult is the reply of sliding_window_log.lua.
-type SlidingWindowLogResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2): units that still fit in the window, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the newest member leaves the window
-	ResetAfter time.Duration
-}
-
-// SlidingWindowLog runs sliding_window_log.lua (EVALSHA, falling back to EVAL).
-//
-// Sliding window log: an exact rolling window. Every admitted unit of cost
-// is one member of a sorted set, scored by its time in µs, and counts while
-// its time t satisfies t > now - window; a call is admitted when the live
-// members plus its cost fit within limit. There is no boundary burst and no
-// approximation, at a price: memory and work per call grow with limit. The
-// set never holds more than limit members and an admit removes and adds at
-// most limit, so limit is capped at 10000; above that, use
-// sliding_window_counter. A cost of 0 peeks: it answers for a cost of 1 and
-// writes nothing. A cost above limit can never pass: it is denied with
-// retry_after -1. Denied calls change nothing: expired members are removed
-// only by an admit. A caller clock that runs behind the newest member is
-// treated as that member's time, so the log stays in time order. With a
-// caller clock the key lives until its newest member leaves the window by
-// the server's clock too, and a window more, for calls that reach Redis late.
-//
-// Keys:
-//   - log: sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
-//
-// Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
-func SlidingWindowLog(ctx context.Context, c redis.Scripter, log string, p SlidingWindowLogParams) (SlidingWindowLogResult, error) {
-	return run(ctx, c, slidingWindowLogCall(log, p), decodeSlidingWindowLog)
-}
-
-// SlidingWindowLog queues a call of sliding_window_log.lua in b; its result is ready after b.Exec.
-func (b *Batch) SlidingWindowLog(log string, p SlidingWindowLogParams) *Pending[SlidingWindowLogResult] {
-	return queue(b, slidingWindowLogCall(log, p), decodeSlidingWindowLog)
-}
-
-func slidingWindowLogCall(log string, p SlidingWindowLogParams) *call {
-	e := newEncoder(scriptSlidingWindowLog, []string{log})
-	e.int(p.Limit)
-	e.ms("window", p.Window)
-	e.int(p.Cost)
-	e.us("now", p.Now)
-	return e.call()
-}
-
-func decodeSlidingWindowLog(v any) (SlidingWindowLogResult, error) {
-	d := newDecoder(scriptSlidingWindowLog, v, 4, false)
-	r := SlidingWindowLogResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining"),
-		RetryAfter: d.ms(2, "retry_after"),
-		ResetAfter: d.ms(3, "reset_after"),
-	}
-	if d.err != nil {
-		return SlidingWindowLogResult{}, d.err
-	}
-	return r, nil
-}

@@ -10,9 +10,103 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TokenBucketSource is token_bucket.lua byte for byte, so its SHA1 is the hash that
-// EVALSHA and SCRIPT LOAD use.
-const TokenBucketSource = `--- Token bucket: takes cost tokens from a bucket that holds at most capacity
+// TokenBucketScript runs token_bucket.lua, for calls the typed API does not cover. Its
+// Hash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
+var TokenBucketScript = redis.NewScript(tokenBucketSource)
+
+// TokenBucketSource returns token_bucket.lua byte for byte, as other stacks load it.
+func TokenBucketSource() string { return tokenBucketSource }
+
+var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", script: TokenBucketScript}
+
+// TokenBucketParams holds the arguments (ARGV) of token_bucket.lua.
+type TokenBucketParams struct {
+	// Capacity (ARGV[1]): maximum tokens (1..1e9)
+	Capacity int64
+	// Rate (ARGV[2]): tokens added per period (1..1e9)
+	Rate int64
+	// Period (ARGV[3], sent in whole milliseconds): refill period (1..1e11 ms)
+	Period time.Duration
+	// Refill (ARGV[4]): "smooth" or "interval"
+	Refill string
+	// Cost (ARGV[5]): tokens to take (0..1e9); 0 only peeks
+	Cost int64
+	// Now (ARGV[6], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	Now time.Duration
+}
+
+// TokenBucketResult is the reply of token_bucket.lua.
+type TokenBucketResult struct {
+	// Allowed is reply element 1.
+	Allowed bool
+	// Remaining (reply element 2): tokens left, never negative
+	Remaining int64
+	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds capacity
+	RetryAfter time.Duration
+	// ResetAfter (reply element 4, in milliseconds): until the bucket is full again
+	ResetAfter time.Duration
+}
+
+// TokenBucket takes cost tokens from a bucket that holds at most capacity
+// tokens and gains rate tokens every period. Refill "smooth" credits whole
+// tokens as time passes, rate per period (the time a credit took is rounded
+// up to whole µs, so the bucket never runs fast); refill "interval" adds rate
+// tokens at once each time a whole period has passed (the two styles in the
+// Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
+// nothing. A cost above capacity can never pass: it is denied with
+// retry_after -1. Denied calls change nothing. A caller clock that runs
+// behind the stored state is treated as the stored time, so out-of-order
+// calls never move the bucket backwards or credit the same time twice. With
+// a caller clock the key lives until the bucket is full by the server's
+// clock too, and a period more, for calls that reach Redis late.
+//
+// It runs token_bucket.lua with EVALSHA, falling back to EVAL when the server
+// does not have the script cached. On a redis.Pipeliner it returns
+// ErrPipeline: queue the call in a Batch instead.
+//
+// Keys:
+//   - bucket: hash {tokens, ts}; expires once full
+//
+// Error replies come back as a *ScriptError that matches, with errors.Is:
+//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
+func TokenBucket(ctx context.Context, c redis.Scripter, bucket string, p TokenBucketParams) (TokenBucketResult, error) {
+	return run(ctx, c, tokenBucketCall(bucket, p), tokenBucketDecode)
+}
+
+// TokenBucket queues a call of token_bucket.lua in b; its result is ready after b.Exec.
+func (b *Batch) TokenBucket(bucket string, p TokenBucketParams) *Pending[TokenBucketResult] {
+	return queue(b, tokenBucketCall(bucket, p), tokenBucketDecode)
+}
+
+func tokenBucketCall(bucket string, p TokenBucketParams) *call {
+	e := newEncoder(tokenBucketInfo, []string{bucket})
+	e.int("capacity", p.Capacity, nil)
+	e.int("rate", p.Rate, nil)
+	e.ms("period", p.Period, nil)
+	e.string(p.Refill)
+	e.int("cost", p.Cost, nil)
+	e.us("now", p.Now, nil)
+	return e.call()
+}
+
+func tokenBucketDecode(v any) (TokenBucketResult, error) {
+	d := newDecoder(tokenBucketInfo, v, 4, false)
+	r := TokenBucketResult{
+		Allowed:    d.bool(0, "allowed"),
+		Remaining:  d.int(1, "remaining", nil),
+		RetryAfter: d.ms(2, "retry_after", nil),
+		ResetAfter: d.ms(3, "reset_after", nil),
+	}
+	if d.err != nil {
+		return TokenBucketResult{}, d.err
+	}
+	return r, nil
+}
+
+// tokenBucketSource is token_bucket.lua. It sits at the end of the file so the
+// code reads first, and is unexported so go doc stays short.
+const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket that holds at most capacity
 --- tokens and gains rate tokens every period. Refill "smooth" credits whole
 --- tokens as time passes, rate per period (the time a credit took is rounded
 --- up to whole µs, so the bucket never runs fast); refill "interval" adds rate
@@ -147,91 +241,3 @@ redis.call('HSET', bucket, 'tokens', string.format('%d', held), 'ts', string.for
 redis.call('PEXPIRE', bucket, string.format('%d', ttl_ms))
 return {1, held, 0, math.ceil(reset_us / 1000)}
 `
-
-// TokenBucketScript runs TokenBucketSource, for calls the typed API does not cover.
-var TokenBucketScript = redis.NewScript(TokenBucketSource)
-
-var scriptTokenBucket = &scriptInfo{file: "token_bucket.lua", script: TokenBucketScript, codes: []string{"BADARG", "WRONGTYPE"}}
-
-// TokenBucketParams holds the arguments (ARGV) of token_bucket.lua.
-type TokenBucketParams struct {
-	// Capacity (ARGV[1]): maximum tokens (1..1e9)
-	Capacity int64
-	// Rate (ARGV[2]): tokens added per period (1..1e9)
-	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): refill period (1..1e11 ms)
-	Period time.Duration
-	// Refill (ARGV[4]): "smooth" or "interval"
-	Refill string
-	// Cost (ARGV[5]): tokens to take (0..1e9); 0 only peeks
-	Cost int64
-	// Now (ARGV[6], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
-	Now time.Duration
-}
-
-// TokenBucketResult is the reply of token_bucket.lua.
-type TokenBucketResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2): tokens left, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds capacity
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the bucket is full again
-	ResetAfter time.Duration
-}
-
-// TokenBucket runs token_bucket.lua (EVALSHA, falling back to EVAL).
-//
-// Token bucket: takes cost tokens from a bucket that holds at most capacity
-// tokens and gains rate tokens every period. Refill "smooth" credits whole
-// tokens as time passes, rate per period (the time a credit took is rounded
-// up to whole µs, so the bucket never runs fast); refill "interval" adds rate
-// tokens at once each time a whole period has passed (the two styles in the
-// Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
-// nothing. A cost above capacity can never pass: it is denied with
-// retry_after -1. Denied calls change nothing. A caller clock that runs
-// behind the stored state is treated as the stored time, so out-of-order
-// calls never move the bucket backwards or credit the same time twice. With
-// a caller clock the key lives until the bucket is full by the server's
-// clock too, and a period more, for calls that reach Redis late.
-//
-// Keys:
-//   - bucket: hash {tokens, ts}; expires once full
-//
-// Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
-func TokenBucket(ctx context.Context, c redis.Scripter, bucket string, p TokenBucketParams) (TokenBucketResult, error) {
-	return run(ctx, c, tokenBucketCall(bucket, p), decodeTokenBucket)
-}
-
-// TokenBucket queues a call of token_bucket.lua in b; its result is ready after b.Exec.
-func (b *Batch) TokenBucket(bucket string, p TokenBucketParams) *Pending[TokenBucketResult] {
-	return queue(b, tokenBucketCall(bucket, p), decodeTokenBucket)
-}
-
-func tokenBucketCall(bucket string, p TokenBucketParams) *call {
-	e := newEncoder(scriptTokenBucket, []string{bucket})
-	e.int(p.Capacity)
-	e.int(p.Rate)
-	e.ms("period", p.Period)
-	e.string(p.Refill)
-	e.int(p.Cost)
-	e.us("now", p.Now)
-	return e.call()
-}
-
-func decodeTokenBucket(v any) (TokenBucketResult, error) {
-	d := newDecoder(scriptTokenBucket, v, 4, false)
-	r := TokenBucketResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining"),
-		RetryAfter: d.ms(2, "retry_after"),
-		ResetAfter: d.ms(3, "reset_after"),
-	}
-	if d.err != nil {
-		return TokenBucketResult{}, d.err
-	}
-	return r, nil
-}

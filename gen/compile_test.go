@@ -6,15 +6,50 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
 // The golden output must compile, pass go vet, and work: it is copied into a
-// throwaway module with the checkout's requirements and tested against
-// miniredis by testdata/runtime_test.go.txt.
+// throwaway module with the checkout's requirements and tested by
+// testdata/runtime_test.go.txt against miniredis, a real redis-server, and
+// a redis-server without the _RO commands. Without redis-server only the
+// miniredis part runs (and the test fails where CI or
+// REDLIMIT_REQUIRE_REDIS=1 is set).
 func TestGoldenCompilesAndRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
+	files := map[string][]byte{}
+	for name, content := range goldenFiles(t) {
+		if strings.HasSuffix(name, ".go.golden") {
+			files[strings.TrimSuffix(name, ".golden")] = content
+		}
+	}
+	rt, err := os.ReadFile("testdata/runtime_test.go.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["runtime_test.go"] = rt
+	dir := goModule(t, "example.com/golden", files)
+
+	// A real server, and one without EVALSHA_RO/EVAL_RO as Redis 6.2 is.
+	var env []string
+	if addr := redisserver.Maybe(t); addr != "" {
+		env = []string{
+			"GOLDEN_REDIS_ADDR=" + addr,
+			"GOLDEN_REDIS_NO_RO_ADDR=" + redisserver.Start(t, "--rename-command", "EVALSHA_RO", "", "--rename-command", "EVAL_RO", ""),
+			"GOLDEN_REQUIRE_REDIS=1",
+		}
+	}
+	goCmd(t, dir, env, "vet", "./...")
+	goCmd(t, dir, env, "test", "-count=1", "./...")
+}
+
+// goModule writes files (paths relative to the module root) into a new
+// module that has the checkout's requirements, and returns its folder.
+func goModule(t *testing.T, module string, files map[string][]byte) string {
+	t.Helper()
 	gomod, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -24,31 +59,26 @@ func TestGoldenCompilesAndRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mod := strings.Replace(string(gomod), "module github.com/redlimit/redlimit", "module example.com/golden", 1)
-	write := func(name string, content []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+	files["go.mod"] = []byte(strings.Replace(string(gomod), "module github.com/redlimit/redlimit", "module "+module, 1))
+	files["go.sum"] = gosum
+	for name, content := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("go.mod", []byte(mod))
-	write("go.sum", gosum)
-	for name, content := range goldenFiles(t) {
-		if strings.HasSuffix(name, ".go.golden") {
-			write(strings.TrimSuffix(name, ".golden"), content)
-		}
-	}
-	rt, err := os.ReadFile("testdata/runtime_test.go.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write("runtime_test.go", rt)
+	return dir
+}
 
-	for _, args := range [][]string{{"vet", "./..."}, {"test", "-count=1", "./..."}} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+func goCmd(t *testing.T, dir string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }

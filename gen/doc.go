@@ -13,57 +13,84 @@
 //
 //	--- Takes cost tokens from a bucket.
 //	--- @key    bucket       hash {tokens, ts}
-//	--- @arg    capacity     int   maximum tokens
-//	--- @arg    period       ms    refill period
+//	--- @arg    capacity     int[1..1e9]            maximum tokens
+//	--- @arg    period       ms[1..]                refill period
+//	--- @arg    refill       enum(smooth|interval)  how tokens come back
+//	--- @arg    now          unix_us[0..2^52]       caller clock; 0 uses the server's
 //	--- @return allowed      bool
 //	--- @return retry_after  ms    0 when allowed
 //	--- @error  BADARG       an argument is out of range
-//	--- @flags  no-writes
 //
-// Types are int (int64), float (float64; return it as a string), bool (1/0),
-// string, and the durations ms, us and s (time.Duration in Go, an integer in
-// that unit on the wire). A ... before the last @key or @arg name makes it
-// variadic (a []string or slice parameter); before the last @return name it
-// collects the rest of the reply. A script with a single non-variadic
-// @return may reply with the bare value instead of a one-element array.
+// @flags takes Redis's flag words (no-writes, allow-oom, allow-stale,
+// no-cluster, allow-cross-slot-keys).
 //
-// The body must read each KEYS[i] and ARGV[i] with a literal i only inside
-// "local name = <expression>", where name is the i-th declared name; every
-// declared key and argument must be read.
+// Types are int (int64), float (float64, sent in plain decimal, never with
+// an exponent; return it as a string), bool (1/0), string, the durations
+// ms, us and s (time.Duration in Go, an integer in that unit on the wire),
+// the instants unix_ms, unix_us and unix_s (time.Time, an integer count of
+// that unit since the epoch, rounded down; the zero time is 0 both ways),
+// and enum(a|b) (a named Go string type with one constant per word).
+// Numbers, durations and instants may carry bounds, int[1..1e9] or
+// unix_us[..2^52] (no spaces, either side open, in the wire unit), checked
+// in Go before the call and on the reply. A ... before the last @key or
+// @arg name makes it variadic (a []string or slice parameter); before the
+// last @return name it collects the rest of the reply. A script with a
+// single non-variadic @return may reply with the bare value instead of a
+// one-element array.
+//
+// The body must bind each KEYS[i] and ARGV[i], with a literal i, once in
+// "local name = <expression>", where name is the i-th declared name; later
+// reads of the same index may be anywhere. Every declared key and argument
+// must be read. A #! line must list the same flags as @flags.
 //
 // # Generated Go
 //
-// For x_y.lua: XYParams (one field per @arg), XYResult (one per @return,
-// returned by value), XY(ctx, c redis.Scripter, keys..., p) running EVALSHA
-// with a fallback to EVAL, (*Batch).XY for pipelines, XYSource (the script
-// byte for byte) and XYScript. Durations that are not a whole number of the
-// wire unit are rejected with *ArgError, never rounded. Each @error CODE
-// becomes a sentinel Err + CamelCase(CODE), splitting at underscores and at
-// a short fixed list of words (BADARG and BAD_ARG give ErrBadArg, TOO_MANY
-// gives ErrTooMany, OVERDRAWN gives ErrOverdrawn); error replies come back as
-// *ScriptError, which matches its sentinel with errors.Is. A reply of the
-// wrong shape is a *ReplyError. Helpers shared by every script live in one
-// file, luagen.go, so generated code depends only on go-redis.
+// For x_y.lua: XYParams (one field per @arg; none without @arg), XYResult
+// (one per @return, returned by value), XY(ctx, c redis.Scripter, keys...,
+// p) whose doc starts with the summary, (*Batch).XY for pipelines,
+// XYScript (a *redis.Script) and XYSource() (the script byte for byte), and
+// a named type XY<Name> per enum. Calls run EVALSHA with a fallback to
+// EVAL; @flags no-writes scripts run EVALSHA_RO/EVAL_RO, falling back to
+// EVALSHA/EVAL on servers without them. A call on a redis.Pipeliner returns
+// ErrPipeline and queues nothing. Arguments out of bounds, not one of their
+// words, or durations that are not a whole number of the wire unit are
+// rejected with *ArgError before anything is sent. Each @error CODE becomes
+// a sentinel Err + CamelCase(CODE), splitting at underscores and at a short
+// fixed list of words (BADARG gives ErrBadArg, TOO_MANY gives ErrTooMany,
+// OVERDRAWN gives ErrOverdrawn); an error reply whose first word (after an
+// optional ERR) is a code of the package comes back as *ScriptError, which
+// matches its sentinel with errors.Is. A reply of the wrong shape, or a
+// value that does not fit its type or bounds, is a *ReplyError. Helpers
+// shared by every script live in one file, luagen.go, so generated code
+// depends only on go-redis.
+//
+// Generated names follow fixed patterns; a key parameter that would be a Go
+// keyword, a predeclared name, an import or a generated helper gets the
+// suffix Key, and names that would still collide are refused with
+// file:line. The manifest (Options.Manifest) is described by the JSON
+// Schema in manifest.schema.json.
 //
 // # Lint
 //
-// Every script is linted; findings are errors. The checks:
+// Every script is linted in the same walk as the binding check; findings
+// are errors. The checks (Checks lists them):
 //
 //	global         assignment to a global, or a function declared without local
-//	goto           goto or labels (Lua 5.2; Redis runs Lua 5.1)
-//	shebang        a #! line on a script without @flags no-writes
-//	key-arg        a redis.call/pcall key argument not taken from KEYS
-//	               (KEYS[i] itself or a local bound from it)
+//	undefined      a read of a global Redis's Lua does not have (a typo, or a local declared later)
+//	goto           goto or a label (Lua 5.2; Redis runs Lua 5.1)
+//	shebang        a #! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it
+//	key-arg        a redis.call/pcall key argument not taken from KEYS (KEYS[i] or a local bound from it)
 //	keys-scan      the KEYS or SCAN command
-//	number-string  tostring() or .. on a number expression (arithmetic,
-//	               math.*, tonumber, a non-integer literal): Redis prints %.14g
-//	library        os, io, debug, package, require, module, load, loadstring,
-//	               dofile, loadfile
-//	multi-assign   a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua
-//	               (miniredis, the test tier) assigns as it goes
+//	no-writes      a write command in a script with @flags no-writes
+//	number-string  tostring, .. or string.format's %s/%g on a number expression: Redis prints %.14g
+//	number-arg     a computed number passed to redis.call/pcall: Redis formats it, not always as an integer
+//	error-code     redis.error_reply('CODE ...') with a CODE the header does not declare with @error
+//	library        os, io, debug, package, require, module, load, loadstring, dofile, loadfile
+//	multi-assign   a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua (miniredis) assigns as it goes
 //
 // To keep a finding on purpose, end the line the message names with a
-// comment naming the check:
+// comment naming the check (only a Lua comment counts, never text inside a
+// string):
 //
 //	redis.call('GET', prefix .. id) -- luagen:ignore key-arg
 //

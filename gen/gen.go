@@ -11,6 +11,9 @@ import (
 type Input struct {
 	Path string
 	Src  []byte
+	// ManifestPath is the script's path relative to the manifest, with /
+	// separators, as the manifest names it; "" means the file's base name.
+	ManifestPath string
 }
 
 // Options control Generate.
@@ -63,16 +66,31 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 		diags = append(diags, d...)
 		scripts = append(scripts, s)
 	}
-	diags = append(diags, checkNames(scripts)...)
 	if len(diags) > 0 {
 		diags.sort()
 		return nil, diags
 	}
 	sort.SliceStable(scripts, func(i, j int) bool { return scripts[i].Name < scripts[j].Name })
 
+	// Name everything before rendering anything: a key parameter must
+	// avoid every package-level name of every script.
+	ns := newNamespace()
+	all := make([]*names, len(scripts))
+	for i, s := range scripts {
+		all[i] = ns.assignPackageNames(s)
+	}
+	ns.assignErrorNames(scripts)
+	for i, s := range scripts {
+		ns.assignLocalNames(s, all[i])
+	}
+	if len(ns.diags) > 0 {
+		ns.diags.sort()
+		return nil, ns.diags
+	}
+
 	out := &Output{}
-	for _, s := range scripts {
-		src, err := execute("script.go.tmpl", newScriptView(opt.Package, s))
+	for i, s := range scripts {
+		src, err := execute("script.go.tmpl", newScriptView(opt.Package, s, all[i]))
 		if err != nil {
 			return nil, err
 		}
@@ -85,43 +103,15 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 	out.Files = append(out.Files, OutFile{Name: SharedFile, Content: shared})
 	sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Name < out.Files[j].Name })
 	if opt.Manifest {
-		if out.Manifest, err = manifest(scripts); err != nil {
+		files := map[string]string{}
+		for _, in := range inputs {
+			files[in.Path] = in.ManifestPath
+		}
+		if out.Manifest, err = manifest(scripts, files); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
-}
-
-// Exported names of the shared file; a script must not produce them.
-var sharedNames = []string{"ArgError", "Batch", "LoadAll", "NewBatch", "Pending", "PipelineClient", "ReplyError", "ScriptError"}
-
-// checkNames rejects two scripts (or a script and the shared file) that
-// would declare the same Go name, e.g. a.lua and a_result.lua (AResult).
-func checkNames(scripts []*Script) Diagnostics {
-	owner := map[string]string{}
-	for _, n := range sharedNames {
-		owner[n] = "luagen's shared file"
-	}
-	var diags Diagnostics
-	claim := func(name, by, file string, line int) {
-		if prev, ok := owner[name]; ok && prev != by {
-			diags = append(diags, Diagnostic{File: file, Line: line, Msg: fmt.Sprintf("Go name %s is already used by %s; rename the script", name, prev)})
-			return
-		}
-		owner[name] = by
-	}
-	for _, s := range scripts {
-		g := exported(s.Name)
-		for _, suffix := range []string{"", "Params", "Result", "Source", "Script"} {
-			claim(g+suffix, s.File, s.File, 1)
-		}
-	}
-	for _, s := range scripts {
-		for _, e := range s.Errors {
-			claim(errName(e.Code), "@error "+e.Code, s.File, e.Line)
-		}
-	}
-	return diags
 }
 
 func sortBy[T any](s []T, key func(T) string) {

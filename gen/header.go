@@ -5,29 +5,12 @@ import (
 	"strings"
 )
 
-// Type is the wire type of an @arg or @return.
-type Type string
-
-// The header types. Durations travel as integers in their unit.
-const (
-	Int     Type = "int"
-	Float   Type = "float"
-	Bool    Type = "bool"
-	String  Type = "string"
-	Millis  Type = "ms"
-	Micros  Type = "us"
-	Seconds Type = "s"
-)
-
-var types = map[Type]bool{Int: true, Float: true, Bool: true, String: true, Millis: true, Micros: true, Seconds: true}
-
-// IsDuration reports whether t is one of ms, us, s.
-func (t Type) IsDuration() bool { return t == Millis || t == Micros || t == Seconds }
-
 // Field is one @key, @arg or @return. Keys have no Type.
 type Field struct {
 	Name     string
 	Type     Type
+	Enum     []string // the words of an enum(a|b)
+	Min, Max *Bound   // the bounds of type[lo..hi]; nil for an open side
 	Doc      string
 	Variadic bool // written as ...name: the rest of KEYS, ARGV or the reply
 	Line     int
@@ -52,6 +35,8 @@ type Script struct {
 	Flags   []string
 	Source  []byte
 	Shebang bool // the first line is #!lua ...
+	// ShebangFlags are the flags= words of the #! line.
+	ShebangFlags []string
 }
 
 // HasFlag reports whether the header lists flag in @flags.
@@ -91,6 +76,7 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 	if len(lines) > 0 && strings.HasPrefix(lines[0], "#!") {
 		s.Shebang = true
 		start = 1
+		parseShebang(s, lines[0], r)
 	}
 	var summary []string
 	seen := map[string]int{} // key and arg names share the script's scope
@@ -189,6 +175,34 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 	checkVariadic("@key", s.Keys, r)
 	checkVariadic("@arg", s.Args, r)
 	checkVariadic("@return", s.Returns, r)
+	if s.Shebang && !sameSet(s.ShebangFlags, s.Flags) {
+		r.errorf(1, "#! line says flags=%s but @flags says %s: Redis reads the #! line, luagen and other stacks read @flags; list the same flags in both",
+			orNone(s.ShebangFlags), orNone(s.Flags))
+	}
+}
+
+// sameSet reports whether a and b hold the same words, in any order.
+func sameSet(a, b []string) bool {
+	in := map[string]int{}
+	for _, x := range a {
+		in[x] |= 1
+	}
+	for _, x := range b {
+		in[x] |= 2
+	}
+	for _, v := range in {
+		if v != 3 {
+			return false
+		}
+	}
+	return true
+}
+
+func orNone(fs []string) string {
+	if len(fs) == 0 {
+		return "(none)"
+	}
+	return strings.Join(fs, ",")
 }
 
 func parseField(tag, rest string, line int, r *reporter) (Field, bool) {
@@ -206,22 +220,59 @@ func parseField(tag, rest string, line int, r *reporter) (Field, bool) {
 		r.errorf(line, "%s %s: name must be lower case letters, digits and _ (like retry_after)", tag, name)
 		return f, false
 	}
+	if tag != "@return" && luaKeywords[name] {
+		r.errorf(line, "%s %s: %s is a Lua keyword, so no local can bind it; rename it (like %s_%s)", tag, name, name, name, strings.TrimPrefix(tag, "@"))
+		return f, false
+	}
 	f.Name = name
 	if tag == "@key" {
 		f.Doc = rest
 		return f, true
 	}
 	typ, doc := cut(rest)
+	// enum(a | b) may be written with spaces around the bars.
+	if strings.HasPrefix(typ, "enum(") && !strings.Contains(typ, ")") {
+		if end := strings.Index(rest, ")"); end >= 0 {
+			typ, doc = strings.ReplaceAll(rest[:end+1], " ", ""), strings.TrimSpace(rest[end+1:])
+		}
+	}
 	if typ == "" {
-		r.errorf(line, "%s %s: missing type (want int, float, bool, string, ms, us or s)", tag, name)
+		r.errorf(line, "%s %s: missing type (want %s)", tag, name, typeWant)
 		return f, false
 	}
-	if !types[Type(typ)] {
-		r.errorf(line, "%s %s: unknown type %q (want int, float, bool, string, ms, us or s)", tag, name, typ)
+	if msg := parseType(typ, &f); msg != "" {
+		r.errorf(line, "%s %s: %s", tag, name, msg)
 		return f, false
 	}
-	f.Type, f.Doc = Type(typ), doc
+	f.Doc = doc
 	return f, true
+}
+
+// parseShebang reads "#!lua" and "#!lua flags=a,b", the only forms Redis
+// accepts for a script.
+func parseShebang(s *Script, first string, r *reporter) {
+	words := strings.Fields(strings.TrimPrefix(first, "#!"))
+	if len(words) == 0 || words[0] != "lua" {
+		r.errorf(1, "#! line: Redis accepts only #!lua, optionally followed by flags=a,b")
+		return
+	}
+	for _, w := range words[1:] {
+		v, ok := strings.CutPrefix(w, "flags=")
+		if !ok {
+			r.errorf(1, "#! line: unknown option %q: Redis accepts only flags=a,b on a script's #!lua line", w)
+			continue
+		}
+		for _, f := range strings.Split(v, ",") {
+			if f == "" {
+				continue
+			}
+			if !knownFlags[f] {
+				r.errorf(1, "#! line: unknown flag %q (want no-writes, allow-oom, allow-stale, no-cluster or allow-cross-slot-keys)", f)
+				continue
+			}
+			s.ShebangFlags = append(s.ShebangFlags, f)
+		}
+	}
 }
 
 // checkVariadic allows ... only on the last field of a kind.

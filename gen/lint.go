@@ -1,24 +1,72 @@
 package gen
 
 import (
-	"regexp"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
 )
 
-// The lint checks, by the name a "-- luagen:ignore NAME" comment uses.
-const (
-	checkGlobal       = "global"        // assignment to a global, function without local
-	checkGoto         = "goto"          // goto or a label: Redis's Lua 5.1 has neither
-	checkShebang      = "shebang"       // #! line on a script without @flags no-writes
-	checkKeyArg       = "key-arg"       // redis.call key argument not taken from KEYS
-	checkKeysScan     = "keys-scan"     // the KEYS or SCAN command
-	checkNumberString = "number-string" // tostring or .. on a number expression
-	checkLibrary      = "library"       // os, io, debug, require, load... Redis lacks them
-	checkMultiAssign  = "multi-assign"  // a, b = b, a: gopher-lua assigns as it goes
-)
+// Check is one lint check: the name a "-- luagen:ignore NAME" comment uses
+// and one line saying what it finds. The table below is the only list of
+// checks; gen's package doc, luagen -help and the README are checked
+// against it.
+type Check struct {
+	Name string
+	Doc  string
+}
+
+// check is a Check and how it runs: node sees every statement and
+// expression in the one walk; file runs once, after it.
+type check struct {
+	Check
+	node func(l *linter, w *walker, n any)
+	file func(l *linter)
+}
+
+var checks = []check{
+	{Check: Check{"global", "assignment to a global, or a function declared without local"}, node: lintGlobal},
+	{Check: Check{"undefined", "a read of a global Redis's Lua does not have (a typo, or a local declared later)"}, node: lintUndefined, file: reportUndefined},
+	{Check: Check{"goto", "goto or a label (Lua 5.2; Redis runs Lua 5.1)"}, node: lintGoto},
+	{Check: Check{"shebang", "a #! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it"}, file: lintShebang},
+	{Check: Check{"key-arg", "a redis.call/pcall key argument not taken from KEYS (KEYS[i] or a local bound from it)"}, node: lintKeyArg},
+	{Check: Check{"keys-scan", "the KEYS or SCAN command"}, node: lintKeysScan},
+	{Check: Check{"no-writes", "a write command in a script with @flags no-writes"}, node: lintNoWrites},
+	{Check: Check{"number-string", "tostring, .. or string.format's %s/%g on a number expression: Redis prints %.14g"}, node: lintNumberString},
+	{Check: Check{"number-arg", "a computed number passed to redis.call/pcall: Redis formats it, not always as an integer"}, node: lintNumberArg},
+	{Check: Check{"error-code", "redis.error_reply('CODE ...') with a CODE the header does not declare with @error"}, node: lintErrorCode},
+	{Check: Check{"library", "os, io, debug, package, require, module, load, loadstring, dofile, loadfile"}, node: lintLibrary},
+	{Check: Check{"multi-assign", "a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua (miniredis) assigns as it goes"}, node: lintMultiAssign},
+}
+
+// Checks lists every lint check in the order luagen documents them.
+func Checks() []Check {
+	out := make([]Check, len(checks))
+	for i, c := range checks {
+		out[i] = c.Check
+	}
+	return out
+}
+
+// ChecksText is the list of checks as -help and the package doc print it:
+// one line each, the name padded to a column.
+func ChecksText(indent string) string {
+	var b strings.Builder
+	for _, c := range checks {
+		fmt.Fprintf(&b, "%s%-14s %s\n", indent, c.Name, c.Doc)
+	}
+	return b.String()
+}
+
+func knownCheck(name string) bool {
+	for _, c := range checks {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
 
 // Names Redis's Lua does not have, or that reach outside the sandbox.
 // coroutine is left out on purpose: Lua 5.1's base library opens it and
@@ -26,6 +74,17 @@ const (
 var missingLibs = map[string]bool{
 	"os": true, "io": true, "debug": true, "package": true, "require": true,
 	"module": true, "load": true, "loadstring": true, "dofile": true, "loadfile": true,
+}
+
+// luaGlobals are the globals a Redis script may read: Redis's own, Lua
+// 5.1's base library, and the libraries Redis loads.
+var luaGlobals = map[string]bool{
+	"redis": true, "KEYS": true, "ARGV": true,
+	"string": true, "table": true, "math": true, "cjson": true, "cmsgpack": true, "struct": true, "bit": true, "coroutine": true,
+	"_G": true, "_VERSION": true, "assert": true, "error": true, "getmetatable": true, "setmetatable": true,
+	"ipairs": true, "pairs": true, "next": true, "pcall": true, "xpcall": true, "rawequal": true, "rawget": true,
+	"rawset": true, "select": true, "tonumber": true, "tostring": true, "type": true, "unpack": true,
+	"collectgarbage": true, "gcinfo": true, "getfenv": true, "setfenv": true, "newproxy": true, "print": true,
 }
 
 // keyPos is, per command, the redis.call argument position (1 = the
@@ -40,38 +99,68 @@ var keyPos = map[string]int{
 	"OBJECT": 3, "MEMORY": 3, "XINFO": 3, "XGROUP": 3, "BITOP": 3,
 }
 
-var ignoreRE = regexp.MustCompile(`--\s*luagen:ignore\s+([a-z][a-z, -]*)`)
+// writeCommands are the commands Redis flags "write": a no-writes script
+// that calls one fails under EVALSHA_RO and on a replica.
+var writeCommands = map[string]bool{}
 
-// ignored returns, per line, the checks a "-- luagen:ignore" comment turns
-// off. Comments are not in gopher-lua's ast, so this reads the raw lines.
-func ignored(lines []string) map[int]map[string]bool {
-	m := map[int]map[string]bool{}
-	for i, l := range lines {
-		sub := ignoreRE.FindStringSubmatch(l)
-		if sub == nil {
-			continue
-		}
-		m[i+1] = map[string]bool{}
-		for _, name := range strings.FieldsFunc(sub[1], func(c rune) bool { return c == ',' || c == ' ' }) {
-			m[i+1][name] = true
-		}
+func init() {
+	for _, c := range strings.Fields(`APPEND BITFIELD BITOP BLMOVE BLMPOP BLPOP BRPOP BRPOPLPUSH BZMPOP
+		BZPOPMAX BZPOPMIN COPY DECR DECRBY DEL EXPIRE EXPIREAT FLUSHALL FLUSHDB GEOADD
+		GEORADIUS GEORADIUSBYMEMBER GEOSEARCHSTORE GETDEL GETEX GETSET HDEL HINCRBY
+		HINCRBYFLOAT HMSET HSET HSETNX INCR INCRBY INCRBYFLOAT LINSERT LMOVE LMPOP LPOP
+		LPUSH LPUSHX LREM LSET LTRIM MIGRATE MOVE MSET MSETNX PERSIST PEXPIRE PEXPIREAT
+		PFADD PFDEBUG PFMERGE PSETEX RENAME RENAMENX RESTORE RPOP RPOPLPUSH RPUSH RPUSHX
+		SADD SDIFFSTORE SET SETBIT SETEX SETNX SETRANGE SINTERSTORE SMOVE SORT SPOP SREM
+		SUNIONSTORE SWAPDB UNLINK XACK XADD XAUTOCLAIM XCLAIM XDEL XGROUP XREADGROUP
+		XSETID XTRIM ZADD ZDIFFSTORE ZINCRBY ZINTERSTORE ZMPOP ZPOPMAX ZPOPMIN
+		ZRANGESTORE ZREM ZREMRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZUNIONSTORE`) {
+		writeCommands[c] = true
 	}
-	return m
 }
 
 type linter struct {
+	s      *Script
 	r      *reporter
 	ignore map[int]map[string]bool
-	scope  *scope
+	// Globals the script assigns (reported by "global") and reads of
+	// names that are neither local nor Redis's, reported after the walk
+	// unless the script assigns them.
+	assigned map[string]bool
+	reads    []*ast.IdentExpr
 }
 
-type scope struct {
-	parent *scope
-	vars   map[string]*local
+func newLinter(s *Script, src []byte, r *reporter) *linter {
+	l := &linter{s: s, r: r, ignore: map[int]map[string]bool{}, assigned: map[string]bool{}}
+	for _, c := range luaComments(src) {
+		body := strings.TrimSpace(c.text)
+		rest, ok := strings.CutPrefix(body, "luagen:ignore")
+		if !ok {
+			continue
+		}
+		if l.ignore[c.line] == nil {
+			l.ignore[c.line] = map[string]bool{}
+		}
+		names := strings.FieldsFunc(rest, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' })
+		if len(names) == 0 {
+			r.errorf(c.line, "luagen:ignore names no check; want one of %s", checkList())
+		}
+		for _, name := range names {
+			if !knownCheck(name) {
+				r.errorf(c.line, "luagen:ignore %s: no such check; want one of %s", name, checkList())
+				continue
+			}
+			l.ignore[c.line][name] = true
+		}
+	}
+	return l
 }
 
-type local struct {
-	fromKeys bool // bound from KEYS[i], so it may name a key
+func checkList() string {
+	var names []string
+	for _, c := range checks {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func (l *linter) report(line int, check, format string, args ...any) {
@@ -81,232 +170,110 @@ func (l *linter) report(line int, check, format string, args ...any) {
 	l.r.errorf(line, format+" ("+check+")", args...)
 }
 
-func (l *linter) push() { l.scope = &scope{parent: l.scope, vars: map[string]*local{}} }
-func (l *linter) pop()  { l.scope = l.scope.parent }
-
-func (l *linter) declare(name string, fromKeys bool) {
-	l.scope.vars[name] = &local{fromKeys: fromKeys}
-}
-
-func (l *linter) lookup(name string) *local {
-	for s := l.scope; s != nil; s = s.parent {
-		if v, ok := s.vars[name]; ok {
-			return v
+func (l *linter) visit(w *walker, n any) {
+	for _, c := range checks {
+		if c.node != nil {
+			c.node(l, w, n)
 		}
-	}
-	return nil
-}
-
-// lint runs every check on a parsed script.
-func lint(s *Script, chunk []ast.Stmt, lines []string, r *reporter) {
-	l := &linter{r: r, ignore: ignored(lines)}
-	// Redis rejects anything unknown on the #! line, so the ignore comment
-	// for this check may sit on any line of the file.
-	anywhere := false
-	for _, checks := range l.ignore {
-		anywhere = anywhere || checks[checkShebang]
-	}
-	if s.Shebang && !s.HasFlag("no-writes") && !anywhere {
-		l.report(1, checkShebang, "#! line on a script that writes: it changes Redis's defaults and miniredis cannot parse it; declare @flags no-writes or drop it")
-	}
-	l.push()
-	l.block(chunk)
-}
-
-func (l *linter) block(stmts []ast.Stmt) {
-	l.push()
-	defer l.pop()
-	for _, st := range stmts {
-		l.stmt(st)
 	}
 }
 
-func (l *linter) stmt(st ast.Stmt) {
-	switch st := st.(type) {
-	case *ast.LocalAssignStmt:
-		if len(st.Names) == 1 && len(st.Exprs) == 1 {
-			if _, ok := st.Exprs[0].(*ast.FunctionExpr); ok {
-				l.declare(st.Names[0], false) // local function f: f is visible in its body
-			}
+func (l *linter) finish() {
+	for _, c := range checks {
+		if c.file != nil {
+			c.file(l)
 		}
-		for _, e := range st.Exprs {
-			l.expr(e)
-		}
-		for j, name := range st.Names {
-			fromKeys := j < len(st.Exprs) && l.fromKeys(st.Exprs[j])
-			l.declare(name, fromKeys)
-		}
+	}
+}
+
+func lintGlobal(l *linter, w *walker, n any) {
+	switch st := n.(type) {
 	case *ast.AssignStmt:
 		for _, e := range st.Lhs {
-			if id, ok := e.(*ast.IdentExpr); ok {
-				if l.lookup(id.Value) == nil {
-					l.report(id.Line(), checkGlobal, "assignment to global %s: Redis 7 rejects it; declare it local", id.Value)
-				}
-				continue
+			if id, ok := e.(*ast.IdentExpr); ok && w.lookup(id.Value) == nil {
+				l.assigned[id.Value] = true
+				l.report(id.Line(), "global", "assignment to global %s: Redis 7 rejects it; declare it local", id.Value)
 			}
-			l.expr(e)
 		}
-		for _, e := range st.Rhs {
-			l.expr(e)
-		}
-		l.multiAssign(st)
 	case *ast.FuncDefStmt:
-		if id, ok := st.Name.Func.(*ast.IdentExpr); ok && st.Name.Receiver == nil {
-			if l.lookup(id.Value) == nil {
-				l.report(st.Line(), checkGlobal, "function %s is global: Redis 7 rejects it; write local function %s", id.Value, id.Value)
-			}
-		} else {
-			if st.Name.Func != nil {
-				l.expr(st.Name.Func)
-			}
-			if st.Name.Receiver != nil {
-				l.expr(st.Name.Receiver)
-			}
+		if id, ok := st.Name.Func.(*ast.IdentExpr); ok && st.Name.Receiver == nil && w.lookup(id.Value) == nil {
+			l.assigned[id.Value] = true
+			l.report(st.Line(), "global", "function %s is global: Redis 7 rejects it; write local function %s", id.Value, id.Value)
 		}
-		l.function(st.Func, st.Name.Method != "")
-	case *ast.FuncCallStmt:
-		l.expr(st.Expr)
-	case *ast.DoBlockStmt:
-		l.block(st.Stmts)
-	case *ast.WhileStmt:
-		l.expr(st.Condition)
-		l.block(st.Stmts)
-	case *ast.RepeatStmt:
-		// The condition sees the body's locals.
-		l.push()
-		for _, s := range st.Stmts {
-			l.stmt(s)
+	}
+}
+
+func lintUndefined(l *linter, w *walker, n any) {
+	if id, ok := n.(*ast.IdentExpr); ok && w.lookup(id.Value) == nil && !luaGlobals[id.Value] && !missingLibs[id.Value] {
+		l.reads = append(l.reads, id)
+	}
+}
+
+func reportUndefined(l *linter) {
+	for _, id := range l.reads {
+		if !l.assigned[id.Value] {
+			l.report(id.Line(), "undefined", "%s is not defined: Redis raises \"Script attempted to access nonexistent global variable\"; declare it local before this line, or fix the name", id.Value)
 		}
-		l.expr(st.Condition)
-		l.pop()
-	case *ast.IfStmt:
-		l.expr(st.Condition)
-		l.block(st.Then)
-		l.block(st.Else)
-	case *ast.NumberForStmt:
-		l.expr(st.Init)
-		l.expr(st.Limit)
-		if st.Step != nil {
-			l.expr(st.Step)
-		}
-		l.push()
-		l.declare(st.Name, false)
-		l.block(st.Stmts)
-		l.pop()
-	case *ast.GenericForStmt:
-		overKeys := false
-		for _, e := range st.Exprs {
-			l.expr(e)
-			overKeys = overKeys || mentions(e, "KEYS")
-		}
-		l.push()
-		for _, name := range st.Names {
-			l.declare(name, overKeys) // for _, key in ipairs(KEYS)
-		}
-		l.block(st.Stmts)
-		l.pop()
-	case *ast.ReturnStmt:
-		for _, e := range st.Exprs {
-			l.expr(e)
-		}
+	}
+}
+
+func lintGoto(l *linter, _ *walker, n any) {
+	switch st := n.(type) {
 	case *ast.GotoStmt:
-		l.report(st.Line(), checkGoto, "goto is Lua 5.2; Redis runs Lua 5.1")
+		l.report(st.Line(), "goto", "goto is Lua 5.2; Redis runs Lua 5.1")
 	case *ast.LabelStmt:
-		l.report(st.Line(), checkGoto, "label ::%s:: is Lua 5.2; Redis runs Lua 5.1", st.Name)
+		l.report(st.Line(), "goto", "label ::%s:: is Lua 5.2; Redis runs Lua 5.1", st.Name)
 	}
 }
 
-func (l *linter) function(f *ast.FunctionExpr, method bool) {
-	l.push()
-	if method {
-		l.declare("self", false)
-	}
-	for _, p := range f.ParList.Names {
-		l.declare(p, false)
-	}
-	l.block(f.Stmts)
-	l.pop()
-}
-
-func (l *linter) expr(e ast.Expr) {
-	switch e := e.(type) {
-	case *ast.IdentExpr:
-		if missingLibs[e.Value] && l.lookup(e.Value) == nil {
-			l.report(e.Line(), checkLibrary, "%s is not available in Redis's Lua", e.Value)
-		}
-	case *ast.AttrGetExpr:
-		l.expr(e.Object)
-		l.expr(e.Key)
-	case *ast.TableExpr:
-		for _, f := range e.Fields {
-			if f.Key != nil {
-				l.expr(f.Key)
-			}
-			l.expr(f.Value)
-		}
-	case *ast.FuncCallExpr:
-		l.call(e)
-		if e.Func != nil {
-			l.expr(e.Func)
-		}
-		if e.Receiver != nil {
-			l.expr(e.Receiver)
-		}
-		for _, a := range e.Args {
-			l.expr(a)
-		}
-	case *ast.LogicalOpExpr:
-		l.expr(e.Lhs)
-		l.expr(e.Rhs)
-	case *ast.RelationalOpExpr:
-		l.expr(e.Lhs)
-		l.expr(e.Rhs)
-	case *ast.StringConcatOpExpr:
-		for _, side := range []ast.Expr{e.Lhs, e.Rhs} {
-			if numeric(side) {
-				l.report(side.Line(), checkNumberString, "number joined with ..: Redis's Lua prints it with %%.14g (1e15 becomes 1e+15); use string.format('%%d', n)")
-			}
-		}
-		l.expr(e.Lhs)
-		l.expr(e.Rhs)
-	case *ast.ArithmeticOpExpr:
-		l.expr(e.Lhs)
-		l.expr(e.Rhs)
-	case *ast.UnaryMinusOpExpr:
-		l.expr(e.Expr)
-	case *ast.UnaryNotOpExpr:
-		l.expr(e.Expr)
-	case *ast.UnaryLenOpExpr:
-		l.expr(e.Expr)
-	case *ast.FunctionExpr:
-		l.function(e, false)
-	}
-}
-
-// call checks redis.call/redis.pcall and tostring.
-func (l *linter) call(e *ast.FuncCallExpr) {
-	if id, ok := e.Func.(*ast.IdentExpr); ok && id.Value == "tostring" && l.lookup("tostring") == nil {
-		if len(e.Args) == 1 && numeric(e.Args[0]) {
-			l.report(e.Line(), checkNumberString, "tostring of a number: Redis's Lua prints it with %%.14g (1e15 becomes 1e+15); use string.format('%%d', n)")
-		}
+// lintShebang flags every #! line. Redis 7 reads it (it changes the
+// script's defaults), but miniredis, gopher-lua and Redis 6.2 reject the
+// file as a syntax error, and luagen sends the file byte for byte so its
+// SHA1 is the file's. The #! line cannot carry a comment, so the ignore
+// may sit on any line of the file.
+func lintShebang(l *linter) {
+	if !l.s.Shebang {
 		return
+	}
+	for _, checks := range l.ignore {
+		if checks["shebang"] {
+			return
+		}
+	}
+	how := "luagen already runs a @flags no-writes script with EVALSHA_RO"
+	if !l.s.HasFlag("no-writes") {
+		how = "and without flags=no-writes Redis 7 treats the script as one that writes; if it only reads, declare @flags no-writes"
+	}
+	l.report(1, "shebang", "#! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it (%s); drop it, or keep it with -- luagen:ignore shebang if you run only on Redis 7 or later", how)
+}
+
+// redisCall returns the command of redis.call/redis.pcall('CMD', ...) in
+// upper case, and the function's name, or "" when e is not such a call
+// with a literal command.
+func redisCall(n any) (e *ast.FuncCallExpr, cmd, fn string) {
+	e, ok := n.(*ast.FuncCallExpr)
+	if !ok || len(e.Args) == 0 {
+		return nil, "", ""
 	}
 	g, ok := e.Func.(*ast.AttrGetExpr)
 	if !ok {
-		return
+		return nil, "", ""
 	}
 	obj, ok1 := g.Object.(*ast.IdentExpr)
-	fn, ok2 := g.Key.(*ast.StringExpr)
-	if !ok1 || !ok2 || obj.Value != "redis" || (fn.Value != "call" && fn.Value != "pcall") || len(e.Args) == 0 {
-		return
+	name, ok2 := g.Key.(*ast.StringExpr)
+	if !ok1 || !ok2 || obj.Value != "redis" || (name.Value != "call" && name.Value != "pcall") {
+		return nil, "", ""
 	}
-	cmdExpr, ok := e.Args[0].(*ast.StringExpr)
+	lit, ok := e.Args[0].(*ast.StringExpr)
 	if !ok {
-		return
+		return e, "", name.Value
 	}
-	cmd := strings.ToUpper(cmdExpr.Value)
-	if cmd == "KEYS" || cmd == "SCAN" {
-		l.report(e.Line(), checkKeysScan, "redis.%s('%s'): walks the keyspace, which blocks Redis and misses keys on a cluster", fn.Value, cmdExpr.Value)
+	return e, strings.ToUpper(lit.Value), name.Value
+}
+
+func lintKeyArg(l *linter, w *walker, n any) {
+	e, cmd, _ := redisCall(n)
+	if cmd == "" || cmd == "KEYS" || cmd == "SCAN" {
 		return
 	}
 	pos, listed := keyPos[cmd]
@@ -316,38 +283,164 @@ func (l *linter) call(e *ast.FuncCallExpr) {
 	if pos == 0 || len(e.Args) < pos {
 		return
 	}
-	if arg := e.Args[pos-1]; !l.fromKeys(arg) {
-		l.report(arg.Line(), checkKeyArg, "key of %s does not come from KEYS: pass every key in KEYS so the cluster can route it", cmd)
+	if arg := e.Args[pos-1]; !w.fromKeys(arg) {
+		l.report(arg.Line(), "key-arg", "key of %s does not come from KEYS: pass every key in KEYS so the cluster can route it", cmd)
 	}
 }
 
-// multiAssign flags a, b = b, a. Lua 5.1 evaluates every value before it
-// assigns; gopher-lua (and so miniredis and the gopher-lua test tier)
-// assigns each target as soon as its value is known, so a later value that
-// reads an earlier target sees the new value and the tiers disagree.
-func (l *linter) multiAssign(st *ast.AssignStmt) {
-	for j := 1; j < len(st.Rhs); j++ {
-		for _, target := range st.Lhs[:min(j, len(st.Lhs))] {
-			id, ok := target.(*ast.IdentExpr)
-			if ok && mentions(st.Rhs[j], id.Value) {
-				l.report(st.Rhs[j].Line(), checkMultiAssign, "value %d of this assignment reads %s, which it assigns first: gopher-lua (miniredis) sees the new %s, Redis the old; split the statement", j+1, id.Value, id.Value)
-				return
+func lintKeysScan(l *linter, _ *walker, n any) {
+	e, cmd, fn := redisCall(n)
+	if cmd == "KEYS" || cmd == "SCAN" {
+		l.report(e.Line(), "keys-scan", "redis.%s('%s'): walks the keyspace, which blocks Redis and misses keys on a cluster", fn, e.Args[0].(*ast.StringExpr).Value)
+	}
+}
+
+func lintNoWrites(l *linter, _ *walker, n any) {
+	e, cmd, fn := redisCall(n)
+	if writeCommands[cmd] && l.s.HasFlag("no-writes") {
+		l.report(e.Line(), "no-writes", "redis.%s('%s') writes, but the header says @flags no-writes: EVALSHA_RO and replicas refuse it; drop no-writes or the write", fn, e.Args[0].(*ast.StringExpr).Value)
+	}
+}
+
+const formatAdvice = "Redis's Lua prints it with %%.14g (1e15 becomes 1e+15), gopher-lua with Go's shortest form; use string.format('%%d', n)"
+
+func lintNumberString(l *linter, w *walker, n any) {
+	switch e := n.(type) {
+	case *ast.StringConcatOpExpr:
+		for _, side := range []ast.Expr{e.Lhs, e.Rhs} {
+			if numeric(side) {
+				l.report(side.Line(), "number-string", "number joined with ..: "+formatAdvice)
+			}
+		}
+	case *ast.FuncCallExpr:
+		if id, ok := e.Func.(*ast.IdentExpr); ok && id.Value == "tostring" && w.lookup("tostring") == nil {
+			if len(e.Args) == 1 && numeric(e.Args[0]) {
+				l.report(e.Line(), "number-string", "tostring of a number: "+formatAdvice)
+			}
+			return
+		}
+		if !isLibCall(w, e, "string", "format") || len(e.Args) == 0 {
+			return
+		}
+		format, ok := e.Args[0].(*ast.StringExpr)
+		if !ok {
+			return
+		}
+		for i, verb := range formatVerbs(format.Value) {
+			if i+1 < len(e.Args) && strings.ContainsRune("sqgG", verb) && numeric(e.Args[i+1]) {
+				l.report(e.Args[i+1].Line(), "number-string", "string.format %%%c of a number: "+formatAdvice, verb)
 			}
 		}
 	}
 }
 
-// fromKeys reports whether e is KEYS[...] or a local bound from it.
-func (l *linter) fromKeys(e ast.Expr) bool {
-	switch e := e.(type) {
-	case *ast.AttrGetExpr:
-		id, ok := e.Object.(*ast.IdentExpr)
-		return ok && id.Value == "KEYS" && l.lookup("KEYS") == nil
-	case *ast.IdentExpr:
-		v := l.lookup(e.Value)
-		return v != nil && v.fromKeys
+// formatVerbs returns the conversion letter of each % directive of a
+// string.format format, in argument order.
+func formatVerbs(f string) []rune {
+	var verbs []rune
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(f) && strings.IndexByte("-+ #0123456789.", f[i]) >= 0 {
+			i++
+		}
+		if i < len(f) && f[i] != '%' {
+			verbs = append(verbs, rune(f[i]))
+		}
 	}
-	return false
+	return verbs
+}
+
+func lintNumberArg(l *linter, _ *walker, n any) {
+	e, _, fn := redisCall(n)
+	if e == nil {
+		return
+	}
+	for i, a := range e.Args[1:] {
+		if numeric(a) {
+			l.report(a.Line(), "number-arg", "argument %d of redis.%s is a computed number: Redis formats it itself (7.0 sends 0.1 as 0.10000000000000001, 7.2.0-7.2.4 send 200000000 as 2e+8); pass string.format('%%d', n)", i+2, fn)
+		}
+	}
+}
+
+func lintErrorCode(l *linter, w *walker, n any) {
+	e, ok := n.(*ast.FuncCallExpr)
+	if !ok || len(e.Args) != 1 || !isLibCall(w, e, "redis", "error_reply") {
+		return
+	}
+	text, ok := leadingString(e.Args[0])
+	if !ok {
+		return
+	}
+	code, _, _ := strings.Cut(text, " ")
+	if code == "ERR" || !codeRE.MatchString(code) {
+		return
+	}
+	for _, c := range l.s.Errors {
+		if c.Code == code {
+			return
+		}
+	}
+	l.report(e.Line(), "error-code", "error reply %s is not declared: add \"--- @error %s <when>\" so Go callers get Err%s and other stacks read the code", code, code, strings.TrimPrefix(errName(code), "Err"))
+}
+
+// leadingString returns the literal text an expression starts with:
+// 'X', 'X' .. y, or string.format('X', ...).
+func leadingString(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.StringExpr:
+		return e.Value, true
+	case *ast.StringConcatOpExpr:
+		return leadingString(e.Lhs)
+	case *ast.FuncCallExpr:
+		if g, ok := e.Func.(*ast.AttrGetExpr); ok && len(e.Args) > 0 {
+			obj, ok1 := g.Object.(*ast.IdentExpr)
+			key, ok2 := g.Key.(*ast.StringExpr)
+			if ok1 && ok2 && obj.Value == "string" && key.Value == "format" {
+				return leadingString(e.Args[0])
+			}
+		}
+	}
+	return "", false
+}
+
+// isLibCall reports whether e calls lib.fn with lib not shadowed by a local.
+func isLibCall(w *walker, e *ast.FuncCallExpr, lib, fn string) bool {
+	g, ok := e.Func.(*ast.AttrGetExpr)
+	if !ok {
+		return false
+	}
+	obj, ok1 := g.Object.(*ast.IdentExpr)
+	key, ok2 := g.Key.(*ast.StringExpr)
+	return ok1 && ok2 && obj.Value == lib && key.Value == fn && w.lookup(lib) == nil
+}
+
+func lintLibrary(l *linter, w *walker, n any) {
+	if id, ok := n.(*ast.IdentExpr); ok && missingLibs[id.Value] && w.lookup(id.Value) == nil {
+		l.report(id.Line(), "library", "%s is not available in Redis's Lua", id.Value)
+	}
+}
+
+// lintMultiAssign flags a, b = b, a. Lua 5.1 evaluates every value before
+// it assigns; gopher-lua (and so miniredis and the gopher-lua test tier)
+// assigns each target as soon as its value is known, so a later value that
+// reads an earlier target sees the new value and the tiers disagree.
+func lintMultiAssign(l *linter, _ *walker, n any) {
+	st, ok := n.(*ast.AssignStmt)
+	if !ok {
+		return
+	}
+	for j := 1; j < len(st.Rhs); j++ {
+		for _, target := range st.Lhs[:min(j, len(st.Lhs))] {
+			id, ok := target.(*ast.IdentExpr)
+			if ok && mentions(st.Rhs[j], id.Value) {
+				l.report(st.Rhs[j].Line(), "multi-assign", "value %d of this assignment reads %s, which it assigns first: gopher-lua (miniredis) sees the new %s, Redis the old; split the statement", j+1, id.Value, id.Value)
+				return
+			}
+		}
+	}
 }
 
 // numeric reports whether e is certainly a number that may not print as an
@@ -373,16 +466,4 @@ func numeric(e ast.Expr) bool {
 		}
 	}
 	return false
-}
-
-// mentions reports whether the identifier name appears anywhere in e.
-func mentions(e ast.Expr, name string) bool {
-	found := false
-	inspect(e, func(n any) bool {
-		if id, ok := n.(*ast.IdentExpr); ok && id.Value == name {
-			found = true
-		}
-		return !found
-	})
-	return found
 }

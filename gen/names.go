@@ -1,9 +1,6 @@
 package gen
 
-import (
-	"go/token"
-	"strings"
-)
+import "strings"
 
 // Initialisms kept upper case in Go names, as golint wants.
 var initialisms = map[string]bool{
@@ -33,22 +30,6 @@ func unexported(name string) string {
 		return first + e[len(first):]
 	}
 	return strings.ToLower(e[:1]) + e[1:]
-}
-
-// Names the generated functions use besides their key parameters. A key
-// named like one of them (or a Go keyword) gets the suffix Key instead.
-var reservedParams = map[string]bool{
-	"ctx": true, "c": true, "p": true, "b": true, "e": true,
-	"context": true, "redis": true, "time": true,
-	"run": true, "queue": true, "newCall": true,
-}
-
-func keyParam(name string) string {
-	n := unexported(name)
-	if reservedParams[n] || token.IsKeyword(n) || strings.HasPrefix(n, "script") || strings.HasPrefix(n, "decode") {
-		return n + "Key"
-	}
-	return n
 }
 
 // Words an error code is split at when it has no underscores, so BADARG

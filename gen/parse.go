@@ -23,14 +23,14 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 	s := &Script{Name: strings.TrimSuffix(base, ".lua"), File: file, Source: src}
 
 	text := string(src)
-	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	lines := luaLines(text)
 	parseHeader(s, lines, r)
 	headerOK := len(r.diags) == 0
 
 	// gopher-lua cannot parse a #! line; blank it so line numbers hold.
 	body := src
 	if s.Shebang {
-		nl := bytes.IndexByte(src, '\n')
+		nl := bytes.IndexAny(src, "\r\n")
 		if nl < 0 {
 			nl = len(src)
 		}
@@ -54,12 +54,40 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 		r.diags.sort()
 		return s, r.diags
 	}
-	// A broken header would make every binding look wrong; report the
-	// header alone until it parses.
+	// One walk runs the binding check and every lint check. A broken
+	// header would make every binding look wrong, so the bindings are
+	// reported only once the header parses.
+	b := newBinder()
+	l := newLinter(s, src, r)
+	walk(chunk, func(w *walker, n any) bool {
+		b.visit(w, n)
+		l.visit(w, n)
+		return true
+	})
 	if headerOK {
-		checkBindings(s, chunk, r)
+		b.check(s, r)
 	}
-	lint(s, chunk, lines, r)
+	l.finish()
 	r.diags.sort()
 	return s, r.diags
+}
+
+// luaLines splits src into lines as Lua's lexer counts them: \n, \r, \r\n
+// and \n\r each end one line, so a message's line number is the one the
+// Lua parser (and Redis) would give.
+func luaLines(src string) []string {
+	var lines []string
+	start := 0
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if c != '\n' && c != '\r' {
+			continue
+		}
+		lines = append(lines, src[start:i])
+		if i+1 < len(src) && (src[i+1] == '\n' || src[i+1] == '\r') && src[i+1] != c {
+			i++
+		}
+		start = i + 1
+	}
+	return append(lines, src[start:])
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -16,64 +17,151 @@ var templateFS embed.FS
 
 var templates = template.Must(template.ParseFS(templateFS, "templates/*.tmpl"))
 
-// Go types and wire units of the header types.
-var (
-	goTypes   = map[Type]string{Int: "int64", Float: "float64", Bool: "bool", String: "string", Millis: "time.Duration", Micros: "time.Duration", Seconds: "time.Duration"}
-	unitNames = map[Type]string{Millis: "milliseconds", Micros: "microseconds", Seconds: "seconds"}
-	// methods names the encoder/decoder method of a type.
-	methods = map[Type]string{Int: "int", Float: "float", Bool: "bool", String: "string", Millis: "ms", Micros: "us", Seconds: "s"}
-)
+// goType is the Go type of a header type (enums have their own).
+func goType(t Type) string {
+	switch t {
+	case Int:
+		return "int64"
+	case Float:
+		return "float64"
+	case Bool:
+		return "bool"
+	case String, Enum:
+		return "string"
+	}
+	if t.IsDuration() {
+		return "time.Duration"
+	}
+	return "time.Time"
+}
+
+// method names the encoder/decoder method of a type.
+func method(t Type) string {
+	switch t {
+	case Millis, Micros, Seconds:
+		return string(t)
+	case UnixMs:
+		return "unixMs"
+	case UnixUs:
+		return "unixUs"
+	case UnixS:
+		return "unixS"
+	}
+	return string(t)
+}
 
 type scriptView struct {
 	Pkg, File, Go, Unexported string
 	Literal                   string
 	Doc                       string
+	ReadOnly                  bool
 	KeyParams, KeyArgs        string
 	KeysExpr                  string
+	HasArgs                   bool
 	Args, Returns             []fieldView
-	Errors                    []ErrorCode
+	Enums                     []enumView
 	Fixed                     int
 	Rest                      bool
 	NeedTime                  bool
 }
 
+type enumView struct {
+	Type, Doc string
+	Consts    []enumConst
+}
+
+type enumConst struct{ Name, Word string }
+
 type fieldView struct {
 	Field, GoType, Comment string
 	Variadic               bool
 	name                   string
-	typ                    Type
+	f                      Field
+	enumType               string
 	index                  int // 0-based position in ARGV or the reply
+}
+
+// rangeExpr is the Go expression of a field's bounds: nil, atLeast(lo),
+// atMost(hi) or between(lo, hi).
+func (f fieldView) rangeExpr() string {
+	lo, hi := f.f.Min, f.f.Max
+	num := func(b *Bound) string {
+		if f.f.Type == Float {
+			return strconv.FormatFloat(b.Float, 'g', -1, 64)
+		}
+		return strconv.FormatInt(b.Int, 10)
+	}
+	suffix := ""
+	if f.f.Type == Float {
+		suffix = "F"
+	}
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("between%s(%s, %s)", suffix, num(lo), num(hi))
+	case lo != nil:
+		return fmt.Sprintf("atLeast%s(%s)", suffix, num(lo))
+	case hi != nil:
+		return fmt.Sprintf("atMost%s(%s)", suffix, num(hi))
+	}
+	return "nil"
+}
+
+func (f fieldView) words() string {
+	var q []string
+	for _, w := range f.f.Enum {
+		q = append(q, strconv.Quote(w))
+	}
+	return strings.Join(q, ", ")
 }
 
 // Encode is the statement that appends the argument held in expr.
 func (f fieldView) Encode(expr string) string {
-	switch f.typ {
-	case Int, Bool, String:
-		return fmt.Sprintf("e.%s(%s)", methods[f.typ], expr)
+	switch f.f.Type {
+	case Bool, String:
+		return fmt.Sprintf("e.%s(%s)", method(f.f.Type), expr)
+	case Enum:
+		return fmt.Sprintf("e.enum(%q, string(%s), %s)", f.name, expr, f.words())
 	}
-	return fmt.Sprintf("e.%s(%q, %s)", methods[f.typ], f.name, expr)
+	return fmt.Sprintf("e.%s(%q, %s, %s)", method(f.f.Type), f.name, expr, f.rangeExpr())
+}
+
+// decodeOne is the expression that reads element i (an expression) of the
+// reply from the decoder d.
+func (f fieldView) decodeOne(i string) string {
+	switch f.f.Type {
+	case Bool, String:
+		return fmt.Sprintf("d.%s(%s, %q)", method(f.f.Type), i, f.name)
+	case Enum:
+		return fmt.Sprintf("%s(d.enum(%s, %q, %s))", f.enumType, i, f.name, f.words())
+	}
+	return fmt.Sprintf("d.%s(%s, %q, %s)", method(f.f.Type), i, f.name, f.rangeExpr())
 }
 
 // Decode is the expression that reads the field from the decoder d.
 func (f fieldView) Decode() string {
 	if f.Variadic {
-		return fmt.Sprintf("rest(d, %d, %q, d.%s)", f.index, f.name, methods[f.typ])
+		elem := goType(f.f.Type)
+		if f.enumType != "" {
+			elem = f.enumType
+		}
+		return fmt.Sprintf("rest(d, %d, func(i int) %s { return %s })", f.index, elem, f.decodeOne("i"))
 	}
-	return fmt.Sprintf("d.%s(%d, %q)", methods[f.typ], f.index, f.name)
+	return f.decodeOne(strconv.Itoa(f.index))
 }
 
-func newScriptView(pkg string, s *Script) scriptView {
+func newScriptView(pkg string, s *Script, n *names) scriptView {
 	v := scriptView{
 		Pkg:        pkg,
 		File:       s.Name + ".lua",
-		Go:         exported(s.Name),
-		Unexported: unexported(s.Name),
+		Go:         n.Go,
+		Unexported: n.Unexported,
 		Literal:    goLiteral(string(s.Source)),
-		Errors:     s.Errors,
+		ReadOnly:   s.HasFlag("no-writes"),
+		HasArgs:    len(s.Args) > 0,
 	}
 	var params, args, fixed []string
-	for _, k := range s.Keys {
-		p := keyParam(k.Name)
+	for i, k := range s.Keys {
+		p := n.KeyParams[i]
 		args = append(args, p)
 		if k.Variadic {
 			params = append(params, p+" []string")
@@ -92,15 +180,38 @@ func newScriptView(pkg string, s *Script) scriptView {
 	} else if v.KeysExpr == "" {
 		v.KeysExpr = "nil"
 	}
-	if len(params) > 0 {
-		v.KeyParams = strings.Join(params, ", ") + ", "
-		v.KeyArgs = strings.Join(args, ", ") + ", "
+	if v.HasArgs {
+		params = append(params, "p "+n.Go+"Params")
+		args = append(args, "p")
+	}
+	v.KeyParams = strings.Join(params, ", ")
+	v.KeyArgs = strings.Join(args, ", ")
+	seenEnum := map[string]bool{}
+	addEnum := func(f Field) {
+		typ := n.Enums[f.Name]
+		if seenEnum[typ] {
+			return
+		}
+		seenEnum[typ] = true
+		ev := enumView{Type: typ, Doc: fmt.Sprintf("%s is the %s of %s: one of %s.", typ, f.Name, v.File, strings.Join(quoteAll(f.Enum), ", "))}
+		for _, w := range f.Enum {
+			ev.Consts = append(ev.Consts, enumConst{Name: typ + exported(strings.ToLower(w)), Word: w})
+		}
+		v.Enums = append(v.Enums, ev)
 	}
 	for i, a := range s.Args {
-		v.Args = append(v.Args, newField(a, i, fmt.Sprintf("ARGV[%d]", i+1), "sent in whole "))
+		fv := newField(a, n.ArgFields[i], n.Enums[a.Name], i, fmt.Sprintf("ARGV[%d]", i+1), true)
+		v.Args = append(v.Args, fv)
+		if a.Type == Enum {
+			addEnum(a)
+		}
 	}
 	for i, r := range s.Returns {
-		v.Returns = append(v.Returns, newField(r, i, fmt.Sprintf("reply element %d", i+1), "in "))
+		fv := newField(r, n.ReturnFields[i], n.Enums[r.Name], i, fmt.Sprintf("reply element %d", i+1), false)
+		v.Returns = append(v.Returns, fv)
+		if r.Type == Enum {
+			addEnum(r)
+		}
 		if r.Variadic {
 			v.Rest = true
 		} else {
@@ -108,20 +219,57 @@ func newScriptView(pkg string, s *Script) scriptView {
 		}
 	}
 	for _, f := range append(append([]Field{}, s.Args...), s.Returns...) {
-		v.NeedTime = v.NeedTime || f.Type.IsDuration()
+		v.NeedTime = v.NeedTime || f.Type.Unit() != 0
 	}
-	v.Doc = funcDoc(v.Go, v.File, s)
+	v.Doc = funcDoc(v, s, n)
 	return v
 }
 
-func newField(f Field, i int, where, unitPrefix string) fieldView {
-	fv := fieldView{Field: exported(f.Name), GoType: goTypes[f.Type], Variadic: f.Variadic, name: f.Name, typ: f.Type, index: i}
+func quoteAll(ws []string) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = strconv.Quote(w)
+	}
+	return out
+}
+
+// wireNote says how a value of the field travels, for its doc comment.
+func wireNote(f Field, arg bool) string {
+	var parts []string
+	switch {
+	case f.Type.IsDuration() && arg:
+		parts = append(parts, "sent in whole "+f.Type.unitName())
+	case f.Type.IsDuration():
+		parts = append(parts, "in "+f.Type.unitName())
+	case f.Type.IsInstant() && arg:
+		parts = append(parts, "sent as whole "+f.Type.unitName()+" since the epoch, rounded down; the zero time as 0")
+	case f.Type.IsInstant():
+		parts = append(parts, f.Type.unitName()+" since the epoch; 0 is the zero time")
+	}
+	if f.Min != nil || f.Max != nil {
+		lo, hi := "", ""
+		if f.Min != nil {
+			lo = f.Min.Text
+		}
+		if f.Max != nil {
+			hi = f.Max.Text
+		}
+		parts = append(parts, "["+lo+".."+hi+"]")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func newField(f Field, goName, enumType string, i int, where string, arg bool) fieldView {
+	fv := fieldView{Field: goName, GoType: goType(f.Type), Variadic: f.Variadic, name: f.Name, f: f, enumType: enumType, index: i}
+	if enumType != "" {
+		fv.GoType = enumType
+	}
 	if f.Variadic {
 		fv.GoType = "[]" + fv.GoType
 		where += " onwards"
 	}
-	if f.Type.IsDuration() {
-		where += ", " + unitPrefix + unitNames[f.Type]
+	if note := wireNote(f, arg); note != "" {
+		where += ", " + note
 	}
 	if f.Doc == "" {
 		fv.Comment = fmt.Sprintf("%s is %s.", fv.Field, where)
@@ -131,9 +279,11 @@ func newField(f Field, i int, where, unitPrefix string) fieldView {
 	return fv
 }
 
-// funcDoc is the doc comment of the call function: the header's summary,
-// its keys, and the errors it can return.
-func funcDoc(name, file string, s *Script) string {
+// funcDoc is the doc comment of the call function. Its first sentence is
+// the header's summary: "Quota counts a hit..." when the summary starts
+// with a verb ("Counts a hit..."), else "Quota: <summary>". Then how it
+// runs, its keys, and the errors it can return.
+func funcDoc(v scriptView, s *Script, n *names) string {
 	var b strings.Builder
 	line := func(text string) {
 		if text == "" {
@@ -142,16 +292,24 @@ func funcDoc(name, file string, s *Script) string {
 			b.WriteString("// " + text + "\n")
 		}
 	}
-	line(fmt.Sprintf("%s runs %s (EVALSHA, falling back to EVAL).", name, file))
+	summary := strings.Split(s.Summary, "\n")
+	summary[0] = v.Go + " " + lead(summary[0], v.File)
+	for _, l := range summary {
+		line(l)
+	}
 	line("")
-	for _, l := range strings.Split(s.Summary, "\n") {
+	how := "It runs " + v.File + " with EVALSHA, falling back to EVAL when the server does not have the script cached."
+	if v.ReadOnly {
+		how = "It runs " + v.File + " (@flags no-writes) with EVALSHA_RO, falling back to EVAL_RO when the server does not have the script cached, and to EVALSHA/EVAL on servers without the _RO commands (Redis before 7.0)."
+	}
+	for _, l := range wrap(how+" On a redis.Pipeliner it returns ErrPipeline: queue the call in a Batch instead.", 76) {
 		line(l)
 	}
 	if len(s.Keys) > 0 {
 		line("")
 		line("Keys:")
-		for _, k := range s.Keys {
-			text := "  - " + keyParam(k.Name)
+		for i, k := range s.Keys {
+			text := "  - " + n.KeyParams[i]
 			if k.Variadic {
 				text += " (the rest of KEYS)"
 			}
@@ -175,6 +333,57 @@ func funcDoc(name, file string, s *Script) string {
 	return b.String()
 }
 
+// lead turns the summary's first line into the rest of a sentence that
+// starts with the function's name: a leading verb in the third person
+// ("Counts a hit" gives "Quota counts a hit"), also after a label that
+// restates the name ("Token bucket: takes" gives "TokenBucket takes");
+// anything else follows "runs file.lua:".
+func lead(first, file string) string {
+	if verb(first, true) {
+		r, size := utf8.DecodeRuneInString(first)
+		return string(unicode.ToLower(r)) + first[size:]
+	}
+	if label, rest, ok := strings.Cut(first, ": "); ok && len(strings.Fields(label)) <= 3 && verb(rest, false) {
+		return rest
+	}
+	return "runs " + file + ": " + first
+}
+
+// notVerbs end in s but are not verbs.
+var notVerbs = map[string]bool{"this": true, "thus": true, "its": true, "was": true, "plus": true, "always": true,
+	"perhaps": true, "whereas": true, "his": true, "hers": true, "ours": true, "yours": true, "theirs": true,
+	"unless": true, "sometimes": true, "besides": true, "towards": true, "afterwards": true}
+
+// verb reports whether text starts with a word that looks like a verb in
+// the third person: "Counts", or "counts" when capital is false.
+func verb(text string, capital bool) bool {
+	word, _, _ := strings.Cut(text, " ")
+	r, size := utf8.DecodeRuneInString(word)
+	rest := word[size:]
+	if notVerbs[strings.ToLower(word)] {
+		return false
+	}
+	return unicode.IsUpper(r) == capital && unicode.IsLetter(r) && len(word) > 2 &&
+		strings.HasSuffix(word, "s") && !strings.HasSuffix(word, "ss") && rest == strings.ToLower(rest)
+}
+
+func wrap(text string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(text) {
+		if cur != "" && len(cur)+1+len(w) > width {
+			lines = append(lines, cur)
+			cur = w
+			continue
+		}
+		if cur != "" {
+			cur += " "
+		}
+		cur += w
+	}
+	return append(lines, cur)
+}
+
 // goLiteral quotes src so the constant holds it byte for byte: a raw string
 // when that is exact and readable, strconv.Quote otherwise. Go drops \r from
 // raw strings and cannot hold a backquote, NUL or BOM in one.
@@ -187,7 +396,7 @@ func goLiteral(src string) string {
 
 type sharedView struct {
 	Pkg     string
-	Scripts []string // Go names
+	Scripts []string // unexported names
 	Errors  []errorView
 	Uses    map[string]bool
 }
@@ -199,8 +408,21 @@ type errorView struct {
 func newSharedView(pkg string, scripts []*Script) sharedView {
 	v := sharedView{Pkg: pkg, Uses: map[string]bool{}}
 	seen := map[string]bool{}
+	use := func(what string, t Type) {
+		v.Uses[what+exported(method(t))] = true
+		switch {
+		case t.IsDuration():
+			v.Uses[what+"Duration"] = true
+		case t.IsInstant():
+			v.Uses[what+"Instant"] = true
+		}
+		if t.IsInteger() {
+			v.Uses[what+"Integer"] = true
+		}
+		v.Uses["time"] = v.Uses["time"] || t.Unit() != 0
+	}
 	for _, s := range scripts {
-		v.Scripts = append(v.Scripts, exported(s.Name))
+		v.Scripts = append(v.Scripts, unexported(s.Name))
 		for _, e := range s.Errors {
 			if !seen[e.Code] {
 				seen[e.Code] = true
@@ -208,16 +430,16 @@ func newSharedView(pkg string, scripts []*Script) sharedView {
 			}
 		}
 		for _, a := range s.Args {
-			v.Uses["arg"+exported(methods[a.Type])] = true
-			v.Uses["duration"] = v.Uses["duration"] || a.Type.IsDuration()
-			v.Uses["argDuration"] = v.Uses["argDuration"] || a.Type.IsDuration()
+			use("arg", a.Type)
 		}
 		for _, r := range s.Returns {
-			v.Uses["ret"+exported(methods[r.Type])] = true
-			v.Uses["duration"] = v.Uses["duration"] || r.Type.IsDuration()
+			use("ret", r.Type)
 			v.Uses["retRest"] = v.Uses["retRest"] || r.Variadic
 		}
 	}
+	v.Uses["math"] = v.Uses["argFloat"] || v.Uses["retDuration"] || v.Uses["argInstant"]
+	v.Uses["intRange"] = v.Uses["argInteger"] || v.Uses["retInteger"]
+	v.Uses["floatRange"] = v.Uses["argFloat"] || v.Uses["retFloat"]
 	sortBy(v.Errors, func(e errorView) string { return e.Code })
 	return v
 }

@@ -2,104 +2,244 @@ package gen
 
 import "github.com/yuin/gopher-lua/ast"
 
-// inspect calls fn for every statement and expression under n, depth
-// first, parents before children; when fn returns false the children of
-// that node are skipped. gopher-lua's ast has no walker of its own.
-func inspect(n any, fn func(any) bool) {
+// walker is luagen's one walk over gopher-lua's ast (which has no walker of
+// its own). It keeps Lua's scopes as it goes, so a visitor can ask whether a
+// name is a local and whether a local holds a key, and it knows which local
+// a value is being bound to. The binding check and every lint check run in
+// the same walk.
+type walker struct {
+	scope *scope
+	// binding is the name of the local whose value is being walked, in
+	// "local name = value"; "" elsewhere.
+	binding string
+	// visit sees every statement and expression, parents first. Assignment
+	// targets that are plain names are not visited as expressions: they are
+	// written, not read. Returning false skips the node's children.
+	visit func(w *walker, n any) bool
+}
+
+type scope struct {
+	parent *scope
+	vars   map[string]*local
+}
+
+type local struct {
+	fromKeys bool // bound from KEYS[i] (or a local that was), so it may name a key
+}
+
+// walk visits every node under n (a []ast.Stmt, an ast.Stmt or an
+// ast.Expr) with a fresh outermost scope.
+func walk(n any, visit func(w *walker, n any) bool) {
+	w := &walker{visit: visit}
+	w.push()
 	switch n := n.(type) {
 	case []ast.Stmt:
-		for _, s := range n {
-			inspect(s, fn)
-		}
-		return
-	case []ast.Expr:
-		for _, e := range n {
-			inspect(e, fn)
-		}
-		return
-	case nil:
-		return
+		w.block(n)
+	case ast.Stmt:
+		w.stmt(n)
+	case ast.Expr:
+		w.expr(n)
 	}
-	if !fn(n) {
-		return
+}
+
+func (w *walker) push() { w.scope = &scope{parent: w.scope, vars: map[string]*local{}} }
+func (w *walker) pop()  { w.scope = w.scope.parent }
+
+func (w *walker) declare(name string, value ast.Expr) {
+	w.scope.vars[name] = &local{fromKeys: value != nil && w.fromKeys(value)}
+}
+
+// lookup returns the local name refers to, or nil for a global.
+func (w *walker) lookup(name string) *local {
+	for s := w.scope; s != nil; s = s.parent {
+		if v, ok := s.vars[name]; ok {
+			return v
+		}
 	}
-	switch n := n.(type) {
-	case *ast.AssignStmt:
-		inspect(n.Lhs, fn)
-		inspect(n.Rhs, fn)
-	case *ast.LocalAssignStmt:
-		inspect(n.Exprs, fn)
-	case *ast.FuncCallStmt:
-		inspect(n.Expr, fn)
-	case *ast.DoBlockStmt:
-		inspect(n.Stmts, fn)
-	case *ast.WhileStmt:
-		inspect(n.Condition, fn)
-		inspect(n.Stmts, fn)
-	case *ast.RepeatStmt:
-		inspect(n.Stmts, fn)
-		inspect(n.Condition, fn)
-	case *ast.IfStmt:
-		inspect(n.Condition, fn)
-		inspect(n.Then, fn)
-		inspect(n.Else, fn)
-	case *ast.NumberForStmt:
-		inspect(n.Init, fn)
-		inspect(n.Limit, fn)
-		if n.Step != nil {
-			inspect(n.Step, fn)
-		}
-		inspect(n.Stmts, fn)
-	case *ast.GenericForStmt:
-		inspect(n.Exprs, fn)
-		inspect(n.Stmts, fn)
-	case *ast.FuncDefStmt:
-		inspect(n.Name.Func, fn)
-		if n.Name.Receiver != nil {
-			inspect(n.Name.Receiver, fn)
-		}
-		inspect(n.Func, fn)
-	case *ast.ReturnStmt:
-		inspect(n.Exprs, fn)
+	return nil
+}
+
+// fromKeys reports whether e is KEYS[...] or a local bound from it.
+func (w *walker) fromKeys(e ast.Expr) bool {
+	switch e := e.(type) {
 	case *ast.AttrGetExpr:
-		inspect(n.Object, fn)
-		inspect(n.Key, fn)
-	case *ast.TableExpr:
-		for _, f := range n.Fields {
-			if f.Key != nil {
-				inspect(f.Key, fn)
+		id, ok := e.Object.(*ast.IdentExpr)
+		return ok && id.Value == "KEYS" && w.lookup("KEYS") == nil
+	case *ast.IdentExpr:
+		v := w.lookup(e.Value)
+		return v != nil && v.fromKeys
+	}
+	return false
+}
+
+func (w *walker) block(stmts []ast.Stmt) {
+	w.push()
+	for _, st := range stmts {
+		w.stmt(st)
+	}
+	w.pop()
+}
+
+func (w *walker) exprs(es []ast.Expr) {
+	for _, e := range es {
+		w.expr(e)
+	}
+}
+
+func (w *walker) stmt(st ast.Stmt) {
+	outer := w.binding
+	w.binding = ""
+	defer func() { w.binding = outer }()
+	if !w.visit(w, st) {
+		return
+	}
+	switch st := st.(type) {
+	case *ast.LocalAssignStmt:
+		if len(st.Names) == 1 && len(st.Exprs) == 1 {
+			if _, ok := st.Exprs[0].(*ast.FunctionExpr); ok {
+				w.declare(st.Names[0], nil) // local function f: f is visible in its body
 			}
-			inspect(f.Value, fn)
+		}
+		for j, e := range st.Exprs {
+			if j < len(st.Names) {
+				w.binding = st.Names[j]
+			}
+			w.expr(e)
+			w.binding = ""
+		}
+		for j, name := range st.Names {
+			var value ast.Expr
+			if j < len(st.Exprs) {
+				value = st.Exprs[j]
+			}
+			w.declare(name, value)
+		}
+	case *ast.AssignStmt:
+		for _, e := range st.Lhs {
+			if _, isName := e.(*ast.IdentExpr); !isName {
+				w.expr(e)
+			}
+		}
+		w.exprs(st.Rhs)
+	case *ast.FuncCallStmt:
+		w.expr(st.Expr)
+	case *ast.DoBlockStmt:
+		w.block(st.Stmts)
+	case *ast.WhileStmt:
+		w.expr(st.Condition)
+		w.block(st.Stmts)
+	case *ast.RepeatStmt:
+		// The condition sees the body's locals.
+		w.push()
+		for _, s := range st.Stmts {
+			w.stmt(s)
+		}
+		w.expr(st.Condition)
+		w.pop()
+	case *ast.IfStmt:
+		w.expr(st.Condition)
+		w.block(st.Then)
+		w.block(st.Else)
+	case *ast.NumberForStmt:
+		w.expr(st.Init)
+		w.expr(st.Limit)
+		if st.Step != nil {
+			w.expr(st.Step)
+		}
+		w.push()
+		w.declare(st.Name, nil)
+		w.block(st.Stmts)
+		w.pop()
+	case *ast.GenericForStmt:
+		w.exprs(st.Exprs)
+		overKeys := false
+		for _, e := range st.Exprs {
+			overKeys = overKeys || mentions(e, "KEYS")
+		}
+		w.push()
+		for _, name := range st.Names {
+			w.scope.vars[name] = &local{fromKeys: overKeys} // for _, key in ipairs(KEYS)
+		}
+		w.block(st.Stmts)
+		w.pop()
+	case *ast.FuncDefStmt:
+		if _, isName := st.Name.Func.(*ast.IdentExpr); !isName && st.Name.Func != nil {
+			w.expr(st.Name.Func)
+		}
+		if st.Name.Receiver != nil {
+			w.expr(st.Name.Receiver)
+		}
+		w.function(st.Func, st.Name.Method != "")
+	case *ast.ReturnStmt:
+		w.exprs(st.Exprs)
+	}
+}
+
+func (w *walker) function(f *ast.FunctionExpr, method bool) {
+	w.push()
+	if method {
+		w.declare("self", nil)
+	}
+	for _, p := range f.ParList.Names {
+		w.declare(p, nil)
+	}
+	if f.ParList.HasVargs {
+		w.declare("arg", nil) // Lua 5.1's implicit vararg table
+	}
+	w.block(f.Stmts)
+	w.pop()
+}
+
+func (w *walker) expr(e ast.Expr) {
+	if e == nil || !w.visit(w, e) {
+		return
+	}
+	switch e := e.(type) {
+	case *ast.AttrGetExpr:
+		w.expr(e.Object)
+		w.expr(e.Key)
+	case *ast.TableExpr:
+		for _, f := range e.Fields {
+			w.expr(f.Key)
+			w.expr(f.Value)
 		}
 	case *ast.FuncCallExpr:
-		if n.Func != nil {
-			inspect(n.Func, fn)
-		}
-		if n.Receiver != nil {
-			inspect(n.Receiver, fn)
-		}
-		inspect(n.Args, fn)
+		w.expr(e.Func)
+		w.expr(e.Receiver)
+		w.exprs(e.Args)
 	case *ast.LogicalOpExpr:
-		inspect(n.Lhs, fn)
-		inspect(n.Rhs, fn)
+		w.expr(e.Lhs)
+		w.expr(e.Rhs)
 	case *ast.RelationalOpExpr:
-		inspect(n.Lhs, fn)
-		inspect(n.Rhs, fn)
+		w.expr(e.Lhs)
+		w.expr(e.Rhs)
 	case *ast.StringConcatOpExpr:
-		inspect(n.Lhs, fn)
-		inspect(n.Rhs, fn)
+		w.expr(e.Lhs)
+		w.expr(e.Rhs)
 	case *ast.ArithmeticOpExpr:
-		inspect(n.Lhs, fn)
-		inspect(n.Rhs, fn)
+		w.expr(e.Lhs)
+		w.expr(e.Rhs)
 	case *ast.UnaryMinusOpExpr:
-		inspect(n.Expr, fn)
+		w.expr(e.Expr)
 	case *ast.UnaryNotOpExpr:
-		inspect(n.Expr, fn)
+		w.expr(e.Expr)
 	case *ast.UnaryLenOpExpr:
-		inspect(n.Expr, fn)
+		w.expr(e.Expr)
 	case *ast.FunctionExpr:
-		inspect(n.Stmts, fn)
+		w.function(e, false)
 	}
+}
+
+// mentions reports whether the name is read anywhere in e.
+func mentions(e ast.Expr, name string) bool {
+	found := false
+	walk(e, func(_ *walker, n any) bool {
+		if id, ok := n.(*ast.IdentExpr); ok && id.Value == name {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // index returns "KEYS" or "ARGV" and i when e is KEYS[i] or ARGV[i] with a

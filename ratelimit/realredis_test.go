@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,72 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )
-
-// redisServer is a redis-server of the test's own, on a fixed loopback
-// port, so the test can stop it and start it again where clients expect
-// it. Without redis-server on PATH the test skips, unless CI is set or
-// REDLIMIT_REQUIRE_REDIS=1, where it fails.
-type redisServer struct {
-	t    *testing.T
-	addr string
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") != "" || os.Getenv("REDLIMIT_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server is not on PATH (install redis-server)")
-		}
-		t.Skip("*** redis-server is not on PATH: this real-Redis test did NOT run (make test-redis makes it a failure)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &redisServer{t: t, addr: ln.Addr().String(), dir: t.TempDir()}
-	ln.Close()
-	s.start()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *redisServer) start() {
-	s.t.Helper()
-	_, port, _ := net.SplitHostPort(s.addr)
-	s.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir)
-	log, err := os.Create(filepath.Join(s.dir, "log"))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: s.addr})
-	defer c.Close()
-	for i := 0; ; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return
-		}
-		if i == 200 {
-			s.t.Fatalf("redis-server on %s does not answer", s.addr)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// stop kills the server, as a crash would.
-func (s *redisServer) stop() {
-	if s.cmd != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-		s.cmd = nil
-	}
-}
 
 // TestFailurePolicyAcrossRestart loads limiters that fail open and closed
 // while their redis-server is killed and started again: every decision
@@ -88,9 +21,9 @@ func (s *redisServer) stop() {
 // within a second of Redis being back every decision comes from Redis and
 // is right. No goroutine is left behind.
 func TestFailurePolicyAcrossRestart(t *testing.T) {
-	srv := startRedis(t)
+	srv := redisserver.New(t)
 	defer goleak.VerifyNone(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 
 	const timeout = 150 * time.Millisecond
 	// A decision must end within the timeout plus scheduling slack on a
@@ -147,10 +80,10 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 
 	time.Sleep(400 * time.Millisecond)
 	downAt := time.Now()
-	srv.stop()
+	srv.Stop()
 	time.Sleep(700 * time.Millisecond)
 	upBegin := time.Now()
-	srv.start()
+	srv.Restart()
 	upAt := time.Now()
 	time.Sleep(1500 * time.Millisecond)
 	close(stop)
@@ -218,14 +151,13 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 		t.Errorf("after the restart %d of 10 allowed, want 5", allowed)
 	}
 	rdb.Close()
-	srv.stop()
+	srv.Stop()
 }
 
 // On a real server a script's WRONGTYPE is ErrWrongType, and a failure
 // policy never turns it into an allow: it is foreign data, not an outage.
 func TestRealWrongType(t *testing.T) {
-	srv := startRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr})
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
 	defer rdb.Close()
 	for _, alg := range ratelimit.Algorithms() {
 		l := newLimiter(t, rdb, alg, ratelimit.OnFailure(ratelimit.FailOpen))

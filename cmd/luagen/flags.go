@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"io"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+
+	"github.com/redlimit/redlimit/gen"
 )
 
 const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-check] script.lua|dir ...
@@ -19,25 +26,21 @@ Lua; problems are printed as file:line: message and nothing is written.
 Header (the leading --- lines; order is position: the k-th @arg is ARGV[k]):
   --- Summary text, one or more lines.
   --- @key    name          [doc]
-  --- @arg    name  type    [doc]      types: int float bool string ms us s
+  --- @arg    name  type    [doc]
   --- @return name  type    [doc]
   --- @error  CODE          [doc]      becomes a sentinel: BADARG -> ErrBadArg
   --- @flags  no-writes,...
+  Types: int float bool string; durations ms us s (time.Duration); instants
+  unix_ms unix_us unix_s (time.Time, zero = 0); enum(a|b) (a Go string type
+  with constants). Numbers, durations and instants take bounds, checked in
+  Go before the call: int[1..1e9], ms[1..], unix_us[..2^52].
   A ... before the last @key/@arg name makes it variadic; before the last
   @return name it collects the rest of the reply.
 
 Lint checks (silence one on purpose with a trailing comment on the line
 the message names, e.g.  x = 1 -- luagen:ignore global; the #! line takes
 no comment, so "-- luagen:ignore shebang" works on any line):
-  global         assignment to a global, or a function declared without local
-  goto           goto or labels (Lua 5.2; Redis runs Lua 5.1)
-  shebang        a #! line on a script without @flags no-writes
-  key-arg        a redis.call/pcall key argument not taken from KEYS
-  keys-scan      the KEYS or SCAN command
-  number-string  tostring() or .. on a number expression (Redis prints %.14g)
-  library        os, io, debug, package, require, load, loadstring, dofile, loadfile
-  multi-assign   a, b = b, a: gopher-lua (miniredis) assigns as it goes, Redis does not
-
+%s
 Flags:
 `
 
@@ -52,11 +55,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("luagen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.out, "o", ".", "output `dir`ectory for the Go files")
-	fs.StringVar(&cfg.pkg, "pkg", "", "Go package `name` (default: the output directory's name)")
+	fs.StringVar(&cfg.pkg, "pkg", "", "Go package `name` (default: the package of the output directory's Go files, else $GOPACKAGE when it is the current directory, else its name)")
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
-		io.WriteString(stderr, usage)
+		fmt.Fprintf(stderr, usage, gen.ChecksText("  "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,11 +72,62 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("no inputs")
 	}
 	if cfg.pkg == "" {
-		abs, err := filepath.Abs(cfg.out)
+		pkg, err := packageName(cfg.out)
 		if err != nil {
+			fmt.Fprintln(stderr, "luagen:", err)
 			return cfg, err
 		}
-		cfg.pkg = strings.ToLower(strings.NewReplacer("-", "", ".", "").Replace(filepath.Base(abs)))
+		cfg.pkg = pkg
 	}
 	return cfg, nil
+}
+
+// packageName picks the package of the output directory: what its own Go
+// files say (a folder limits may hold package ratelimit), else $GOPACKAGE
+// when go generate runs in that directory, else the folder's name.
+func packageName(out string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(out, "*.go"))
+	found := map[string]string{} // package -> a file that declares it
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil || bytes.HasPrefix(src, []byte(gen.Marker+"\n")) {
+			continue // luagen's own files may carry an old name
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, src, parser.PackageClauseOnly)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", f, err)
+		}
+		found[file.Name.Name] = f
+	}
+	switch len(found) {
+	case 1:
+		for pkg := range found {
+			return pkg, nil
+		}
+	case 0:
+	default:
+		var all []string
+		for pkg, f := range found {
+			all = append(all, pkg+" ("+f+")")
+		}
+		sort.Strings(all)
+		return "", fmt.Errorf("%s holds more than one package: %s; pass -pkg", out, strings.Join(all, ", "))
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return "", err
+	}
+	if pkg := os.Getenv("GOPACKAGE"); pkg != "" {
+		if wd, err := os.Getwd(); err == nil && wd == abs {
+			return pkg, nil
+		}
+	}
+	pkg := strings.ToLower(strings.NewReplacer("-", "", ".", "").Replace(filepath.Base(abs)))
+	if !token.IsIdentifier(pkg) {
+		return "", fmt.Errorf("cannot name a package after the folder %s; pass -pkg", abs)
+	}
+	return pkg, nil
 }

@@ -49,6 +49,25 @@ type plan struct {
 }
 
 func makePlan(cfg config, ins []gen.Input) (*plan, error) {
+	if cfg.manifest != "" {
+		// The manifest names each script relative to itself, so it stays
+		// true wherever the folder is copied.
+		dir, err := filepath.Abs(filepath.Dir(cfg.manifest))
+		if err != nil {
+			return nil, err
+		}
+		for i, in := range ins {
+			abs, err := filepath.Abs(filepath.FromSlash(in.Path))
+			if err != nil {
+				return nil, err
+			}
+			rel, err := filepath.Rel(dir, abs)
+			if err != nil {
+				return nil, err
+			}
+			ins[i].ManifestPath = filepath.ToSlash(rel)
+		}
+	}
 	out, err := gen.Generate(ins, gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != ""})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,218 @@
+package gen
+
+import (
+	"fmt"
+	"go/token"
+	"go/types"
+	"strings"
+)
+
+// The generated package's names follow fixed patterns, so they are
+// predictable and cannot collide by accident:
+//
+//   - per script x_y.lua: XY, XYParams, XYResult, XYScript, XYSource, the
+//     method (*Batch).XY, one named type XY<Arg> per enum argument or
+//     reply and its constants XY<Arg><Word>; unexported xYInfo, xYCall,
+//     xYDecode and xYSource;
+//   - per @error code: Err<Code>;
+//   - sharedNames below, which end in none of the per-script suffixes.
+//
+// Two things that still spell the same name (a.lua and a_result.lua, the
+// codes BADARG and BAD_ARG) are refused with file:line, never emitted.
+var sharedNames = []string{
+	// exported
+	"ArgError", "Batch", "ErrPipeline", "LoadAll", "NewBatch", "Pending", "PipelineClient", "ReplyError", "ScriptError",
+	// unexported
+	"allScripts", "atLeast", "atLeastF", "atMost", "atMostF", "between", "betweenF", "call", "decoder",
+	"describe", "encoder", "errNotExecuted", "errorCodes", "floatRange", "intRange", "isPipeline",
+	"newDecoder", "newEncoder", "queue", "rest", "result", "run", "runOnce", "scriptMeta", "unknownCommand",
+}
+
+// sharedMethods are the methods of Batch that luagen writes itself.
+var sharedMethods = []string{"Exec"}
+
+// imports are the package names the generated files import.
+var imports = []string{"context", "errors", "fmt", "math", "redis", "strconv", "strings", "time"}
+
+// localNames are the parameter and variable names the generated functions
+// use besides the key parameters.
+var localNames = []string{"b", "c", "ctx", "d", "e", "p", "r", "v"}
+
+// namespace assigns Go names and refuses collisions with file:line.
+type namespace struct {
+	owner map[string]string // name -> who uses it, for messages
+	diags Diagnostics
+}
+
+func newNamespace() *namespace {
+	ns := &namespace{owner: map[string]string{}}
+	for _, n := range sharedNames {
+		ns.owner[n] = "luagen's shared file"
+	}
+	for _, n := range sharedMethods {
+		ns.owner["(*Batch)."+n] = "luagen's shared file"
+	}
+	return ns
+}
+
+// claim records that by (what, at file:line) declares name; fix says what
+// the author should change when it is taken.
+func (ns *namespace) claim(name, by, what, file string, line int, fix string) bool {
+	if prev, ok := ns.owner[name]; ok && prev != by {
+		msg := fmt.Sprintf("Go name %s is already used by %s; %s", strings.TrimPrefix(name, "(*Batch)."), prev, fix)
+		if what != "" {
+			msg = what + ": " + msg
+		}
+		ns.diags = append(ns.diags, Diagnostic{File: file, Line: line, Msg: msg})
+		return false
+	}
+	ns.owner[name] = by
+	return true
+}
+
+// reservedParam reports whether a key parameter may not be called n: a Go
+// keyword, a predeclared identifier, an import, a local of the generated
+// functions, or any package-level name of the generated package.
+func (ns *namespace) reservedParam(n string) bool {
+	if token.IsKeyword(n) || types.Universe.Lookup(n) != nil {
+		return true
+	}
+	for _, l := range append(append([]string{}, imports...), localNames...) {
+		if l == n {
+			return true
+		}
+	}
+	_, taken := ns.owner[n]
+	return taken
+}
+
+// param is the Go parameter of a key: its name in camelCase, with Key
+// appended while that is reserved (string gives stringKey).
+func (ns *namespace) param(key string) string {
+	p := unexported(key)
+	for ns.reservedParam(p) {
+		p += "Key"
+	}
+	return p
+}
+
+// perScriptSuffixes name the unexported declarations of each script.
+var perScriptSuffixes = []string{"Info", "Call", "Decode", "Source"}
+
+// names is every Go name one script's file declares or uses.
+type names struct {
+	Go, Unexported string
+	Enums          map[string]string // arg/return name -> its enum type
+	KeyParams      []string
+	ArgFields      []string
+	ReturnFields   []string
+}
+
+// assignPackageNames claims every package-level name of every script.
+func (ns *namespace) assignPackageNames(s *Script) *names {
+	n := &names{Go: exported(s.Name), Unexported: unexported(s.Name), Enums: map[string]string{}}
+	file := s.File
+	fix := "rename the script"
+	// One message per script: the first name taken says what to rename.
+	want := []string{n.Go, "(*Batch)." + n.Go}
+	if len(s.Args) > 0 {
+		want = append(want, n.Go+"Params")
+	}
+	for _, suffix := range []string{"Result", "Script", "Source"} {
+		want = append(want, n.Go+suffix)
+	}
+	for _, suffix := range perScriptSuffixes {
+		want = append(want, n.Unexported+suffix)
+	}
+	for _, name := range want {
+		if !ns.claim(name, s.File, "", file, 1, fix) {
+			return n
+		}
+	}
+	type enumDecl struct {
+		words string
+		line  int
+	}
+	declared := map[string]enumDecl{}
+	for _, f := range append(append([]Field{}, s.Args...), s.Returns...) {
+		if f.Type != Enum {
+			continue
+		}
+		typ := n.Go + exported(f.Name)
+		words := strings.Join(f.Enum, "|")
+		if prev, ok := declared[typ]; ok {
+			if prev.words != words {
+				ns.diags = append(ns.diags, Diagnostic{File: file, Line: f.Line,
+					Msg: fmt.Sprintf("%s: enum type %s is declared at line %d with other words; give the @arg and the @return the same words or different names", f.Name, typ, prev.line)})
+			}
+			n.Enums[f.Name] = typ
+			continue
+		}
+		by := fmt.Sprintf("the enum %s of %s", f.Name, s.File)
+		if !ns.claim(typ, by, "enum "+f.Name, file, f.Line, "rename the field") {
+			continue
+		}
+		declared[typ] = enumDecl{words, f.Line}
+		n.Enums[f.Name] = typ
+		for _, w := range f.Enum {
+			ns.claim(typ+exported(strings.ToLower(w)), fmt.Sprintf("enum word %s of %s", w, f.Name), "enum word "+w, file, f.Line, "rename the word or the field")
+		}
+	}
+	return n
+}
+
+// assignLocalNames names the key parameters and struct fields of a script,
+// once every package-level name is known.
+func (ns *namespace) assignLocalNames(s *Script, n *names) {
+	params := map[string]Field{}
+	for _, k := range s.Keys {
+		p := ns.param(k.Name)
+		if prev, ok := params[p]; ok {
+			ns.diags = append(ns.diags, Diagnostic{File: s.File, Line: k.Line,
+				Msg: fmt.Sprintf("@key %s: its Go parameter %s is already used by @key %s (line %d); rename one of them", k.Name, p, prev.Name, prev.Line)})
+		}
+		params[p] = k
+		n.KeyParams = append(n.KeyParams, p)
+	}
+	fields := func(tag string, fs []Field) []string {
+		seen := map[string]Field{}
+		var out []string
+		for _, f := range fs {
+			g := exported(f.Name)
+			if prev, ok := seen[g]; ok {
+				ns.diags = append(ns.diags, Diagnostic{File: s.File, Line: f.Line,
+					Msg: fmt.Sprintf("%s %s: its Go field %s is already used by %s %s (line %d); rename one of them", tag, f.Name, g, tag, prev.Name, prev.Line)})
+			}
+			seen[g] = f
+			out = append(out, g)
+		}
+		return out
+	}
+	n.ArgFields = fields("@arg", s.Args)
+	n.ReturnFields = fields("@return", s.Returns)
+}
+
+// assignErrorNames claims one sentinel per @error code; two codes that
+// spell the same sentinel are refused on the later one.
+func (ns *namespace) assignErrorNames(scripts []*Script) {
+	seen := map[string]bool{}
+	for _, s := range scripts {
+		for _, e := range s.Errors {
+			if seen[e.Code] {
+				continue // the same code in several scripts shares one sentinel
+			}
+			seen[e.Code] = true
+			name := errName(e.Code)
+			if prev, ok := ns.owner[name]; ok {
+				fix := "rename the code"
+				if strings.HasPrefix(prev, "@error ") {
+					fix = "spell the code the same way in every script"
+				}
+				ns.diags = append(ns.diags, Diagnostic{File: s.File, Line: e.Line,
+					Msg: fmt.Sprintf("@error %s: its sentinel %s is already used by %s; %s", e.Code, name, prev, fix)})
+				continue
+			}
+			ns.owner[name] = fmt.Sprintf("@error %s (%s:%d)", e.Code, s.File, e.Line)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -179,5 +180,34 @@ func TestRunStopsCleanly(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not stop")
+	}
+}
+
+// -redis ADDR: the same page on a real server.
+func TestRealRedis(t *testing.T) {
+	addr := redisserver.Maybe(t)
+	if addr == "" {
+		return
+	}
+	rdb, backend, closeAll, err := connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	if backend != "redis-server at "+addr {
+		t.Errorf("backend %q", backend)
+	}
+	srv := httptest.NewServer(newServer(rdb, backend))
+	defer srv.Close()
+	var codes []int
+	for i := 0; i < 3; i++ {
+		resp, _ := mustGet(t, srv.URL+"/api/limited?"+query("sliding_window_log", "2", "1m", "", "real"))
+		codes = append(codes, resp.StatusCode)
+	}
+	if want := []int{200, 200, 429}; !cmp.Equal(codes, want) {
+		t.Errorf("%v, want %v", codes, want)
+	}
+	if _, _, _, err := connect("127.0.0.1:1"); err == nil {
+		t.Error("connect to a port without Redis: no error")
 	}
 }

@@ -7,10 +7,10 @@ require (
 	github.com/google/go-cmp v0.6.0
 	github.com/redis/go-redis/v9 v9.7.3
 	github.com/yuin/gopher-lua v1.1.1
+	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.2.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 )

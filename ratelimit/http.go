@@ -17,10 +17,10 @@ import (
 // reach) with an RFC 9457 problem body that WithDenied replaces. Both carry
 // the RateLimit-Policy and RateLimit fields of the IETF draft, the usual
 // X-RateLimit-Limit, -Remaining and -Reset, and, on a denial, Retry-After
-// in whole seconds rounded up (see writeHeaders in headers.go for the
-// precise rules). A request the key function cannot key (ErrNoKey,
-// ErrClientIP) gets a 400, and a limiter error without a failure policy a
-// 503; WithErrorHandler replaces both.
+// in whole seconds rounded up (SetHeaders has the precise rules). A request
+// the key function cannot key (ErrNoKey, ErrClientIP) gets a 400, an
+// unknown tier a 500, and a limiter error without a failure policy a 503;
+// WithErrorHandler replaces them.
 //
 // The middleware only turns decisions into HTTP: all the limiting is the
 // limiters'.

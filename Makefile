@@ -1,16 +1,23 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua generate check-generated lint bench demo ci fuzz-luagen
+.PHONY: test test-redis test-lua generate check-generated lint bench demo screenshot ci fuzz-luagen
+
+# Modules of their own, for what needs a newer Go than the main module's
+# go line (which consumers of luagen inherit): the demo page in headless
+# Chromium (chromedp) and go-redis's AutoPipeliner.
+NESTED := tests/browser tests/autopipeline
 
 # Every tier. The real Redis and cluster tiers start their own servers when
-# redis-server is installed, and say plainly when it is not.
+# redis-server is installed, and the browser test drives chromium when it
+# is; each says plainly when it is missing.
 test:
 	$(GO) test ./...
+	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
 
-# The same, but a missing redis-server is a failure, as in CI.
+# The same, but a missing redis-server (or chromium) is a failure, as in CI.
 test-redis:
-	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/...
+	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/...
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:
@@ -40,6 +47,7 @@ lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 # Side by side with the peers on a real redis-server (see BENCHMARKS.md):
 # six passes of every benchmark, then medians and ratios.
@@ -47,8 +55,14 @@ bench:
 	cd bench && for i in 1 2 3 4 5 6; do $(GO) test -run '^$$' -bench . -benchtime 10000x -count 1 || exit 1; done | tee new.txt
 	cd bench && $(GO) run ./cmd/benchtable new.txt
 
+# The demo page on http://127.0.0.1:8080/ (embedded miniredis; -redis ADDR
+# for a real one). Ctrl-C stops it.
 demo:
 	$(GO) run ./cmd/redlimit-demo
+
+# Refresh docs/demo.png, the README's screenshot, with the browser test.
+screenshot:
+	cd tests/browser && REDLIMIT_SCREENSHOT=$(CURDIR)/docs/demo.png $(GO) test -count=1 -run TestDemoPage .
 
 ci: lint check-generated
 	REDLIMIT_REQUIRE_REDIS=1 $(MAKE) test

@@ -7,6 +7,7 @@ require (
 	github.com/google/go-cmp v0.6.0
 	github.com/redis/go-redis/v9 v9.7.3
 	github.com/yuin/gopher-lua v1.1.1
+	go.uber.org/goleak v1.3.0
 )
 
 require (

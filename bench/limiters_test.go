@@ -13,7 +13,7 @@ import (
 	ulimiter "github.com/ulule/limiter/v3"
 	ulule "github.com/ulule/limiter/v3/drivers/store/redis"
 
-	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // quota is one limit, set the same way on every limiter: rate per second
@@ -38,49 +38,39 @@ type limiter struct {
 	decide func(ctx context.Context, key string) (allowed bool, err error)
 }
 
-// now returns the caller clock to send, or 0 for the server's TIME.
-func now(callerClock bool) time.Duration {
-	if !callerClock {
-		return 0
-	}
-	return time.Duration(time.Now().UnixMicro()) * time.Microsecond
-}
-
-// ours returns redlimit's six scripts through the generated bindings.
+// ours returns redlimit's six scripts as a user calls them: through the
+// ratelimit package, with the server's clock or each caller's own. The
+// window algorithms count burst per window of burst/rate seconds.
 func ours(c redis.Scripter, q quota, callerClock bool) []limiter {
-	w := q.window()
-	return []limiter{
-		{"redlimit_token_bucket", "rate", func(ctx context.Context, key string) (bool, error) {
-			r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{
-				Capacity: q.burst, Rate: q.rate, Period: time.Second, Refill: "smooth", Cost: 1, Now: now(callerClock)})
-			return r.Allowed, err
-		}},
-		{"redlimit_gcra", "rate", func(ctx context.Context, key string) (bool, error) {
-			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{
-				Burst: q.burst, Rate: q.rate, Period: time.Second, Cost: 1, Now: now(callerClock)})
-			return r.Allowed, err
-		}},
-		{"redlimit_leaky_bucket", "rate", func(ctx context.Context, key string) (bool, error) {
-			r, err := bindings.LeakyBucket(ctx, c, key, bindings.LeakyBucketParams{
-				Capacity: q.burst, Rate: q.rate, Period: time.Second, Cost: 1, Now: now(callerClock)})
-			return r.Allowed, err
-		}},
-		{"redlimit_fixed_window", "aligned", func(ctx context.Context, key string) (bool, error) {
-			r, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{
-				Limit: q.burst, Window: w, Cost: 1, Now: now(callerClock)})
-			return r.Allowed, err
-		}},
-		{"redlimit_sliding_window_log", "rolling", func(ctx context.Context, key string) (bool, error) {
-			r, err := bindings.SlidingWindowLog(ctx, c, key, bindings.SlidingWindowLogParams{
-				Limit: q.burst, Window: w, Cost: 1, Now: now(callerClock)})
-			return r.Allowed, err
-		}},
-		{"redlimit_sliding_window_counter", "aligned", func(ctx context.Context, key string) (bool, error) {
-			r, err := bindings.SlidingWindowCounter(ctx, c, key, bindings.SlidingWindowCounterParams{
-				Limit: q.burst, Window: w, Cost: 1, Now: now(callerClock)})
-			return r.Allowed, err
-		}},
+	perSecond := ratelimit.Limit{Rate: q.rate, Period: time.Second, Burst: q.burst}
+	perWindow := ratelimit.Limit{Rate: q.burst, Period: q.window(), Burst: q.burst}
+	var out []limiter
+	for _, l := range []struct {
+		alg   ratelimit.Algorithm
+		limit ratelimit.Limit
+		bound string
+	}{
+		{ratelimit.TokenBucket, perSecond, "rate"},
+		{ratelimit.GCRA, perSecond, "rate"},
+		{ratelimit.LeakyBucket, perSecond, "rate"},
+		{ratelimit.FixedWindow, perWindow, "aligned"},
+		{ratelimit.SlidingWindowLog, perWindow, "rolling"},
+		{ratelimit.SlidingWindowCounter, perWindow, "aligned"},
+	} {
+		opts := []ratelimit.Option{ratelimit.WithAlgorithm(l.alg), ratelimit.WithPrefix("bench:")}
+		if callerClock {
+			opts = append(opts, ratelimit.WithClock(time.Now))
+		}
+		lim, err := ratelimit.New(c, l.limit, opts...)
+		if err != nil {
+			panic(err) // a quota of this file's own
+		}
+		out = append(out, limiter{"redlimit_" + l.alg.String(), l.bound, func(ctx context.Context, key string) (bool, error) {
+			d, err := lim.Allow(ctx, key)
+			return d.Allowed, err
+		}})
 	}
+	return out
 }
 
 //go:embed testdata/redis_docs_token_bucket.lua

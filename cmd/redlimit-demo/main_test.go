@@ -1,40 +1,213 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
-// TestDemo runs the quick start's demo against an embedded miniredis: every
-// limiter admits the first 5 of 8 requests, denies 3, and admits again once
-// its Retry-After has passed.
-func TestDemo(t *testing.T) {
-	rdb, stop, err := connect("")
+func newTestServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	rdb, backend, closeAll, err := connect("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
-	srv := httptest.NewServer(handler(rdb))
-	defer srv.Close()
+	t.Cleanup(closeAll)
+	srv := httptest.NewServer(newServer(rdb, backend))
+	t.Cleanup(srv.Close)
+	return srv
+}
 
-	var out strings.Builder
-	if err := run(&out, srv.URL, 8); err != nil {
+func query(alg, rate, period, burst, client string) string {
+	v := url.Values{"algorithm": {alg}, "rate": {rate}, "period": {period}, "burst": {burst}, "client": {client}}
+	return v.Encode()
+}
+
+func mustGet(t *testing.T, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile(`(?m)^(\w+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(.+?)\s*$`)
-	rows := 0
-	for _, m := range row.FindAllStringSubmatch(out.String(), -1) {
-		if m[1] == "limiter" {
-			continue
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
+}
+
+// The page's API goes through the real middleware: a burst is allowed up
+// to its size, then denied with the headers the middleware sets.
+func TestLimited(t *testing.T) {
+	srv := newTestServer(t)
+	for _, alg := range ratelimit.Algorithms() {
+		q := query(alg.String(), "3", "1m", "3", "client } {1")
+		var codes []int
+		var last *http.Response
+		for i := 0; i < 4; i++ {
+			last, _ = mustGet(t, srv.URL+"/api/limited?"+q)
+			codes = append(codes, last.StatusCode)
 		}
-		rows++
-		if m[2] != "5" || m[3] != "3" || m[5] != "200 OK" {
-			t.Errorf("%s: admitted %s, denied %s, then %q; want 5, 3, then 200 OK", m[1], m[2], m[3], m[5])
+		if want := []int{200, 200, 200, 429}; !cmp.Equal(codes, want) {
+			t.Errorf("%v: %v, want %v", alg, codes, want)
+		}
+		if last.Header.Get("Retry-After") == "" || last.Header.Get("RateLimit") == "" ||
+			!strings.HasPrefix(last.Header.Get("RateLimit-Policy"), `"`+alg.String()+`";q=3;w=60`) {
+			t.Errorf("%v: headers %v", alg, last.Header)
+		}
+		// Peeking counts nothing, and names the escaped key.
+		_, body := mustGet(t, srv.URL+"/api/peek?"+q)
+		var peek struct {
+			Remaining int64
+			Limit     int64
+			RedisKey  string
+		}
+		json.Unmarshal([]byte(body), &peek)
+		if peek.Remaining != 0 || peek.Limit != 3 || !strings.HasSuffix(peek.RedisKey, ":{client %7D %7B1}") {
+			t.Errorf("%v: peek %s", alg, body)
+		}
+		resp, err := http.Post(srv.URL+"/api/reset?"+q, "", nil)
+		if err != nil || resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("%v: reset %v %v", alg, resp, err)
+		}
+		if resp, _ := mustGet(t, srv.URL+"/api/limited?"+q); resp.StatusCode != 200 {
+			t.Errorf("%v: after reset %d", alg, resp.StatusCode)
 		}
 	}
-	if rows != len(limiters) {
-		t.Errorf("%d rows for %d limiters:\n%s", rows, len(limiters), out.String())
+}
+
+// Bad input gets a 400 whose detail the page shows.
+func TestBadInput(t *testing.T) {
+	srv := newTestServer(t)
+	for _, tt := range []struct{ q, detail string }{
+		{query("gcra", "abc", "1s", "3", "a"), `rate: "abc" is not a whole number`},
+		{query("gcra", "0", "1s", "3", "a"), "Rate must be from 1 to 1e9"},
+		{query("gcra", "3", "soon", "3", "a"), `period: "soon" is not a duration`},
+		{query("gcra", "3", "1.5ms", "3", "a"), "Period must be a whole number of milliseconds"},
+		{query("token_bucket", "3", "1s", "0", "a"), "Burst must be from 1 to 1e9"},
+		{query("nope", "3", "1s", "3", "a"), "algorithm: pick one"},
+		{query("gcra", "3", "1s", "3", " "), "client: give a key"},
+		{query("sliding_window_log", "20000", "1s", "", "a"), "Rate must be at most 10000"},
+	} {
+		for _, api := range []string{"/api/limited?", "/api/peek?"} {
+			resp, body := mustGet(t, srv.URL+api+tt.q)
+			var p ratelimit.Problem
+			json.Unmarshal([]byte(body), &p)
+			if resp.StatusCode != 400 || !strings.Contains(p.Detail, tt.detail) {
+				t.Errorf("%s%s: %d %q, want 400 with %q", api, tt.q, resp.StatusCode, p.Detail, tt.detail)
+			}
+		}
+	}
+}
+
+func TestPage(t *testing.T) {
+	srv := newTestServer(t)
+	for path, want := range map[string]string{
+		"/":          "<canvas id=\"chart\"",
+		"/app.js":    "function draw()",
+		"/style.css": "#meter-fill",
+		"/api/info":  `"backend":"embedded miniredis"`,
+	} {
+		resp, body := mustGet(t, srv.URL+path)
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, no %q", path, resp.StatusCode, want)
+		}
+	}
+	// Nothing from elsewhere: the page works offline.
+	for _, path := range []string{"/", "/app.js", "/style.css"} {
+		_, body := mustGet(t, srv.URL+path)
+		if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/`).FindString(body); m != "" {
+			t.Errorf("%s refers to %s", path, m)
+		}
+	}
+}
+
+// lines collects what run prints.
+type lines struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// run prints its URL, serves the page, and stops cleanly when its context
+// ends (main ends it on Ctrl-C), finishing the request in flight.
+func TestRunStopsCleanly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lines{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, "", "127.0.0.1:0", out) }()
+	addr := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/`)
+	var base string
+	for i := 0; i < 500 && base == ""; i++ {
+		if m := addr.FindStringSubmatch(out.String()); m != nil {
+			base = "http://" + m[1]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if base == "" {
+		t.Fatalf("no URL printed: %q", out.String())
+	}
+	if resp, _ := mustGet(t, base+"/api/limited?"+query("gcra", "1", "1s", "1", "a")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(out.String(), "stopped") {
+			t.Errorf("run: %v, printed %q", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
+	}
+}
+
+// -redis ADDR: the same page on a real server.
+func TestRealRedis(t *testing.T) {
+	addr := redisserver.Maybe(t)
+	if addr == "" {
+		return
+	}
+	rdb, backend, closeAll, err := connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	if backend != "redis-server at "+addr {
+		t.Errorf("backend %q", backend)
+	}
+	srv := httptest.NewServer(newServer(rdb, backend))
+	defer srv.Close()
+	var codes []int
+	for i := 0; i < 3; i++ {
+		resp, _ := mustGet(t, srv.URL+"/api/limited?"+query("sliding_window_log", "2", "1m", "", "real"))
+		codes = append(codes, resp.StatusCode)
+	}
+	if want := []int{200, 200, 429}; !cmp.Equal(codes, want) {
+		t.Errorf("%v, want %v", codes, want)
+	}
+	if _, _, _, err := connect("127.0.0.1:1"); err == nil {
+		t.Error("connect to a port without Redis: no error")
 	}
 }

@@ -1,6 +1,6 @@
 // Package redisserver starts throwaway redis-server processes on free
-// loopback ports for the generator's tests (gen, cmd/luagen), which run
-// generated code on a real server as well as on miniredis.
+// loopback ports for tests that run on a real server as well as on
+// miniredis: the generator's (gen, cmd/luagen) and ratelimit's.
 //
 // Without redis-server on PATH a test that needs one is skipped, with a
 // message that says so, unless CI is set or REDLIMIT_REQUIRE_REDIS=1: then
@@ -9,7 +9,6 @@ package redisserver
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -30,45 +29,78 @@ func Required() bool {
 // test ends.
 func Start(t testing.TB, extra ...string) string {
 	t.Helper()
+	return New(t, extra...).Addr
+}
+
+// A Server is a redis-server of the test's own, which the test can kill
+// and start again on the same address (ratelimit's failure-policy test).
+type Server struct {
+	Addr  string
+	t     testing.TB
+	dir   string
+	extra []string
+	cmd   *exec.Cmd
+}
+
+// New starts a Server on a free loopback port, skipping or failing the
+// test as Start does when redis-server is missing. It is killed when the
+// test ends.
+func New(t testing.TB, extra ...string) *Server {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if Required() {
 			t.Fatal("redis-server is not on PATH, and a real Redis is required here (CI or REDLIMIT_REQUIRE_REDIS=1)")
 		}
 		t.Skip("SKIPPED: redis-server is not on PATH (apt-get install -y redis-server); the real-Redis part of this test did not run")
 	}
-	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
+	s := &Server{Addr: l.Addr().String(), t: t, dir: t.TempDir(), extra: extra}
 	l.Close()
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
-	cmd := exec.Command("redis-server", args...)
-	log, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(s.Stop)
+	s.Restart()
+	return s
+}
+
+// Stop kills the server, as a crash would, and waits for it to exit.
+func (s *Server) Stop() {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+		s.cmd = nil
 	}
+}
+
+// Restart starts the server (again) on its address, with no data, and
+// returns once it answers PING.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	_, port, _ := net.SplitHostPort(s.Addr)
+	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}, s.extra...)
+	cmd := exec.Command("redis-server", args...)
+	log, err := os.OpenFile(filepath.Join(s.dir, "log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer log.Close() // the child keeps its own descriptor
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		log.Close()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	s.cmd = cmd
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer c.Close()
 	for i := 0; ; i++ {
 		err := c.Ping(context.Background()).Err()
 		if err == nil {
-			return addr
+			return
 		}
 		if i == 200 {
-			out, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("redis-server on %s did not answer PING: %v\n%s", addr, err, out)
+			out, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+			s.t.Fatalf("redis-server on %s did not answer PING: %v\n%s", s.Addr, err, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 // scripts are the generated bindings' scripts: the tiers send the embedded
@@ -49,69 +53,91 @@ func (a *rawArgs) str(i int) string {
 }
 
 func (a *rawArgs) ms(i int) time.Duration { return time.Duration(a.int(i)) * time.Millisecond }
-func (a *rawArgs) us(i int) time.Duration { return time.Duration(a.int(i)) * time.Microsecond }
 
-// typedCall is one call through the generated typed API; the reply comes
-// back as the script's four integers.
+// typedCall is one call through the typed API, the ratelimit package (over
+// the generated bindings); the reply comes back as the script's four
+// integers.
 type typedCall func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error)
 
-func reply(allowed bool, remaining int64, retry, reset time.Duration) []any {
-	a := int64(0)
-	if allowed {
-		a = 1
-	}
-	return []any{a, remaining, retry.Milliseconds(), reset.Milliseconds()}
+// shape says where a script's ARGV holds what a ratelimit.Limit says: the
+// burst (for the window scripts, the limit, which is the rate too), the
+// rate, the period, the token bucket's refill, and the cost. The caller
+// clock follows the cost. The mapping itself is ratelimit's (scripts.go);
+// this only reads a step's ARGV back into a Limit.
+type shape struct {
+	alg                               ratelimit.Algorithm
+	burst, rate, period, refill, cost int // refill -1: no such argument
 }
 
-var typed = map[string]typedCall{
-	"token_bucket": func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
-		p := bindings.TokenBucketParams{Capacity: a.int(0), Rate: a.int(1), Period: a.ms(2), Refill: a.str(3), Cost: a.int(4), Now: a.us(5)}
-		if !a.ok {
+var shapes = map[string]shape{
+	"gcra":                   {ratelimit.GCRA, 0, 1, 2, -1, 3},
+	"token_bucket":           {ratelimit.TokenBucket, 0, 1, 2, 3, 4},
+	"leaky_bucket":           {ratelimit.LeakyBucket, 0, 1, 2, -1, 3},
+	"fixed_window":           {ratelimit.FixedWindow, 0, 0, 1, -1, 2},
+	"sliding_window_log":     {ratelimit.SlidingWindowLog, 0, 0, 1, -1, 2},
+	"sliding_window_counter": {ratelimit.SlidingWindowCounter, 0, 0, 1, -1, 2},
+}
+
+var typed = map[string]typedCall{}
+
+func init() {
+	for name, sh := range shapes {
+		typed[name] = viaRatelimit(sh)
+	}
+}
+
+// viaRatelimit makes one call as a ratelimit user would: a Limiter for the
+// step's limit, the step's clock as WithClock (0: the server's clock), and
+// AllowN, or Peek for a cost of 0. The scenario's key "name:{tag}" is the
+// limiter's prefix "name:" and key "tag", so both paths share its state.
+// What ratelimit refuses before sending (ErrInvalidLimit and the like) is
+// errNotTyped: the step then goes raw, for the script to answer.
+func viaRatelimit(sh shape) typedCall {
+	return func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
+		alg := sh.alg
+		if sh.refill >= 0 && a.str(sh.refill) == "interval" {
+			alg = ratelimit.TokenBucketInterval
+		} else if sh.refill >= 0 && a.str(sh.refill) != "smooth" {
+			a.ok = false
+		}
+		limit := ratelimit.Limit{Burst: a.int(sh.burst), Rate: a.int(sh.rate), Period: a.ms(sh.period)}
+		cost, now := a.int(sh.cost), a.int(sh.cost+1)
+		prefix, tag, found := strings.Cut(key, "{")
+		tag = strings.TrimSuffix(tag, "}")
+		if !a.ok || len(a.vals) != sh.cost+2 || !found || ratelimit.RedisKey(prefix, tag) != key {
 			return nil, errNotTyped
 		}
-		r, err := bindings.TokenBucket(ctx, c, key, p)
-		return reply(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
-	},
-	"fixed_window": func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
-		p := bindings.FixedWindowParams{Limit: a.int(0), Window: a.ms(1), Cost: a.int(2), Now: a.us(3)}
-		if !a.ok {
+		opts := []ratelimit.Option{ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix)}
+		if now != 0 {
+			opts = append(opts, ratelimit.WithClock(func() time.Time { return time.UnixMicro(now) }))
+		}
+		l, err := ratelimit.New(c, limit, opts...)
+		if err != nil {
 			return nil, errNotTyped
 		}
-		r, err := bindings.FixedWindow(ctx, c, key, p)
-		return reply(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
-	},
-	"sliding_window_log": func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
-		p := bindings.SlidingWindowLogParams{Limit: a.int(0), Window: a.ms(1), Cost: a.int(2), Now: a.us(3)}
-		if !a.ok {
+		var d ratelimit.Decision
+		if cost == 0 {
+			d, err = l.Peek(ctx, tag)
+		} else {
+			d, err = l.AllowN(ctx, tag, cost)
+		}
+		if errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrClock) {
 			return nil, errNotTyped
 		}
-		r, err := bindings.SlidingWindowLog(ctx, c, key, p)
-		return reply(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
-	},
-	"sliding_window_counter": func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
-		p := bindings.SlidingWindowCounterParams{Limit: a.int(0), Window: a.ms(1), Cost: a.int(2), Now: a.us(3)}
-		if !a.ok {
-			return nil, errNotTyped
-		}
-		r, err := bindings.SlidingWindowCounter(ctx, c, key, p)
-		return reply(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
-	},
-	"leaky_bucket": func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
-		p := bindings.LeakyBucketParams{Capacity: a.int(0), Rate: a.int(1), Period: a.ms(2), Cost: a.int(3), Now: a.us(4)}
-		if !a.ok {
-			return nil, errNotTyped
-		}
-		r, err := bindings.LeakyBucket(ctx, c, key, p)
-		return reply(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
-	},
-	"gcra": func(ctx context.Context, c redis.Scripter, key string, a *rawArgs) ([]any, error) {
-		p := bindings.GCRAParams{Burst: a.int(0), Rate: a.int(1), Period: a.ms(2), Cost: a.int(3), Now: a.us(4)}
-		if !a.ok {
-			return nil, errNotTyped
-		}
-		r, err := bindings.GCRA(ctx, c, key, p)
-		return reply(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
-	},
+		return reply(d), err
+	}
+}
+
+// reply turns a Decision back into the script's reply: Never is -1 ms.
+func reply(d ratelimit.Decision) []any {
+	allowed, retry := int64(0), d.RetryAfter.Milliseconds()
+	if d.Allowed {
+		allowed = 1
+	}
+	if d.RetryAfter == ratelimit.Never {
+		retry = -1
+	}
+	return []any{allowed, d.Remaining, retry, d.ResetAfter.Milliseconds()}
 }
 
 var errNotTyped = errors.New("arguments the typed API cannot express")
@@ -124,4 +150,45 @@ func scriptErrorText(err error) string {
 		return se.Code + " " + se.Message
 	}
 	return err.Error()
+}
+
+// unusable is a client that fails the test if anything is sent through it.
+type unusable struct {
+	redis.Scripter
+	t *testing.T
+}
+
+func (u unusable) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	u.t.Fatalf("sent EVALSHA %v %v", keys, args)
+	return nil
+}
+
+func (u unusable) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	u.t.Fatalf("sent EVAL %v %v", keys, args)
+	return nil
+}
+
+// TestRatelimitRefusesBadArgs: every scenario step that a script answers
+// with BADARG is refused by ratelimit before anything is sent, so no user
+// of the typed API ever meets BADARG.
+func TestRatelimitRefusesBadArgs(t *testing.T) {
+	refused := 0
+	for _, sc := range scenario.All() {
+		if len(sc.Keys) != 1 {
+			continue
+		}
+		for i, st := range sc.Steps {
+			if !strings.HasPrefix(st.Err, "BADARG") {
+				continue
+			}
+			_, err := typed[sc.Script](context.Background(), unusable{t: t}, sc.Keys[0], &rawArgs{vals: sc.Argv(st), ok: true})
+			if err != errNotTyped {
+				t.Errorf("%s/%s step %d %v: %v, want refused before sending", sc.Script, sc.Name, i, sc.Argv(st), err)
+			}
+			refused++
+		}
+	}
+	if refused < 10 {
+		t.Errorf("only %d BADARG steps: the check needs some", refused)
+	}
 }

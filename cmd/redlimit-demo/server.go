@@ -1,0 +1,172 @@
+package main
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+// web holds the page: HTML, CSS and a small script that draws its own
+// chart. Everything is embedded, nothing comes from a CDN, so the demo
+// works offline.
+//
+//go:embed web
+var web embed.FS
+
+type server struct {
+	rdb     redis.Scripter
+	backend string
+}
+
+// newServer serves the page and its API:
+//
+//	GET  /api/info      the algorithms, and which Redis decides
+//	GET  /api/limited   a request limited by the ratelimit middleware: 200,
+//	                    or 429 with the headers and problem body it sets
+//	GET  /api/peek      the limiter's state now, counting nothing
+//	POST /api/reset     forget the client's state
+//
+// The last three take the limit in the query: algorithm, rate, period (a
+// Go duration such as 2s), burst (ignored by the window algorithms, which
+// admit rate per period), client (the key) and cost (1 by default). A
+// limit the library refuses is a 400 whose detail is the library's error.
+func newServer(rdb redis.Scripter, backend string) http.Handler {
+	s := &server{rdb: rdb, backend: backend}
+	static, _ := fs.Sub(web, "web")
+	mux := http.NewServeMux()
+	mux.Handle("GET /", http.FileServer(http.FS(static)))
+	mux.HandleFunc("GET /api/info", s.info)
+	mux.HandleFunc("GET /api/limited", s.limited)
+	mux.HandleFunc("GET /api/peek", s.peek)
+	mux.HandleFunc("POST /api/reset", s.reset)
+	return mux
+}
+
+func (s *server) info(w http.ResponseWriter, r *http.Request) {
+	type algorithm struct {
+		Name     string `json:"name"`
+		Windowed bool   `json:"windowed"`
+	}
+	var algs []algorithm
+	for _, a := range ratelimit.Algorithms() {
+		algs = append(algs, algorithm{a.String(), a.Windowed()})
+	}
+	writeJSON(w, map[string]any{"backend": s.backend, "algorithms": algs})
+}
+
+// limited runs the request through the real middleware, keyed by the
+// client field.
+func (s *server) limited(w http.ResponseWriter, r *http.Request) {
+	l, cost, err := s.limiter(r.URL.Query())
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"ok": true})
+	})
+	ratelimit.Middleware(l, byClient, ratelimit.WithCost(func(*http.Request) int64 { return cost }))(ok).ServeHTTP(w, r)
+}
+
+func (s *server) peek(w http.ResponseWriter, r *http.Request) {
+	l, _, err := s.limiter(r.URL.Query())
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	d, err := l.Peek(r.Context(), r.URL.Query().Get("client"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	writeJSON(w, map[string]any{
+		"allowed":      d.Allowed,
+		"limit":        d.Limit,
+		"remaining":    d.Remaining,
+		"resetAfterMs": d.ResetAfter.Milliseconds(),
+		"redisKey":     l.RedisKey(r.URL.Query().Get("client")),
+		"at":           time.Now().UnixMilli(),
+	})
+}
+
+func (s *server) reset(w http.ResponseWriter, r *http.Request) {
+	l, _, err := s.limiter(r.URL.Query())
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	if err := l.Reset(r.Context(), r.URL.Query().Get("client")); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func byClient(r *http.Request) (string, error) {
+	return r.URL.Query().Get("client"), nil
+}
+
+// limiter builds the limiter the query describes. Each limit gets a
+// prefix of its own, so changing a field on the page starts afresh, while
+// the same settings keep their state between requests.
+func (s *server) limiter(q url.Values) (*ratelimit.Limiter, int64, error) {
+	alg, err := ratelimit.ParseAlgorithm(q.Get("algorithm"))
+	if err != nil {
+		return nil, 0, fmt.Errorf("algorithm: pick one of the list")
+	}
+	rate, err := wholeNumber("rate", q.Get("rate"))
+	if err != nil {
+		return nil, 0, err
+	}
+	period, err := time.ParseDuration(strings.TrimSpace(q.Get("period")))
+	if err != nil {
+		return nil, 0, fmt.Errorf("period: %q is not a duration such as 1s, 500ms or 1m", q.Get("period"))
+	}
+	burst := rate
+	if !alg.Windowed() {
+		if burst, err = wholeNumber("burst", q.Get("burst")); err != nil {
+			return nil, 0, err
+		}
+	}
+	cost := int64(1)
+	if c := q.Get("cost"); c != "" {
+		if cost, err = wholeNumber("cost", c); err != nil {
+			return nil, 0, err
+		}
+	}
+	if strings.TrimSpace(q.Get("client")) == "" {
+		return nil, 0, fmt.Errorf("client: give a key, such as alice")
+	}
+	limit := ratelimit.Limit{Rate: rate, Period: period, Burst: burst}
+	prefix := fmt.Sprintf("demo:%v:%d/%v/%d:", alg, rate, period, burst)
+	l, err := ratelimit.New(s.rdb, limit, ratelimit.WithAlgorithm(alg), ratelimit.WithName(alg.String()), ratelimit.WithPrefix(prefix))
+	return l, cost, err
+}
+
+func wholeNumber(field, s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a whole number", field, s)
+	}
+	return n, nil
+}
+
+func badRequest(w http.ResponseWriter, err error) {
+	ratelimit.Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}.Write(w)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,88 @@
+package ratelimit
+
+import (
+	"math/bits"
+	"time"
+)
+
+// The scripts' own bounds.
+const (
+	maxCount   = 1e9            // rate, burst, capacity, limit and cost
+	maxPeriod  = 1e11           // ms
+	maxSpan    = 1e15           // µs a full bucket or TAT may reach
+	maxClockUs = int64(1) << 52 // the caller clock, µs since the epoch
+)
+
+// checkLimit refuses what the algorithm's script would answer BADARG.
+func checkLimit(a Algorithm, l Limit) error {
+	fail := func(field, reason string) error {
+		return &LimitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
+	}
+	switch {
+	case l.Rate < 1 || l.Rate > maxCount:
+		return fail("Rate", "must be from 1 to 1e9")
+	case l.Burst < 1 || l.Burst > maxCount:
+		return fail("Burst", "must be from 1 to 1e9 (PerSecond and the like set it to the rate)")
+	case l.Period < time.Millisecond || l.Period > maxPeriod*time.Millisecond:
+		return fail("Period", "must be from 1ms to 1e11 ms (3.17 years)")
+	case l.Period%time.Millisecond != 0:
+		return fail("Period", "must be a whole number of milliseconds")
+	}
+	if e := scripts[a].check(l); e != nil {
+		e.Algorithm, e.Limit = a, l
+		return e
+	}
+	return nil
+}
+
+// paced is GCRA's and the leaky bucket's bound: one unit lasts period/rate
+// rounded up to a whole µs, and a full burst of units stays within 1e15 µs.
+func paced(l Limit) *LimitError {
+	periodUs := l.Period.Microseconds()
+	if l.Rate > periodUs {
+		return &LimitError{Field: "Rate", Reason: "must be at most one per µs of Period (use TokenBucket for more)"}
+	}
+	unit := (periodUs + l.Rate - 1) / l.Rate
+	if !mulAtMost(uint64(l.Burst), uint64(unit), maxSpan, 1) {
+		return &LimitError{Reason: "Burst × Period / Rate must be at most 1e15 µs (31 years)"}
+	}
+	return nil
+}
+
+// smoothFill bounds the time a token bucket takes to fill: Burst×Period/Rate.
+func smoothFill(l Limit) *LimitError {
+	if !mulAtMost(uint64(l.Burst), uint64(l.Period.Microseconds()), maxSpan, uint64(l.Rate)) {
+		return &LimitError{Reason: "Burst × Period / Rate must be at most 1e15 µs (31 years)"}
+	}
+	return nil
+}
+
+// intervalFill bounds the same for whole periods: ⌈Burst/Rate⌉×Period.
+func intervalFill(l Limit) *LimitError {
+	steps := (l.Burst + l.Rate - 1) / l.Rate
+	if !mulAtMost(uint64(steps), uint64(l.Period.Microseconds()), maxSpan, 1) {
+		return &LimitError{Reason: "⌈Burst / Rate⌉ × Period must be at most 1e15 µs (31 years)"}
+	}
+	return nil
+}
+
+// window is the window algorithms' check: they admit Rate per window, so a
+// Burst other than Rate means nothing, and maxRate caps the log's size.
+func window(maxRate int64) func(Limit) *LimitError {
+	return func(l Limit) *LimitError {
+		if l.Burst != l.Rate {
+			return &LimitError{Field: "Burst", Reason: "must equal Rate: a window algorithm admits Rate per Period, all at once if they come at once"}
+		}
+		if l.Rate > maxRate {
+			return &LimitError{Field: "Rate", Reason: "must be at most 10000 for the sliding log, which keeps one entry per request (use SlidingWindowCounter)"}
+		}
+		return nil
+	}
+}
+
+// mulAtMost reports a×b ≤ c×d without overflow.
+func mulAtMost(a, b, c, d uint64) bool {
+	h1, l1 := bits.Mul64(a, b)
+	h2, l2 := bits.Mul64(c, d)
+	return h1 < h2 || h1 == h2 && l1 <= l2
+}

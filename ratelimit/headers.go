@@ -1,0 +1,141 @@
+package ratelimit
+
+import (
+	"math/bits"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The IETF RateLimit header fields, pinned to one draft:
+//
+//	draft-ietf-httpapi-ratelimit-headers-10, 27 September 2025
+//	https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/10/
+//
+// Both fields are Structured Field lists (RFC 9651) of items whose value is
+// the policy's name as a String:
+//
+//	RateLimit-Policy: "permin";q=50;w=60,"perhr";q=1000;w=3600
+//	RateLimit: "default";r=50;t=30
+//
+// q is the quota, w its window in whole seconds, r the remaining quota and
+// t the seconds until more quota is made available. Section 4.1 ("Quota
+// Exceeded") defines the problem type of a 429's body. A later draft that
+// changes the fields changes this file and headersDraft.
+const headersDraft = "draft-ietf-httpapi-ratelimit-headers-10"
+
+// The draft's problem types (its section 4) for the bodies of a 429 and of
+// a 503 from a limiter that fails closed.
+const (
+	problemQuotaExceeded   = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	problemReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+)
+
+// SetHeaders sets the rate-limit fields of a response for v, as the
+// middleware does; call it to answer with the same fields elsewhere. How a
+// limiter appears in them:
+//
+//   - RateLimit-Policy: q is Burst and w is Burst × Period / Rate, the time
+//     a full burst takes to come back, rounded up to whole seconds (at least
+//     1): a client that paces itself at q per w never outruns the limit. For
+//     the window algorithms (Burst = Rate) that is Rate per Period.
+//   - RateLimit: r is Remaining; t is the Retry-After of a denied request
+//     (when it can pass at all), else the seconds until the limiter is full
+//     again (ResetAfter). On a 429, then, Retry-After is never earlier than
+//     the t of a policy that denied, as the draft's section 5 asks. A
+//     decision a failure policy made has no item: Redis said nothing.
+//   - X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the
+//     older convention most clients read, show the strictest decision:
+//     Limit, Remaining, and the Unix time in seconds, rounded up, when it
+//     is full again.
+//   - Retry-After, on a denial: the longest wait among the limiters that
+//     denied, in whole seconds rounded up, so never early. It is left out
+//     when the request can never pass (waiting would not help) and when
+//     only a failure policy denied.
+func SetHeaders(h http.Header, v Verdict) { writeHeaders(h, v, time.Now()) }
+
+func writeHeaders(h http.Header, v Verdict, now time.Time) {
+	var policy, limit []string
+	strictest := -1
+	for i, l := range v.Limiters {
+		policy = append(policy, policyItem(l.name, l.limit))
+		d := v.Decisions[i]
+		if d.Fallback != NoFallback {
+			continue
+		}
+		limit = append(limit, limitItem(l.name, d))
+		if strictest < 0 || stricter(d, v.Decisions[strictest]) {
+			strictest = i
+		}
+	}
+	h.Set("RateLimit-Policy", strings.Join(policy, ", "))
+	if strictest < 0 {
+		return
+	}
+	h.Set("RateLimit", strings.Join(limit, ", "))
+	d := v.Decisions[strictest]
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(now.Add(d.ResetAfter)), 10))
+	if retry := v.RetryAfter(); retry > 0 && retry != Never {
+		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(retry), 10))
+	}
+}
+
+func policyItem(name string, l Limit) string {
+	// w = ⌈Burst × Period / Rate⌉ in seconds, without overflow: Burst ×
+	// Period in ms reaches 1e20.
+	hi, lo := bits.Mul64(uint64(l.Burst), uint64(l.Period.Milliseconds()))
+	den := uint64(l.Rate) * 1000
+	var w uint64 = 1
+	if hi < den { // always, for a limit New accepted; else w stays 1
+		q, r := bits.Div64(hi, lo, den)
+		if r > 0 {
+			q++
+		}
+		w = max(q, 1)
+	}
+	return sfString(name) + ";q=" + strconv.FormatInt(l.Burst, 10) + ";w=" + strconv.FormatUint(w, 10)
+}
+
+func limitItem(name string, d Decision) string {
+	t := d.ResetAfter
+	if !d.Allowed && d.RetryAfter != Never {
+		t = d.RetryAfter
+	}
+	return sfString(name) + ";r=" + strconv.FormatInt(d.Remaining, 10) + ";t=" + strconv.FormatInt(ceilSeconds(t), 10)
+}
+
+// sfString is a Structured Field String (RFC 9651, section 3.3.3). Limiter
+// names hold only letters, digits, '_', '-' and '.', but the escapes keep
+// it right for any printable ASCII.
+func sfString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// ceilSeconds rounds d up to whole seconds: a wait reported in seconds is
+// never shorter than the real one.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+func ceilUnix(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}

@@ -1,0 +1,152 @@
+package ratelimit_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+func named(t *testing.T, name string, l ratelimit.Limit, alg ratelimit.Algorithm) *ratelimit.Limiter {
+	t.Helper()
+	lim, err := ratelimit.New(newFrozen(t).rdb, l, ratelimit.WithName(name), ratelimit.WithAlgorithm(alg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// sameSF compares a field we set with a field value quoted from the draft,
+// as Structured Field lists.
+func sameSF(t *testing.T, field, got, draft string) {
+	t.Helper()
+	g, err := parseSFList(got)
+	if err != nil {
+		t.Fatalf("%s: ours %q does not parse: %v", field, got, err)
+	}
+	d, err := parseSFList(draft)
+	if err != nil {
+		t.Fatalf("%s: the draft's %q does not parse: %v", field, draft, err)
+	}
+	if diff := cmp.Diff(d, g); diff != "" {
+		t.Errorf("%s: draft (-) vs ours (+):\n%s", field, diff)
+	}
+}
+
+// The examples of draft-ietf-httpapi-ratelimit-headers-10, quoted, and the
+// limiters and decisions that must produce them.
+func TestDraftExamples(t *testing.T) {
+	sec := time.Second
+	tests := []struct {
+		name      string
+		limiters  []*ratelimit.Limiter
+		decisions []ratelimit.Decision
+		policy    string // RateLimit-Policy, from the draft
+		limit     string // RateLimit, from the draft
+		retry     string // Retry-After
+	}{
+		{
+			name:      "section 3.2: the window in w",
+			limiters:  []*ratelimit.Limiter{named(t, "default", ratelimit.Limit{Rate: 100, Period: 10 * sec, Burst: 100}, ratelimit.FixedWindow)},
+			decisions: []ratelimit.Decision{{Allowed: true, Limit: 100, Remaining: 50, ResetAfter: 30 * sec}},
+			policy:    `"default";q=100;w=10`,
+			limit:     `"default";r=50;t=30`,
+		},
+		{
+			name: "section 3.2: several policies",
+			limiters: []*ratelimit.Limiter{
+				named(t, "permin", ratelimit.PerMinute(50), ratelimit.GCRA),
+				named(t, "perhr", ratelimit.PerHour(1000), ratelimit.SlidingWindowCounter),
+			},
+			decisions: []ratelimit.Decision{
+				{Allowed: true, Limit: 50, Remaining: 49, ResetAfter: 1200 * time.Millisecond},
+				{Allowed: true, Limit: 1000, Remaining: 999, ResetAfter: 3599 * sec},
+			},
+			policy: `"permin";q=50;w=60,"perhr";q=1000;w=3600`,
+			limit:  `"permin";r=49;t=2, "perhr";r=999;t=3599`,
+		},
+		{
+			name:      "appendix A.2.1: throttling window specified via parameter",
+			limiters:  []*ratelimit.Limiter{named(t, "fixedwindow", ratelimit.PerMinute(100), ratelimit.FixedWindow)},
+			decisions: []ratelimit.Decision{{Allowed: true, Limit: 100, Remaining: 99, ResetAfter: 50 * sec}},
+			policy:    `"fixedwindow";q=100;w=60`,
+			limit:     `"fixedwindow";r=99;t=50`,
+		},
+		{
+			name:      "appendix A.1.4: use in throttled responses",
+			limiters:  []*ratelimit.Limiter{named(t, "default", ratelimit.PerSecond(10), ratelimit.TokenBucket)},
+			decisions: []ratelimit.Decision{{Limit: 10, RetryAfter: 4200 * time.Millisecond, ResetAfter: 9 * sec}},
+			policy:    `"default";q=10;w=1`,
+			limit:     `"default";r=0;t=5`,
+			retry:     "5",
+		},
+		{
+			name:      "appendix A.1.3: basic policy of 100 per minute",
+			limiters:  []*ratelimit.Limiter{named(t, "basic", ratelimit.PerMinute(100), ratelimit.SlidingWindowLog)},
+			decisions: []ratelimit.Decision{{Allowed: true, Limit: 100, Remaining: 60, ResetAfter: 58 * sec}},
+			policy:    `"basic";q=100;w=60`,
+			limit:     `"basic";r=60;t=58`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			before := time.Now()
+			ratelimit.SetHeaders(h, ratelimit.Verdict{Key: "k", Limiters: tt.limiters, Decisions: tt.decisions})
+			after := time.Now()
+			sameSF(t, "RateLimit-Policy", h.Get("RateLimit-Policy"), tt.policy)
+			sameSF(t, "RateLimit", h.Get("RateLimit"), tt.limit)
+			if got := h.Get("Retry-After"); got != tt.retry {
+				t.Errorf("Retry-After %q, want %q", got, tt.retry)
+			}
+			i := ratelimit.Strictest(tt.decisions)
+			d := tt.decisions[i]
+			if got, want := h.Get("X-RateLimit-Limit"), strconv.FormatInt(d.Limit, 10); got != want {
+				t.Errorf("X-RateLimit-Limit %q, want %q", got, want)
+			}
+			if got, want := h.Get("X-RateLimit-Remaining"), strconv.FormatInt(d.Remaining, 10); got != want {
+				t.Errorf("X-RateLimit-Remaining %q, want %q", got, want)
+			}
+			checkReset(t, h, d, before, after)
+		})
+	}
+}
+
+// checkReset holds X-RateLimit-Reset to the Unix second, rounded up, at
+// which the decision's limiter is full again.
+func checkReset(t *testing.T, h http.Header, d ratelimit.Decision, before, after time.Time) {
+	t.Helper()
+	got, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64)
+	lo := before.Add(d.ResetAfter).Unix()
+	hi := after.Add(d.ResetAfter).Unix() + 1
+	if err != nil || got < lo || got > hi {
+		t.Errorf("X-RateLimit-Reset %q, want from %d to %d", h.Get("X-RateLimit-Reset"), lo, hi)
+	}
+}
+
+// A policy's w is the time a full burst takes to come back, rounded up: a
+// client pacing at q per w never outruns the limit.
+func TestPolicyWindow(t *testing.T) {
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		limit ratelimit.Limit
+		alg   ratelimit.Algorithm
+		want  string
+	}{
+		{ratelimit.PerSecond(10).WithBurst(20), ratelimit.GCRA, `"p";q=20;w=2`},
+		{ratelimit.PerSecond(3).WithBurst(5), ratelimit.TokenBucket, `"p";q=5;w=2`},
+		{ratelimit.Every(250 * ms), ratelimit.LeakyBucket, `"p";q=1;w=1`},
+		{ratelimit.Limit{Rate: 1000, Period: ms, Burst: 1000}, ratelimit.FixedWindow, `"p";q=1000;w=1`},
+		{ratelimit.PerDay(1e9), ratelimit.SlidingWindowCounter, `"p";q=1000000000;w=86400`},
+		{ratelimit.Limit{Rate: 1, Period: 1e11 * ms, Burst: 10}, ratelimit.TokenBucketInterval, `"p";q=10;w=1000000000`},
+	} {
+		h := http.Header{}
+		l := named(t, "p", tt.limit, tt.alg)
+		ratelimit.SetHeaders(h, ratelimit.Verdict{Limiters: []*ratelimit.Limiter{l}, Decisions: []ratelimit.Decision{{Allowed: true}}})
+		sameSF(t, tt.limit.String(), h.Get("RateLimit-Policy"), tt.want)
+	}
+}

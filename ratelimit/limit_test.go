@@ -1,0 +1,142 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+func TestNewRefusesLimits(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		alg   ratelimit.Algorithm
+		limit ratelimit.Limit
+		field string
+	}{
+		{ratelimit.GCRA, ratelimit.Limit{}, "Rate"},
+		{ratelimit.GCRA, ratelimit.Limit{Rate: 10, Period: time.Second}, "Burst"},
+		{ratelimit.GCRA, ratelimit.Limit{Rate: 10, Burst: 10}, "Period"},
+		{ratelimit.GCRA, ratelimit.PerSecond(0), "Rate"},
+		{ratelimit.GCRA, ratelimit.PerSecond(-5), "Rate"},
+		{ratelimit.GCRA, ratelimit.PerSecond(1e9 + 1), "Rate"},
+		{ratelimit.GCRA, ratelimit.PerSecond(10).WithBurst(1e9 + 1), "Burst"},
+		{ratelimit.GCRA, ratelimit.Every(1500 * time.Microsecond), "Period"},
+		{ratelimit.GCRA, ratelimit.Every(999 * time.Microsecond), "Period"},
+		{ratelimit.GCRA, ratelimit.Every(1e11*ms + ms), "Period"},
+		{ratelimit.GCRA, ratelimit.Every(-time.Second), "Period"},
+		{ratelimit.GCRA, ratelimit.Limit{Rate: 1001, Period: ms, Burst: 1}, "Rate"},
+		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 1001, Period: ms, Burst: 1}, "Rate"},
+		{ratelimit.GCRA, ratelimit.Limit{Rate: 1, Period: 1e11 * ms, Burst: 11}, ""},
+		{ratelimit.TokenBucket, ratelimit.Limit{Rate: 1, Period: 1e11 * ms, Burst: 11}, ""},
+		{ratelimit.TokenBucketInterval, ratelimit.Limit{Rate: 1, Period: 1e11 * ms, Burst: 11}, ""},
+		{ratelimit.FixedWindow, ratelimit.PerMinute(10).WithBurst(5), "Burst"},
+		{ratelimit.SlidingWindowCounter, ratelimit.PerMinute(10).WithBurst(20), "Burst"},
+		{ratelimit.SlidingWindowLog, ratelimit.PerMinute(10001), "Rate"},
+	}
+	for _, tt := range tests {
+		_, err := ratelimit.New(newFrozen(t).rdb, tt.limit, ratelimit.WithAlgorithm(tt.alg))
+		var le *ratelimit.LimitError
+		if !errors.Is(err, ratelimit.ErrInvalidLimit) || !errors.As(err, &le) {
+			t.Errorf("%v %v: err = %v, want a *LimitError", tt.alg, tt.limit, err)
+			continue
+		}
+		if le.Field != tt.field || le.Algorithm != tt.alg || le.Limit != tt.limit {
+			t.Errorf("%v %v: %#v, want field %q", tt.alg, tt.limit, le, tt.field)
+		}
+	}
+}
+
+func TestNewAcceptsEdges(t *testing.T) {
+	ms := time.Millisecond
+	for _, alg := range ratelimit.Algorithms() {
+		for _, l := range []ratelimit.Limit{
+			ratelimit.PerSecond(1), ratelimit.PerDay(10000), ratelimit.Every(ms),
+			{Rate: 1000, Period: ms, Burst: 1000},
+			{Rate: 10000, Period: 1e11 * ms, Burst: 10000},
+		} {
+			if _, err := ratelimit.New(newFrozen(t).rdb, l, ratelimit.WithAlgorithm(alg)); err != nil {
+				t.Errorf("%v %v: %v", alg, l, err)
+			}
+		}
+	}
+	// The rate algorithms take any burst.
+	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval, ratelimit.LeakyBucket} {
+		for _, l := range []ratelimit.Limit{
+			ratelimit.PerSecond(1).WithBurst(1e9),
+			ratelimit.PerSecond(1e6).WithBurst(1),
+			{Rate: 1, Period: 1e11 * ms, Burst: 10},
+		} {
+			if _, err := ratelimit.New(newFrozen(t).rdb, l, ratelimit.WithAlgorithm(alg)); err != nil {
+				t.Errorf("%v %v: %v", alg, l, err)
+			}
+		}
+	}
+}
+
+func TestNewRefusesOptions(t *testing.T) {
+	rdb := newFrozen(t).rdb
+	for name, opts := range map[string][]ratelimit.Option{
+		"algorithm":     {ratelimit.WithAlgorithm(ratelimit.Algorithm(99))},
+		"negative alg":  {ratelimit.WithAlgorithm(-1)},
+		"empty name":    {ratelimit.WithName("")},
+		"name with :":   {ratelimit.WithName("a:b")},
+		"name with {":   {ratelimit.WithName("a{b")},
+		"long name":     {ratelimit.WithName(string(make([]byte, 65)))},
+		"prefix with {": {ratelimit.WithPrefix("app:{x}:")},
+		"prefix with }": {ratelimit.WithPrefix("app}")},
+		"empty prefix":  {ratelimit.WithPrefix("")},
+		"timeout":       {ratelimit.WithTimeout(-time.Second)},
+		"fallback":      {ratelimit.OnFailure(ratelimit.Fallback(7))},
+	} {
+		if _, err := ratelimit.New(rdb, ratelimit.PerSecond(1), opts...); !errors.Is(err, ratelimit.ErrInvalidOption) {
+			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
+		}
+	}
+	if _, err := ratelimit.New(nil, ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("nil client: err = %v", err)
+	}
+	// A pipeline answers only at Exec: a decision through it would be empty.
+	if _, err := ratelimit.New(rdb.Pipeline(), ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("pipeline: err = %v", err)
+	}
+	if _, err := ratelimit.New(rdb.TxPipeline(), ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("tx pipeline: err = %v", err)
+	}
+}
+
+func TestParseAlgorithm(t *testing.T) {
+	for _, a := range ratelimit.Algorithms() {
+		got, err := ratelimit.ParseAlgorithm(a.String())
+		if err != nil || got != a {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	if _, err := ratelimit.ParseAlgorithm("GCRA"); !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("ParseAlgorithm(GCRA): %v", err)
+	}
+	var zero ratelimit.Algorithm
+	if zero != ratelimit.GCRA {
+		t.Error("the zero Algorithm is not GCRA")
+	}
+}
+
+func TestLimitConstructors(t *testing.T) {
+	for _, tt := range []struct {
+		got, want ratelimit.Limit
+	}{
+		{ratelimit.PerSecond(5), ratelimit.Limit{Rate: 5, Period: time.Second, Burst: 5}},
+		{ratelimit.PerMinute(5), ratelimit.Limit{Rate: 5, Period: time.Minute, Burst: 5}},
+		{ratelimit.PerHour(5), ratelimit.Limit{Rate: 5, Period: time.Hour, Burst: 5}},
+		{ratelimit.PerDay(5), ratelimit.Limit{Rate: 5, Period: 24 * time.Hour, Burst: 5}},
+		{ratelimit.Every(250 * time.Millisecond), ratelimit.Limit{Rate: 1, Period: 250 * time.Millisecond, Burst: 1}},
+		{ratelimit.PerSecond(5).WithBurst(50), ratelimit.Limit{Rate: 5, Period: time.Second, Burst: 50}},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %v, want %v", tt.got, tt.want)
+		}
+	}
+	_ = context.Background
+}

@@ -1,0 +1,252 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+var ctx = context.Background()
+
+// newLimiter builds a limiter for alg that admits 10 at once and 10 per
+// second (per 1 s window for the window algorithms).
+func newLimiter(t testing.TB, rdb redis.Scripter, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(rdb, ratelimit.PerSecond(10), append([]ratelimit.Option{ratelimit.WithAlgorithm(alg)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The bindings' trap: a forgotten Cost of 0 peeked, so 100 calls passed.
+// Through ratelimit, Allow counts, for every algorithm.
+func TestAllowCounts(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			f := newFrozen(t)
+			l := newLimiter(t, f.rdb, alg)
+			allowed := 0
+			for i := 0; i < 100; i++ {
+				d, err := l.Allow(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed {
+					allowed++
+				}
+				if d.Limit != 10 || d.Fallback != ratelimit.NoFallback || d.Cause != nil {
+					t.Fatalf("call %d: %+v", i, d)
+				}
+			}
+			if allowed != 10 {
+				t.Errorf("%d of 100 allowed, want 10", allowed)
+			}
+		})
+	}
+}
+
+// RetryAfter is exact through this layer too: a millisecond before it the
+// same request is still denied, at it the request passes. A denial changes
+// nothing, so the two probes do not disturb each other.
+func TestRetryAfterIsNeverEarly(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		for _, n := range []int64{1, 3} {
+			t.Run(fmt.Sprintf("%v/n=%d", alg, n), func(t *testing.T) {
+				f := newFrozen(t)
+				f.advance(123456 * time.Microsecond) // off the window grid
+				l := newLimiter(t, f.rdb, alg)
+				var d ratelimit.Decision
+				for i := 0; ; i++ {
+					var err error
+					if d, err = l.AllowN(ctx, "k", n); err != nil {
+						t.Fatal(err)
+					}
+					if !d.Allowed {
+						break
+					}
+					if i > 20 {
+						t.Fatal("never denied")
+					}
+				}
+				if d.RetryAfter <= 0 || d.RetryAfter == ratelimit.Never {
+					t.Fatalf("denied with RetryAfter %v", d.RetryAfter)
+				}
+				f.advance(d.RetryAfter - time.Millisecond)
+				if early, _ := l.Peek(ctx, "k"); n == 1 && early.Allowed {
+					t.Errorf("a peek 1 ms before RetryAfter %v passes", d.RetryAfter)
+				}
+				if early, _ := l.AllowN(ctx, "k", n); early.Allowed {
+					t.Errorf("1 ms before RetryAfter %v, the request passes", d.RetryAfter)
+				}
+				f.advance(time.Millisecond)
+				if on, _ := l.AllowN(ctx, "k", n); !on.Allowed {
+					t.Errorf("at RetryAfter %v the request is still denied: %v", d.RetryAfter, on)
+				}
+			})
+		}
+	}
+}
+
+func TestNeverIsNamed(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		f := newFrozen(t)
+		l := newLimiter(t, f.rdb, alg)
+		d, err := l.AllowN(ctx, "k", 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed || d.RetryAfter != ratelimit.Never || d.Remaining != 10 {
+			t.Errorf("%v: AllowN(11) of 10 = %+v, want denied, RetryAfter Never, 10 left", alg, d)
+		}
+	}
+}
+
+func TestAllowNRefusesCosts(t *testing.T) {
+	f := newFrozen(t)
+	for _, alg := range ratelimit.Algorithms() {
+		l := newLimiter(t, f.rdb, alg)
+		for _, n := range []int64{0, -1, 1e9 + 1} {
+			if _, err := l.AllowN(ctx, "k", n); !errors.Is(err, ratelimit.ErrInvalidCost) {
+				t.Errorf("%v: AllowN(%d) err = %v, want ErrInvalidCost", alg, n, err)
+			}
+		}
+	}
+	if keys := f.Keys(); len(keys) != 0 {
+		t.Errorf("refused calls wrote %v", keys)
+	}
+}
+
+func TestPeekCountsNothing(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		f := newFrozen(t)
+		l := newLimiter(t, f.rdb, alg)
+		for i := 0; i < 20; i++ {
+			d, err := l.Peek(ctx, "k")
+			if err != nil || !d.Allowed || d.Remaining != 10 {
+				t.Fatalf("%v: peek %d = %+v, %v", alg, i, d, err)
+			}
+		}
+		if keys := f.Keys(); len(keys) != 0 {
+			t.Errorf("%v: peeks wrote %v", alg, keys)
+		}
+		l.AllowN(ctx, "k", 4)
+		a, _ := l.Peek(ctx, "k")
+		b, _ := l.Peek(ctx, "k")
+		if a != b || a.Remaining != 6 {
+			t.Errorf("%v: peeks after 4 = %+v then %+v, want 6 left twice", alg, a, b)
+		}
+	}
+}
+
+func TestEmptyKey(t *testing.T) {
+	f := newFrozen(t)
+	l := newLimiter(t, f.rdb, ratelimit.GCRA)
+	if _, err := l.Allow(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Errorf("Allow: %v", err)
+	}
+	if _, err := l.Peek(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Errorf("Peek: %v", err)
+	}
+	if err := l.Reset(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Errorf("Reset: %v", err)
+	}
+}
+
+func TestReset(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		f := newFrozen(t)
+		l := newLimiter(t, f.rdb, alg)
+		other := newLimiter(t, f.rdb, alg, ratelimit.WithName("other"))
+		l.AllowN(ctx, "k", 10)
+		l.AllowN(ctx, "k2", 10)
+		other.AllowN(ctx, "k", 10)
+		if err := l.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			l    *ratelimit.Limiter
+			key  string
+			left int64
+		}{{l, "k", 10}, {l, "k2", 0}, {other, "k", 0}} {
+			if d, _ := c.l.Peek(ctx, c.key); d.Remaining != c.left {
+				t.Errorf("%v: after Reset, %s %q has %d left, want %d", alg, c.l.Name(), c.key, d.Remaining, c.left)
+			}
+		}
+	}
+}
+
+// A caller clock is a time.Time: the bindings' time.Duration since the
+// epoch (and its "not a whole number of microseconds") cannot be reached.
+func TestClock(t *testing.T) {
+	f := newFrozen(t) // the server's clock stays at t0
+	now := t0.Add(time.Hour)
+	l := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return now }))
+	for i := 0; i < 10; i++ {
+		l.Allow(ctx, "k")
+	}
+	if d, _ := l.Allow(ctx, "k"); d.Allowed {
+		t.Fatal("an 11th request passed")
+	}
+	now = now.Add(100*time.Millisecond + 123*time.Nanosecond)
+	if d, _ := l.Allow(ctx, "k"); !d.Allowed {
+		t.Error("the caller clock moved 100 ms and no request passes")
+	}
+	// The server's clock is one hour behind: the key's TTL covers that.
+	if ttl := f.TTL(l.RedisKey("k")); ttl < time.Hour {
+		t.Errorf("TTL %v, want over an hour", ttl)
+	}
+
+	for _, bad := range []time.Time{time.Unix(-1, 0), time.UnixMicro(1 << 53), time.Unix(0, 0)} {
+		bad := bad
+		l := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return bad }), ratelimit.OnFailure(ratelimit.FailOpen))
+		if _, err := l.Allow(ctx, "clock"); !errors.Is(err, ratelimit.ErrClock) {
+			t.Errorf("clock %v: err = %v, want ErrClock (never a fallback)", bad, err)
+		}
+	}
+	zero := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return time.Time{} }))
+	if d, err := zero.Allow(ctx, "zero"); err != nil || !d.Allowed {
+		t.Errorf("a zero time.Time (the server's clock): %v, %v", d, err)
+	}
+}
+
+func TestNamesKeepStateApart(t *testing.T) {
+	f := newFrozen(t)
+	a := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("a"))
+	b := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("b"))
+	p := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithPrefix("app:limits:a:"))
+	a.AllowN(ctx, "k", 10)
+	for _, l := range []*ratelimit.Limiter{b, p} {
+		if d, _ := l.Peek(ctx, "k"); d.Remaining != 10 {
+			t.Errorf("%s sees a's state: %v", l.RedisKey("k"), d)
+		}
+	}
+	if got := p.RedisKey("k"); got != "app:limits:a:{k}" {
+		t.Errorf("RedisKey with a prefix = %q", got)
+	}
+}
+
+// Foreign data under a key is an error and is never overwritten. (miniredis
+// wraps the WRONGTYPE of a command inside a script in a plain ERR, so
+// errors.Is(err, ErrWrongType), and that no failure policy hides it, are
+// checked on a real server: TestRealWrongType.)
+func TestWrongType(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		f := newFrozen(t)
+		l := newLimiter(t, f.rdb, alg)
+		f.Lpush(l.RedisKey("k"), "not ours")
+		d, err := l.Allow(ctx, "k")
+		if err == nil || d.Allowed {
+			t.Errorf("%v: %v, %v, want an error", alg, d, err)
+		}
+		if got, _ := f.List(l.RedisKey("k")); len(got) != 1 {
+			t.Errorf("%v: the list is now %v", alg, got)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AllowAll counts one request for key against several limiters, such as a
+// per-second and a per-day limit, and returns their decisions in order.
+// The request passes when every decision allows it (Strictest says which
+// one binds).
+//
+// The limiters are checked in one round trip (one pipeline) when they share
+// a client that can pipeline, which every go-redis client can; otherwise one
+// after another. The check is not atomic: each limiter counts the request
+// on its own, so a request that one limiter denies is still counted by the
+// limiters that allowed it, as if they had been asked one after another
+// without stopping at the first denial. (Checking several limits atomically,
+// counting only when all allow, is a later addition; keys are already laid
+// out for it: one caller's state under every limiter shares one Cluster
+// slot.)
+//
+// Each limiter applies its own failure policy and calls its own hook; the
+// shortest timeout among them bounds the whole round trip. The error is the
+// first one a limiter returned; the decisions are filled in all the same.
+func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision, error) {
+	return AllowAllN(ctx, key, 1, limiters...)
+}
+
+// AllowAllN is AllowAll for n requests (a request of cost n).
+func AllowAllN(ctx context.Context, key string, n int64, limiters ...*Limiter) ([]Decision, error) {
+	if len(limiters) == 0 {
+		return nil, fmt.Errorf("%w: AllowAll needs at least one limiter", ErrInvalidOption)
+	}
+	if n < 1 || n > maxCount {
+		return nil, fmt.Errorf("%w: n = %d, want 1 to 1e9", ErrInvalidCost, n)
+	}
+	if len(limiters) == 1 || !sameClient(limiters) {
+		return allowEach(ctx, key, n, limiters)
+	}
+
+	start := time.Now()
+	calls := make([]call, len(limiters))
+	errs := make([]error, len(limiters))
+	var timeout time.Duration
+	for i, l := range limiters {
+		now, err := l.now(key)
+		errs[i] = err
+		calls[i] = call{alg: l.alg, key: l.RedisKey(key), limit: l.limit, cost: n, now: now}
+		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
+			timeout = l.timeout
+		}
+	}
+	var replies []reply
+	if first := firstError(errs); first == nil {
+		type sent struct {
+			replies []reply
+			errs    []error
+		}
+		s, err := withTimeout(ctx, timeout, func(ctx context.Context) (sent, error) {
+			replies, errs, ok := pipelined(ctx, limiters[0].rdb, calls)
+			if !ok {
+				return sent{}, errNoPipeline
+			}
+			return sent{replies, errs}, nil
+		})
+		switch {
+		case err == errNoPipeline:
+			return allowEach(ctx, key, n, limiters)
+		case err != nil: // the timeout: every call shares it
+			replies = make([]reply, len(limiters))
+			for i := range errs {
+				errs[i] = err
+			}
+		default:
+			replies, errs = s.replies, s.errs
+		}
+	} else {
+		replies = make([]reply, len(limiters))
+		for i := range errs {
+			errs[i] = first
+		}
+	}
+
+	ds := make([]Decision, len(limiters))
+	var first error
+	for i, l := range limiters {
+		var err error
+		ds[i], err = l.finish(ctx, replies[i], errs[i])
+		if first == nil {
+			first = err
+		}
+		if l.hook != nil {
+			l.hook(ctx, Event{Limiter: l, Key: key, Cost: n, Decision: ds[i], Err: err, Duration: time.Since(start)})
+		}
+	}
+	return ds, first
+}
+
+var errNoPipeline = fmt.Errorf("ratelimit: the client cannot pipeline")
+
+func allowEach(ctx context.Context, key string, n int64, limiters []*Limiter) ([]Decision, error) {
+	ds := make([]Decision, len(limiters))
+	var first error
+	for i, l := range limiters {
+		var err error
+		ds[i], err = l.decide(ctx, key, n)
+		if first == nil {
+			first = err
+		}
+	}
+	return ds, first
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameClient reports whether every limiter uses one client, so one pipeline
+// can carry all their calls. Clients that cannot be compared count as
+// different.
+func sameClient(limiters []*Limiter) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	c := limiters[0].rdb
+	for _, l := range limiters[1:] {
+		if l.rdb != redis.Scripter(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Strictest returns the index of the decision that binds: among denials,
+// the one with the longest RetryAfter (Never first); when all allow, the
+// one with the least Remaining. Decisions a failure policy made bind only
+// when no decision from Redis does. It returns -1 for no decisions.
+func Strictest(ds []Decision) int {
+	best := -1
+	for i, d := range ds {
+		if best < 0 || stricter(d, ds[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+func stricter(a, b Decision) bool {
+	if (a.Fallback == NoFallback) != (b.Fallback == NoFallback) {
+		// A denial always binds; otherwise Redis's answer says more.
+		if a.Allowed != b.Allowed {
+			return !a.Allowed
+		}
+		return a.Fallback == NoFallback
+	}
+	switch {
+	case a.Allowed != b.Allowed:
+		return !a.Allowed
+	case !a.Allowed:
+		return a.RetryAfter > b.RetryAfter
+	}
+	return a.Remaining < b.Remaining
+}

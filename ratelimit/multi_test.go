@@ -1,0 +1,154 @@
+package ratelimit_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+// countingHook counts what go-redis sends: single commands and pipelines.
+type countingHook struct {
+	mu                  sync.Mutex
+	single, pipes, cmds int
+}
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.mu.Lock()
+		h.single++
+		h.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		h.pipes++
+		h.cmds += len(cmds)
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func TestAllowAllIsOneRoundTrip(t *testing.T) {
+	f := newFrozen(t)
+	var limiters []*ratelimit.Limiter
+	for _, alg := range ratelimit.Algorithms() {
+		limiters = append(limiters, newLimiter(t, f.rdb, alg))
+	}
+	if err := ratelimit.Load(ctx, f.rdb); err != nil {
+		t.Fatal(err)
+	}
+	h := &countingHook{}
+	f.rdb.AddHook(h)
+	for i := 0; i < 12; i++ {
+		ds, err := ratelimit.AllowAll(ctx, "k", limiters...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, d := range ds {
+			if d.Allowed != (i < 10) {
+				t.Fatalf("request %d, %v: %v", i, limiters[j].Algorithm(), d)
+			}
+		}
+	}
+	if h.single != 0 || h.pipes != 12 || h.cmds != 12*len(limiters) {
+		t.Errorf("12 AllowAll of %d limiters sent %d commands and %d pipelines of %d commands, want 12 pipelines",
+			len(limiters), h.single, h.pipes, h.cmds)
+	}
+}
+
+// Without the scripts loaded, the batch still works: NOSCRIPT is answered
+// by sending the script (bindings.Batch).
+func TestAllowAllAfterScriptFlush(t *testing.T) {
+	f := newFrozen(t)
+	a := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("a"))
+	b := newLimiter(t, f.rdb, ratelimit.FixedWindow, ratelimit.WithName("b"))
+	for i := 0; i < 3; i++ {
+		f.rdb.ScriptFlush(ctx)
+		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
+		if err != nil || !ds[0].Allowed || !ds[1].Allowed || ds[0].Remaining != int64(9-i) {
+			t.Fatalf("after SCRIPT FLUSH: %v, %v", ds, err)
+		}
+	}
+}
+
+// The documented non-atomic semantics: a request one limiter denies is
+// still counted by the others.
+func TestAllowAllCountsWhereAllowed(t *testing.T) {
+	f := newFrozen(t)
+	wide, _ := ratelimit.New(f.rdb, ratelimit.PerSecond(5), ratelimit.WithName("wide"))
+	narrow, _ := ratelimit.New(f.rdb, ratelimit.PerHour(1), ratelimit.WithName("narrow"))
+	var got []bool
+	for i := 0; i < 3; i++ {
+		ds, err := ratelimit.AllowAll(ctx, "k", wide, narrow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ds[0].Allowed, ds[1].Allowed)
+	}
+	if want := []bool{true, true, true, false, true, false}; !cmp.Equal(got, want) {
+		t.Errorf("(wide, narrow) decisions %v, want %v", got, want)
+	}
+	if d, _ := wide.Peek(ctx, "k"); d.Remaining != 2 {
+		t.Errorf("wide has %d left after 3 requests, want 2", d.Remaining)
+	}
+}
+
+func TestAllowAllAcrossClients(t *testing.T) {
+	f, g := newFrozen(t), newFrozen(t)
+	a := newLimiter(t, f.rdb, ratelimit.GCRA)
+	b := newLimiter(t, g.rdb, ratelimit.GCRA)
+	for i := 0; i < 11; i++ {
+		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
+		if err != nil || ds[0].Allowed != (i < 10) || ds[1].Allowed != (i < 10) {
+			t.Fatalf("request %d: %v, %v", i, ds, err)
+		}
+	}
+	if len(f.Keys()) != 1 || len(g.Keys()) != 1 {
+		t.Errorf("keys %v and %v, want one on each server", f.Keys(), g.Keys())
+	}
+}
+
+func TestAllowAllRefuses(t *testing.T) {
+	f := newFrozen(t)
+	a := newLimiter(t, f.rdb, ratelimit.GCRA)
+	if _, err := ratelimit.AllowAll(ctx, "k"); err == nil {
+		t.Error("no limiters: no error")
+	}
+	if _, err := ratelimit.AllowAllN(ctx, "k", 0, a, a); err == nil {
+		t.Error("n = 0: no error")
+	}
+	if _, err := ratelimit.AllowAll(ctx, "", a, a); err == nil {
+		t.Error("empty key: no error")
+	}
+}
+
+func TestStrictest(t *testing.T) {
+	never := ratelimit.Never
+	for _, tt := range []struct {
+		ds   []ratelimit.Decision
+		want int
+	}{
+		{nil, -1},
+		{[]ratelimit.Decision{{Allowed: true, Remaining: 5}, {Allowed: true, Remaining: 2}, {Allowed: true, Remaining: 3}}, 1},
+		{[]ratelimit.Decision{{Allowed: true}, {RetryAfter: time.Second}, {RetryAfter: time.Minute}, {Allowed: true}}, 2},
+		{[]ratelimit.Decision{{RetryAfter: time.Hour}, {RetryAfter: never}}, 1},
+		{[]ratelimit.Decision{{Allowed: true, Fallback: ratelimit.FailOpen}, {Allowed: true, Remaining: 9}}, 1},
+		{[]ratelimit.Decision{{Allowed: true, Remaining: 0}, {Fallback: ratelimit.FailClosed}}, 1},
+		{[]ratelimit.Decision{{Fallback: ratelimit.FailClosed}, {RetryAfter: time.Second}}, 1},
+	} {
+		if got := ratelimit.Strictest(tt.ds); got != tt.want {
+			t.Errorf("Strictest(%v) = %d, want %d", tt.ds, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+// TestFailurePolicyAcrossRestart loads limiters that fail open and closed
+// while their redis-server is killed and started again: every decision
+// returns within its timeout, the policies decide while Redis is down, and
+// within a second of Redis being back every decision comes from Redis and
+// is right. No goroutine is left behind.
+func TestFailurePolicyAcrossRestart(t *testing.T) {
+	srv := redisserver.New(t)
+	defer goleak.VerifyNone(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+
+	const timeout = 150 * time.Millisecond
+	// A decision must end within the timeout plus scheduling slack on a
+	// loaded 2-core machine; go-redis alone would retry for seconds.
+	const slack = 850 * time.Millisecond
+	newL := func(name string, fb ratelimit.Fallback) *ratelimit.Limiter {
+		l, err := ratelimit.New(rdb, ratelimit.PerSecond(1e6), ratelimit.WithName(name),
+			ratelimit.OnFailure(fb), ratelimit.WithTimeout(timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	open, closed := newL("open", ratelimit.FailOpen), newL("closed", ratelimit.FailClosed)
+
+	type sample struct {
+		at       time.Time
+		took     time.Duration
+		fallback bool
+		d        ratelimit.Decision
+		err      error
+		l        *ratelimit.Limiter
+	}
+	var (
+		mu      sync.Mutex
+		samples []sample
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	for g := 0; g < 8; g++ {
+		l := open
+		if g%2 == 1 {
+			l = closed
+		}
+		wg.Add(1)
+		go func(g int, l *ratelimit.Limiter) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				d, err := l.Allow(context.Background(), fmt.Sprintf("user%d", g))
+				s := sample{at: start, took: time.Since(start), fallback: d.Fallback != ratelimit.NoFallback, d: d, err: err, l: l}
+				mu.Lock()
+				samples = append(samples, s)
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+			}
+		}(g, l)
+	}
+
+	time.Sleep(400 * time.Millisecond)
+	downAt := time.Now()
+	srv.Stop()
+	time.Sleep(700 * time.Millisecond)
+	upBegin := time.Now()
+	srv.Restart()
+	upAt := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	var before, down, after, lateFallbacks int
+	for _, s := range samples {
+		if s.took > timeout+slack {
+			t.Errorf("a decision took %v (timeout %v)", s.took, timeout)
+		}
+		if s.err != nil {
+			t.Errorf("%s: error %v: a failure policy must decide", s.l.Name(), s.err)
+			continue
+		}
+		if s.fallback {
+			// While Redis is down, the policy decides, and as it says.
+			if want := s.l == open; s.d.Allowed != want || s.d.Cause == nil {
+				t.Errorf("%s: fallback decision %v", s.l.Name(), s.d)
+			}
+		} else if !s.d.Allowed || s.d.Remaining < 1e6-1000 {
+			t.Errorf("%s: decision from Redis %v", s.l.Name(), s.d)
+		}
+		switch end := s.at.Add(s.took); {
+		case end.Before(downAt):
+			before++
+			if s.fallback {
+				t.Errorf("a fallback before Redis went down: %v", s.d)
+			}
+		case s.at.After(downAt) && end.Before(upBegin):
+			down++
+			if !s.fallback {
+				t.Errorf("a decision from Redis while it was down: %v", s.d)
+			}
+		case s.at.After(upAt.Add(time.Second)):
+			after++
+			if s.fallback {
+				lateFallbacks++
+			}
+		}
+	}
+	if lateFallbacks > 0 {
+		t.Errorf("%d fallbacks more than a second after Redis was back", lateFallbacks)
+	}
+	if before == 0 || down == 0 || after == 0 {
+		t.Errorf("decisions before the outage %d, during %d, a second after %d: each phase needs some", before, down, after)
+	}
+	t.Logf("%d decisions: %d before the outage, %d during, %d from a second after", len(samples), before, down, after)
+
+	// And the limit itself holds again: a fresh key admits its burst.
+	exact, err := ratelimit.New(rdb, ratelimit.PerHour(5), ratelimit.WithName("exact"), ratelimit.OnFailure(ratelimit.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := 0
+	for i := 0; i < 10; i++ {
+		d, err := exact.Allow(context.Background(), "after-restart")
+		if err != nil || d.Fallback != ratelimit.NoFallback {
+			t.Fatalf("%v, %v", d, err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 5 {
+		t.Errorf("after the restart %d of 10 allowed, want 5", allowed)
+	}
+	rdb.Close()
+	srv.Stop()
+}
+
+// On a real server a script's WRONGTYPE is ErrWrongType, and a failure
+// policy never turns it into an allow: it is foreign data, not an outage.
+func TestRealWrongType(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
+	defer rdb.Close()
+	for _, alg := range ratelimit.Algorithms() {
+		l := newLimiter(t, rdb, alg, ratelimit.OnFailure(ratelimit.FailOpen))
+		rdb.LPush(ctx, l.RedisKey("k"), "not ours")
+		d, err := l.Allow(ctx, "k")
+		if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Fallback != ratelimit.NoFallback {
+			t.Errorf("%v: %v, %v, want ErrWrongType", alg, d, err)
+		}
+		if n, _ := rdb.LLen(ctx, l.RedisKey("k")).Result(); n != 1 {
+			t.Errorf("%v: the list has %d elements", alg, n)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package ratelimit
+
+// This is the only file that calls package bindings: the one table that
+// knows the six scripts, how a Limit maps onto each one's arguments, and
+// which bounds (bounds.go) each one checks. When the generated bindings
+// change shape (a Now that is a time.Time, a named Refill type, bounds
+// checked in Go), this file is what adapts.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+)
+
+// ErrWrongType matches, with errors.Is, the error of a call whose Redis key
+// holds something other than the algorithm's own state (another type, or
+// another algorithm's state under the same key). The scripts leave such a
+// key alone. Give limiters with different algorithms different names.
+var ErrWrongType = bindings.ErrWrongType
+
+// reply is the four integers every script answers.
+type reply struct {
+	Allowed    bool
+	Remaining  int64
+	RetryAfter time.Duration // -1 ms when the cost exceeds the limit
+	ResetAfter time.Duration
+}
+
+// result is the shape of every generated XResult, so each converts to reply.
+type result interface {
+	~struct {
+		Allowed    bool
+		Remaining  int64
+		RetryAfter time.Duration
+		ResetAfter time.Duration
+	}
+}
+
+// script is one row of the table: a call, the same call queued in a batch,
+// and the bounds the script puts on a Limit beyond the common ones.
+type script struct {
+	run   func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error)
+	queue func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error)
+	check func(l Limit) *LimitError
+}
+
+var scripts = [...]script{
+	GCRA: bind(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, cost int64, now time.Duration) bindings.GCRAParams {
+		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now}
+	}),
+	TokenBucket: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, cost int64, now time.Duration) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: "smooth", Cost: cost, Now: now}
+	}),
+	TokenBucketInterval: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, cost int64, now time.Duration) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: "interval", Cost: cost, Now: now}
+	}),
+	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now time.Duration) bindings.LeakyBucketParams {
+		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now}
+	}),
+	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now time.Duration) bindings.FixedWindowParams {
+		return bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
+	}),
+	SlidingWindowLog: bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now time.Duration) bindings.SlidingWindowLogParams {
+		return bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
+	}),
+	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now time.Duration) bindings.SlidingWindowCounterParams {
+		return bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
+	}),
+}
+
+func bind[P any, R result](
+	run func(context.Context, redis.Scripter, string, P) (R, error),
+	queue func(*bindings.Batch, string, P) *bindings.Pending[R],
+	check func(Limit) *LimitError,
+	params func(l Limit, cost int64, now time.Duration) P,
+) script {
+	return script{
+		run: func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error) {
+			r, err := run(ctx, c, key, params(l, cost, scriptClock(now)))
+			return reply(r), err
+		},
+		queue: func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error) {
+			p := queue(b, key, params(l, cost, scriptClock(now)))
+			return func() (reply, error) {
+				r, err := p.Result()
+				return reply(r), err
+			}
+		},
+		check: check,
+	}
+}
+
+// scriptClock is the one place a caller clock becomes the scripts' now
+// argument: µs since the epoch, 0 for the server's TIME.
+func scriptClock(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Duration(t.UnixMicro()) * time.Microsecond
+}
+
+// scriptAnswered reports whether err is the script's own answer (an error
+// reply it declares, a reply of the wrong shape, an argument the bindings
+// refused) rather than Redis or the network failing. A failure policy never
+// hides such an error: it means a bug or a key that holds foreign data.
+func scriptAnswered(err error) bool {
+	var se *bindings.ScriptError
+	var re *bindings.ReplyError
+	var ae *bindings.ArgError
+	return errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &ae)
+}
+
+// call is one decision in a pipeline.
+type call struct {
+	alg   Algorithm
+	key   string // the Redis key
+	limit Limit
+	cost  int64
+	now   time.Time
+}
+
+// pipelined sends calls in one pipeline (bindings.Batch, which survives
+// NOSCRIPT) when c can pipeline, and reports false when it cannot.
+func pipelined(ctx context.Context, c redis.Scripter, calls []call) ([]reply, []error, bool) {
+	pc, ok := c.(bindings.PipelineClient)
+	if !ok {
+		return nil, nil, false
+	}
+	b := bindings.NewBatch()
+	results := make([]func() (reply, error), len(calls))
+	for i, cl := range calls {
+		results[i] = scripts[cl.alg].queue(b, cl.key, cl.limit, cl.cost, cl.now)
+	}
+	_ = b.Exec(ctx, execErrors{pc}) // each call reports its own error below
+	replies := make([]reply, len(calls))
+	errs := make([]error, len(calls))
+	for i, res := range results {
+		replies[i], errs[i] = res()
+	}
+	return replies, errs, true
+}
+
+// Load loads every script into Redis's script cache (SCRIPT LOAD; on a
+// *redis.ClusterClient, on every master). Decisions work without it, since
+// a call answered NOSCRIPT is sent again in full, but loading first saves
+// that round trip on each script's first use after a restart.
+func Load(ctx context.Context, c redis.Scripter) error {
+	return wrap(bindings.LoadAll(ctx, c))
+}
+
+// execErrors works around Batch.Exec dropping the pipeline's own error:
+// when go-redis cannot send a pipeline at all (no connection, a context
+// that ended while waiting for one), it returns the error from Exec but
+// sets it on no command, so each call would report an empty reply instead
+// of the outage. This gives such commands the pipeline's error, so that
+// failure policies see an outage. (To be fixed in luagen's Batch.Exec.)
+type execErrors struct{ bindings.PipelineClient }
+
+func (c execErrors) Pipeline() redis.Pipeliner { return execErrorsPipe{c.PipelineClient.Pipeline()} }
+
+type execErrorsPipe struct{ redis.Pipeliner }
+
+func (p execErrorsPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
+	cmds, err := p.Pipeliner.Exec(ctx)
+	if err != nil {
+		for _, cmd := range cmds {
+			if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil && c.Val() == nil {
+				c.SetErr(err)
+			}
+		}
+	}
+	return cmds, err
+}

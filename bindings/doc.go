@@ -13,4 +13,4 @@
 // scripts.json describes the same scripts for other stacks.
 package bindings
 
-//go:generate go run ../cmd/luagen -o . -pkg bindings -manifest scripts.json ../lua
+//go:generate go run ../cmd/luagen -o . -pkg bindings -manifest scripts.json -functions redlimit ../lua

@@ -15,12 +15,19 @@ var fileRE = regexp.MustCompile(`^[a-z][a-z0-9_]*\.lua$`)
 // body, and the lint. file is used in messages and to name the script; it
 // is never opened.
 func ParseScript(file string, src []byte) (*Script, Diagnostics) {
+	s, diags, _ := parseScript(file, src)
+	return s, diags
+}
+
+// parseScript is ParseScript that also returns what keeps the script out of
+// a Functions library, which Generate reports only when one is asked for.
+func parseScript(file string, src []byte) (s *Script, diags, functions Diagnostics) {
 	r := &reporter{file: file}
 	base := path.Base(strings.ReplaceAll(file, `\`, "/"))
 	if !fileRE.MatchString(base) {
 		r.errorf(1, "file name %q must be lower case letters, digits and _, ending in .lua (it names the Go API)", base)
 	}
-	s := &Script{Name: strings.TrimSuffix(base, ".lua"), File: file, Source: src}
+	s = &Script{Name: strings.TrimSuffix(base, ".lua"), File: file, Source: src}
 
 	text := string(src)
 	lines := luaLines(text)
@@ -52,7 +59,7 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 			r.errorf(1, "syntax error: %v", err)
 		}
 		r.diags.sort()
-		return s, r.diags
+		return s, r.diags, nil
 	}
 	// One walk runs the binding check and every lint check. A broken
 	// header would make every binding look wrong, so the bindings are
@@ -68,8 +75,9 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 		b.check(s, r)
 	}
 	l.finish()
+	functions = countChunk(chunk, r)
 	r.diags.sort()
-	return s, r.diags
+	return s, r.diags, functions
 }
 
 // luaLines splits src into lines as Lua's lexer counts them: \n, \r, \r\n

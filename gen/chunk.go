@@ -29,7 +29,9 @@ var notInFunctions = map[string]string{
 // script, as Lua's compiler does (a for loop adds its hidden control
 // variables, a vararg function its implicit local arg), and notes what a
 // Functions library could not compile: the script's chunk becomes the body
-// of a callback, which is no vararg function and has two locals more.
+// of a callback, which is no vararg function and has two locals more. It
+// also refuses ... in a function that does not take it, which gopher-lua
+// accepts and Redis does not.
 type chunkCounter struct {
 	r *reporter
 	// funcDiags are the problems of the chunk as a Functions callback;
@@ -154,6 +156,10 @@ func (c *chunkCounter) expr(fs *fnState, e ast.Expr) {
 	switch e := e.(type) {
 	case nil:
 	case *ast.Comma3Expr:
+		if !fs.vararg {
+			// gopher-lua accepts it; Lua 5.1 does not.
+			c.r.errorf(e.Line(), "... in a function that does not take ...: Redis refuses the script (cannot use '...' outside a vararg function); add ... to the function's parameters")
+		}
 		if fs.main {
 			c.funcDiags = append(c.funcDiags, Diagnostic{File: c.r.file, Line: e.Line(),
 				Msg: "... at the script's chunk level: in a Functions library the chunk is the body of a callback, which is no vararg function, so Redis cannot compile it; read ARGV instead (under EVAL ... is empty anyway)"})

@@ -46,6 +46,20 @@ func now(callerClock bool) time.Duration {
 	return time.Duration(time.Now().UnixMicro()) * time.Microsecond
 }
 
+// viaFunctions returns two of redlimit's scripts called through the Redis
+// Functions library (bindings.WithFunctions), to set FCALL beside EVALSHA.
+func viaFunctions(c *redis.Client, q quota) []limiter {
+	fc := bindings.WithFunctions(c)
+	var out []limiter
+	for _, l := range ours(fc, q, false) {
+		if l.name == "redlimit_token_bucket" || l.name == "redlimit_gcra" {
+			l.name += "_fcall"
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // ours returns redlimit's six scripts through the generated bindings.
 func ours(c redis.Scripter, q quota, callerClock bool) []limiter {
 	w := q.window()

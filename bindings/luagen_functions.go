@@ -124,7 +124,7 @@ func CheckFunctions(ctx context.Context, c FunctionsCmdable) error {
 			return err
 		case !found:
 			return ErrFunctionsMissing
-		case code != functionsCode:
+		case !sameCode(code, functionsCode):
 			return ErrFunctionsStale
 		}
 		return nil
@@ -222,12 +222,19 @@ func syncLibrary(ctx context.Context, node FunctionsCmdable, replace bool) error
 	switch {
 	case err != nil:
 		return err
-	case found && code == functionsCode:
+	case found && sameCode(code, functionsCode):
 		return nil
 	case found && !replace:
 		return ErrFunctionsStale
 	}
 	return node.FunctionLoadReplace(ctx, functionsCode).Err()
+}
+
+// sameCode compares library code up to trailing line ends: a shell's
+// $(cat file), as in redis-cli FUNCTION LOAD "$(cat NAME.functions.lua)",
+// drops the file's last newline, and the library is the same without it.
+func sameCode(a, b string) bool {
+	return strings.TrimRight(a, "\r\n") == strings.TrimRight(b, "\r\n")
 }
 
 // libraryCode reads the library's code from one node. FUNCTION LIST takes a

@@ -64,7 +64,7 @@ var functionNames = []string{
 	"FunctionsCode", "FunctionsLibrary", "LoadFunctions", "WithFunctions",
 	// unexported
 	"eachPrimary", "failedCmd", "fcall", "functionCaller", "functionNotFound", "functionOf", "functionsCode",
-	"libraryCode", "libraryExists", "syncLibrary",
+	"libraryCode", "libraryExists", "sameCode", "syncLibrary",
 }
 
 // libraryPart is one piece of the library's text: literal text, or a

@@ -413,7 +413,8 @@ func TestClusterFunctionLoadReachesOneMaster(t *testing.T) {
 	}
 }
 
-// The README's redis-cli lines for the library, run as written.
+// The README's redis-cli lines for the library, run as written, on the
+// server and on the cluster.
 func TestRedisCLIFunctions(t *testing.T) {
 	needReal(t)
 	cli, err := exec.LookPath("redis-cli")
@@ -434,5 +435,22 @@ func TestRedisCLIFunctions(t *testing.T) {
 	}
 	if got, want := strings.Fields(string(out)), []string{"1", "9", "0", "200"}; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("redis-cli FCALL printed %q, want %q (the README's example)", got, want)
+	}
+
+	cc := cluster(t)
+	functionFlush(t, cc)
+	load = exec.Command("sh", "-c", `"$0" --cluster call --cluster-only-masters "$1" FUNCTION LOAD REPLACE "$(cat "$2")"`,
+		cli, clusterAddrs[0], filepath.Join("..", "..", "bindings", "redlimit.functions.lua"))
+	if out, err := load.CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster call: %v\n%s", err, out)
+	}
+	// "$(cat file)" drops the file's last newline; the library is the same.
+	for addr, code := range libraryCodes(t, cc) {
+		if code+"\n" != bindings.FunctionsCode() {
+			t.Errorf("%s: redis-cli --cluster call did not load the library", addr)
+		}
+	}
+	if err := bindings.CheckFunctions(context.Background(), cc); err != nil {
+		t.Errorf("after redis-cli --cluster call: CheckFunctions = %v", err)
 	}
 }

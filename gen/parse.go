@@ -61,23 +61,24 @@ func parseScript(file string, src []byte) (s *Script, diags, functions Diagnosti
 		r.diags.sort()
 		return s, r.diags, nil
 	}
-	// One walk runs the binding check and every lint check. A broken
-	// header would make every binding look wrong, so the bindings are
-	// reported only once the header parses.
+	// One walk runs the binding check, every lint check and the chunk
+	// checks. A broken header would make every binding look wrong, so the
+	// bindings are reported only once the header parses.
 	b := newBinder()
 	l := newLinter(s, src, r)
+	c := newChunkChecker(r)
 	walk(chunk, func(w *walker, n any) bool {
 		b.visit(w, n)
 		l.visit(w, n)
+		c.visit(w, n)
 		return true
 	})
 	if headerOK {
 		b.check(s, r)
 	}
 	l.finish()
-	functions = countChunk(chunk, r)
 	r.diags.sort()
-	return s, r.diags, functions
+	return s, r.diags, c.functions
 }
 
 // luaLines splits src into lines as Lua's lexer counts them: \n, \r, \r\n

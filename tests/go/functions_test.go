@@ -64,6 +64,15 @@ func eachMaster(t *testing.T, c fnClient, fn func(node *redis.Client) error) {
 	}
 }
 
+// onServerAndCluster runs f on the real server (RESP3) and on the cluster.
+func onServerAndCluster(t *testing.T, f func(t *testing.T, c fnClient)) {
+	for _, tg := range fnTargets() {
+		if tg.name != "redis-resp2" {
+			t.Run(tg.name, func(t *testing.T) { f(t, tg.open(t)) })
+		}
+	}
+}
+
 func functionFlush(t *testing.T, c fnClient) {
 	t.Helper()
 	eachMaster(t, c, func(node *redis.Client) error { return node.FunctionFlush(context.Background()).Err() })
@@ -260,78 +269,72 @@ func checkPTTL(t *testing.T, got, want int64, what string) {
 // never touch the script cache. After FUNCTION FLUSH the first calls, single
 // and batched, many at once, load it again on every primary and succeed.
 func TestFunctionsFlush(t *testing.T) {
-	for _, tg := range fnTargets() {
-		if tg.name == "redis-resp2" {
-			continue
+	onServerAndCluster(t, func(t *testing.T, c fnClient) {
+		ctx := context.Background()
+		fc := bindings.WithFunctions(c)
+		key := fmt.Sprintf("fnflush:{u}:%d", time.Now().UnixNano())
+		p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 1}
+
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(tg.name, func(t *testing.T) {
-			c := tg.open(t)
-			ctx := context.Background()
-			fc := bindings.WithFunctions(c)
-			key := fmt.Sprintf("fnflush:{u}:%d", time.Now().UnixNano())
-			p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 1}
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+			t.Fatalf("after SCRIPT FLUSH: %v", err)
+		}
+		if err := bindings.CheckFunctions(ctx, c); err != nil {
+			t.Errorf("after SCRIPT FLUSH: CheckFunctions = %v", err)
+		}
+		if loaded := c.ScriptExists(ctx, bindings.GCRAScript.Hash()).Val(); loaded[0] {
+			t.Error("a call through the library loaded the script")
+		}
 
-			if err := bindings.LoadFunctions(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.ScriptFlush(ctx).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
-				t.Fatalf("after SCRIPT FLUSH: %v", err)
-			}
-			if err := bindings.CheckFunctions(ctx, c); err != nil {
-				t.Errorf("after SCRIPT FLUSH: CheckFunctions = %v", err)
-			}
-			if loaded := c.ScriptExists(ctx, bindings.GCRAScript.Hash()).Val(); loaded[0] {
-				t.Error("a call through the library loaded the script")
-			}
-
-			// Many callers meet the missing library at once.
-			functionFlush(t, c)
-			if err := bindings.CheckFunctions(ctx, c); !errors.Is(err, bindings.ErrFunctionsMissing) {
-				t.Fatalf("after FUNCTION FLUSH: CheckFunctions = %v, want ErrFunctionsMissing", err)
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, 64)
-			for g := 0; g < 32; g++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if g%4 == 0 {
-						b := bindings.NewBatch()
-						pending := []*bindings.Pending[bindings.GCRAResult]{b.GCRA(key, p), b.GCRA(key, p)}
-						if err := b.Exec(ctx, fc); err != nil {
-							errs <- err
-						}
-						for _, pd := range pending {
-							if _, err := pd.Result(); err != nil {
-								errs <- err
-							}
-						}
-						return
-					}
-					if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+		// Many callers meet the missing library at once.
+		functionFlush(t, c)
+		if err := bindings.CheckFunctions(ctx, c); !errors.Is(err, bindings.ErrFunctionsMissing) {
+			t.Fatalf("after FUNCTION FLUSH: CheckFunctions = %v, want ErrFunctionsMissing", err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := 0; g < 32; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if g%4 == 0 {
+					b := bindings.NewBatch()
+					pending := []*bindings.Pending[bindings.GCRAResult]{b.GCRA(key, p), b.GCRA(key, p)}
+					if err := b.Exec(ctx, fc); err != nil {
 						errs <- err
 					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Errorf("a call after FUNCTION FLUSH: %v", err)
-			}
-			for addr, code := range libraryCodes(t, c) {
-				if code != bindings.FunctionsCode() {
-					t.Errorf("%s: after the calls the library is %d bytes, want the bindings' %d", addr, len(code), len(bindings.FunctionsCode()))
+					for _, pd := range pending {
+						if _, err := pd.Result(); err != nil {
+							errs <- err
+						}
+					}
+					return
 				}
+				if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("a call after FUNCTION FLUSH: %v", err)
+		}
+		for addr, code := range libraryCodes(t, c) {
+			if code != bindings.FunctionsCode() {
+				t.Errorf("%s: after the calls the library is %d bytes, want the bindings' %d", addr, len(code), len(bindings.FunctionsCode()))
 			}
-			// 1 + 24 single calls + 8 batches of 2: every one counted once.
-			if r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 0}); err != nil || r.Remaining != 1000-41 {
-				t.Errorf("after the calls: %+v, %v; want 41 counted", r, err)
-			}
-		})
-	}
+		}
+		// 1 + 24 single calls + 8 batches of 2: every one counted once.
+		if r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 0}); err != nil || r.Remaining != 1000-41 {
+			t.Errorf("after the calls: %+v, %v; want 41 counted", r, err)
+		}
+	})
 }
 
 // Other code under the library's name is found by CheckFunctions, refused by
@@ -340,69 +343,63 @@ func TestFunctionsFlush(t *testing.T) {
 // read the library's code on every call): only CheckFunctions and
 // LoadFunctions see it, which is why a deploy runs LoadFunctions.
 func TestFunctionsStale(t *testing.T) {
-	for _, tg := range fnTargets() {
-		if tg.name == "redis-resp2" {
-			continue
+	onServerAndCluster(t, func(t *testing.T, c fnClient) {
+		ctx := context.Background()
+		fc := bindings.WithFunctions(c)
+		key := fmt.Sprintf("fnstale:{u}:%d", time.Now().UnixNano())
+		p := bindings.FixedWindowParams{Limit: 10, Window: time.Minute, Cost: 1}
+		other := "#!lua name=" + bindings.FunctionsLibrary + "\nredis.register_function('redlimit_other', function() return 1 end)\n"
+		functionFlush(t, c)
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoad(ctx, other).Err() })
+
+		err := bindings.CheckFunctions(ctx, c)
+		if !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Fatalf("CheckFunctions = %v, want ErrFunctionsStale", err)
 		}
-		t.Run(tg.name, func(t *testing.T) {
-			c := tg.open(t)
-			ctx := context.Background()
-			fc := bindings.WithFunctions(c)
-			key := fmt.Sprintf("fnstale:{u}:%d", time.Now().UnixNano())
-			p := bindings.FixedWindowParams{Limit: 10, Window: time.Minute, Cost: 1}
-			other := "#!lua name=" + bindings.FunctionsLibrary + "\nredis.register_function('redlimit_other', function() return 1 end)\n"
-			functionFlush(t, c)
-			eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoad(ctx, other).Err() })
+		if _, isCluster := c.(*redis.ClusterClient); isCluster && strings.Count(err.Error(), "holds other code") != len(clusterAddrs) {
+			t.Errorf("CheckFunctions did not name every master:\n%v", err)
+		}
+		if _, err := bindings.FixedWindow(ctx, fc, key, p); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("call: err = %v, want ErrFunctionsStale", err)
+		}
+		b := bindings.NewBatch()
+		pd := b.FixedWindow(key, p)
+		if err := b.Exec(ctx, fc); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("batch: err = %v, want ErrFunctionsStale", err)
+		}
+		if _, err := pd.Result(); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("batch result: err = %v, want ErrFunctionsStale", err)
+		}
+		for addr, code := range libraryCodes(t, c) {
+			if code != other {
+				t.Errorf("%s: a call replaced the other library", addr)
+			}
+		}
+		if n := c.Exists(ctx, key).Val(); n != 0 {
+			t.Error("a refused call wrote its key")
+		}
 
-			err := bindings.CheckFunctions(ctx, c)
-			if !errors.Is(err, bindings.ErrFunctionsStale) {
-				t.Fatalf("CheckFunctions = %v, want ErrFunctionsStale", err)
-			}
-			if n := strings.Count(err.Error(), "holds other code"); tg.name == "cluster" && n != len(clusterAddrs) {
-				t.Errorf("CheckFunctions named %d nodes, want every master:\n%v", n, err)
-			}
-			if _, err := bindings.FixedWindow(ctx, fc, key, p); !errors.Is(err, bindings.ErrFunctionsStale) {
-				t.Errorf("call: err = %v, want ErrFunctionsStale", err)
-			}
-			b := bindings.NewBatch()
-			pd := b.FixedWindow(key, p)
-			if err := b.Exec(ctx, fc); !errors.Is(err, bindings.ErrFunctionsStale) {
-				t.Errorf("batch: err = %v, want ErrFunctionsStale", err)
-			}
-			if _, err := pd.Result(); !errors.Is(err, bindings.ErrFunctionsStale) {
-				t.Errorf("batch result: err = %v, want ErrFunctionsStale", err)
-			}
-			for addr, code := range libraryCodes(t, c) {
-				if code != other {
-					t.Errorf("%s: a call replaced the other library", addr)
-				}
-			}
-			if n := c.Exists(ctx, key).Val(); n != 0 {
-				t.Error("a refused call wrote its key")
-			}
-
-			// The same functions with other code: CheckFunctions sees it,
-			// LoadFunctions replaces it.
-			older := strings.Replace(bindings.FunctionsCode(), "-- Code generated by luagen.", "-- An older version.", 1)
-			eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoadReplace(ctx, older).Err() })
-			if _, err := bindings.FixedWindow(ctx, fc, key, p); err != nil {
-				t.Errorf("call on a library with the same functions: %v", err)
-			}
-			if err := bindings.CheckFunctions(ctx, c); !errors.Is(err, bindings.ErrFunctionsStale) {
-				t.Errorf("CheckFunctions on an older version = %v, want ErrFunctionsStale", err)
-			}
-			if err := bindings.LoadFunctions(ctx, c); err != nil {
-				t.Fatal(err)
-			}
-			if err := bindings.CheckFunctions(ctx, c); err != nil {
-				t.Errorf("after LoadFunctions: %v", err)
-			}
-			// Loading what is there already changes nothing.
-			if err := bindings.LoadFunctions(ctx, c); err != nil {
-				t.Errorf("LoadFunctions again: %v", err)
-			}
-		})
-	}
+		// The same functions with other code: CheckFunctions sees it,
+		// LoadFunctions replaces it.
+		older := strings.Replace(bindings.FunctionsCode(), "-- Code generated by luagen.", "-- An older version.", 1)
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoadReplace(ctx, older).Err() })
+		if _, err := bindings.FixedWindow(ctx, fc, key, p); err != nil {
+			t.Errorf("call on a library with the same functions: %v", err)
+		}
+		if err := bindings.CheckFunctions(ctx, c); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("CheckFunctions on an older version = %v, want ErrFunctionsStale", err)
+		}
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := bindings.CheckFunctions(ctx, c); err != nil {
+			t.Errorf("after LoadFunctions: %v", err)
+		}
+		// Loading what is there already changes nothing.
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Errorf("LoadFunctions again: %v", err)
+		}
+	})
 }
 
 // The premise of LoadFunctions on a cluster: go-redis v9.7.3 sends FUNCTION

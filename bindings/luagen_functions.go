@@ -15,8 +15,8 @@ import (
 
 // FunctionsLibrary is the name of the Redis Functions library that holds
 // every script of the package as one function: x.lua is the function
-// redlimit_x. redlimit.functions.lua holds the same library as FunctionsCode, for
-// FUNCTION LOAD from other stacks and redis-cli.
+// redlimit_x. The file redlimit.functions.lua holds what FunctionsCode returns,
+// for FUNCTION LOAD from other stacks and redis-cli.
 const FunctionsLibrary = "redlimit"
 
 // FunctionsCode returns the library byte for byte, as FUNCTION LOAD takes
@@ -73,30 +73,37 @@ type FunctionsClient struct {
 // WithFunctions returns a FunctionsClient over c.
 func WithFunctions(c FunctionsCmdable) *FunctionsClient { return &FunctionsClient{c: c} }
 
+// Eval sends EVAL to the client unchanged.
 func (f *FunctionsClient) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
 	return f.c.Eval(ctx, script, keys, args...)
 }
 
+// EvalSha sends EVALSHA to the client unchanged.
 func (f *FunctionsClient) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
 	return f.c.EvalSha(ctx, sha1, keys, args...)
 }
 
+// EvalRO sends EVAL_RO to the client unchanged.
 func (f *FunctionsClient) EvalRO(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
 	return f.c.EvalRO(ctx, script, keys, args...)
 }
 
+// EvalShaRO sends EVALSHA_RO to the client unchanged.
 func (f *FunctionsClient) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
 	return f.c.EvalShaRO(ctx, sha1, keys, args...)
 }
 
+// ScriptExists sends SCRIPT EXISTS to the client unchanged.
 func (f *FunctionsClient) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
 	return f.c.ScriptExists(ctx, hashes...)
 }
 
+// ScriptLoad sends SCRIPT LOAD to the client unchanged.
 func (f *FunctionsClient) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 	return f.c.ScriptLoad(ctx, script)
 }
 
+// Pipeline returns the client's pipeline; Batch.Exec on f sends FCALL on it.
 func (f *FunctionsClient) Pipeline() redis.Pipeliner { return f.c.Pipeline() }
 
 // LoadFunctions makes every primary hold the library: FUNCTION LOAD where
@@ -106,7 +113,7 @@ func (f *FunctionsClient) Pipeline() redis.Pipeliner { return f.c.Pipeline() }
 // itself to one node only), on a *redis.Ring every shard; replicas get it
 // from their master. Calls load a missing library themselves; run this
 // when you deploy, so a new version replaces the old one. FUNCTION LOAD
-// needs Redis 7.0 or later, and on managed services often admin rights.
+// needs Redis 7.0 or later, and managed services may keep it for admins.
 func LoadFunctions(ctx context.Context, c FunctionsCmdable) error {
 	return eachPrimary(ctx, c, func(ctx context.Context, node FunctionsCmdable) error {
 		return syncLibrary(ctx, node, true)

@@ -193,3 +193,10 @@ func TestLibraryText(t *testing.T) {
 		}
 	}
 }
+
+// Redis refuses a library without functions, so luagen does too.
+func TestLibraryWithoutScripts(t *testing.T) {
+	if _, err := Generate(nil, Options{Package: "x", Functions: "lib"}); err == nil || !strings.Contains(err.Error(), "needs a script") {
+		t.Errorf("err = %v", err)
+	}
+}

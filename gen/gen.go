@@ -71,6 +71,9 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 	if opt.Functions != "" && !libraryNameRE.MatchString(opt.Functions) {
 		return nil, fmt.Errorf("library name %q: Redis allows only letters, digits and _", opt.Functions)
 	}
+	if opt.Functions != "" && len(inputs) == 0 {
+		return nil, fmt.Errorf("library %s: a Functions library needs a script (Redis refuses one without functions)", opt.Functions)
+	}
 	var diags, notInLibrary Diagnostics
 	var scripts []*Script
 	for _, in := range sorted {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ import (
 type fnClient interface {
 	bindings.FunctionsCmdable
 	redis.Cmdable
+	AddHook(redis.Hook)
 }
 
 type fnTarget struct {
@@ -114,6 +116,7 @@ func TestFunctionsScenarios(t *testing.T) {
 			if err := bindings.LoadFunctions(context.Background(), c); err != nil {
 				t.Fatal(err)
 			}
+			k := newKeeper(c)
 			var n paths
 			defer func() {
 				if !t.Failed() && (n.typed < 100 || n.raw < 20) {
@@ -122,7 +125,7 @@ func TestFunctionsScenarios(t *testing.T) {
 			}()
 			for _, sc := range scenario.All() {
 				t.Run(sc.Script+"/"+sc.Name, func(t *testing.T) {
-					runParity(t, c, run+tg.name+":", withCallerClock(sc), &n)
+					runParity(t, c, k, run+tg.name+":", withCallerClock(sc), &n)
 				})
 			}
 		})
@@ -131,7 +134,7 @@ func TestFunctionsScenarios(t *testing.T) {
 
 // runParity runs one scenario with the caller's clock: through EVALSHA on
 // one set of keys, through the library on another.
-func runParity(t *testing.T, c fnClient, run string, sc scenario.Scenario, n *paths) {
+func runParity(t *testing.T, c fnClient, k *keeper, run string, sc scenario.Scenario, n *paths) {
 	ctx := context.Background()
 	src, err := luatest.Source(sc.Script)
 	if err != nil {
@@ -186,13 +189,8 @@ func runParity(t *testing.T, c fnClient, run string, sc scenario.Scenario, n *pa
 		ref.SetTime(clock)
 		argv := sc.Argv(st)
 		wantReply, wantErr := ref.Eval(src, sc.Keys, argv)
-		// Each call's keys are read and kept at once, in one round trip: a
-		// key of a few ms could expire on the wall clock before the next
-		// step (see persist).
 		evalReply, evalTyped, evalErr := send(evalKeys, false, argv)
-		evalTTL := settle(t, c, evalKeys)
 		fnReply, fnTyped, fnErr := send(fnKeys, true, argv)
-		fnTTL := settle(t, c, fnKeys)
 		if fnTyped {
 			n.typed++
 		} else {
@@ -220,37 +218,79 @@ func runParity(t *testing.T, c fnClient, run string, sc scenario.Scenario, n *pa
 			wrote := st.Args[scenario.SpecOf(sc.Script).CostArg] != "0" && ints(fnReply)[0] == 1
 			if st.TTL != nil && wrote {
 				for j := range fnKeys {
-					checkPTTL(t, fnTTL[j], ref.PTTL(sc.Keys[j]), fmt.Sprintf("step %d %v: FCALL: PTTL %s", i, argv, fnKeys[j]))
-					checkPTTL(t, evalTTL[j], ref.PTTL(sc.Keys[j]), fmt.Sprintf("step %d %v: EVALSHA: PTTL %s", i, argv, evalKeys[j]))
+					checkPTTL(t, k.pttl(fnKeys[j]), ref.PTTL(sc.Keys[j]), fmt.Sprintf("step %d %v: FCALL: PTTL %s", i, argv, fnKeys[j]))
+					checkPTTL(t, k.pttl(evalKeys[j]), ref.PTTL(sc.Keys[j]), fmt.Sprintf("step %d %v: EVALSHA: PTTL %s", i, argv, evalKeys[j]))
 				}
 			}
 		}
 	}
 }
 
-// settle reads the PTTL of each key and then makes it persist, in one
-// pipeline; -1 and -2 come back as such.
-func settle(t *testing.T, c fnClient, keys []string) []int64 {
-	t.Helper()
-	ctx := context.Background()
-	pipe := c.Pipeline()
-	var ttls []*redis.DurationCmd
-	for _, k := range keys {
-		ttls = append(ttls, pipe.PTTL(ctx, k))
-		pipe.Persist(ctx, k)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		t.Fatal(err)
-	}
-	out := make([]int64, len(keys))
-	for i, cmd := range ttls {
-		pttl := cmd.Val()
-		out[i] = pttl.Milliseconds()
-		if pttl < 0 {
-			out[i] = int64(pttl / time.Nanosecond) // -1 and -2 come back unscaled
+// keeper makes a real server keep a scenario's keys between steps, as
+// persist does for the other tiers, but in the same MULTI as the call:
+// each script call the client sends (EVALSHA, EVAL, FCALL, FCALL_RO) goes
+// in a transaction with a PTTL and a PERSIST of each of its keys, so a key
+// of a few ms cannot expire on the wall clock of a loaded machine before
+// the next step. The scripts never rely on expiry (stale state reads as
+// fresh), which the gopher-lua tier, where keys do expire on the table's
+// clock, checks reply for reply.
+type keeper struct {
+	tx   func() redis.Pipeliner
+	mu   sync.Mutex
+	ttls map[string]int64 // each key's PTTL in ms right after the last call that named it
+}
+
+func newKeeper(c fnClient) *keeper {
+	k := &keeper{tx: c.TxPipeline, ttls: map[string]int64{}}
+	c.AddHook(k)
+	return k
+}
+
+func (k *keeper) pttl(key string) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ttls[key]
+}
+
+func (k *keeper) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (k *keeper) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (k *keeper) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		switch cmd.Name() {
+		case "evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro":
+		default:
+			return next(ctx, cmd)
 		}
+		n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+		var keys []string
+		for _, a := range args[3 : 3+n] {
+			keys = append(keys, fmt.Sprint(a))
+		}
+		pipe := k.tx()
+		_ = pipe.Process(ctx, cmd)
+		ttls := make([]*redis.DurationCmd, len(keys))
+		for i, key := range keys {
+			ttls[i] = pipe.PTTL(ctx, key)
+			pipe.Persist(ctx, key)
+		}
+		// The call's own error is on cmd; the rest cannot fail.
+		_, _ = pipe.Exec(ctx)
+		k.mu.Lock()
+		for i, key := range keys {
+			pttl := ttls[i].Val()
+			k.ttls[key] = pttl.Milliseconds()
+			if pttl < 0 {
+				k.ttls[key] = int64(pttl / time.Nanosecond) // -1 and -2 come back unscaled
+			}
+		}
+		k.mu.Unlock()
+		return cmd.Err()
 	}
-	return out
 }
 
 // checkPTTL holds a real server's PTTL right after a write to the gopher-lua

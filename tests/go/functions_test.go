@@ -146,14 +146,14 @@ func runParity(t *testing.T, c fnClient, k *keeper, run string, sc scenario.Scen
 	ref := luatest.New(scenario.T0)
 	fc := bindings.WithFunctions(c)
 	var evalKeys, fnKeys []string
-	for _, k := range sc.Keys {
-		evalKeys = append(evalKeys, run+"eval:"+k) // the prefix sits outside the {hash tag}
-		fnKeys = append(fnKeys, run+"fcall:"+k)
+	for _, key := range sc.Keys {
+		evalKeys = append(evalKeys, run+"eval:"+key) // the prefix sits outside the {hash tag}
+		fnKeys = append(fnKeys, run+"fcall:"+key)
 	}
-	for k, v := range sc.Strings {
-		ref.Set(k, v)
+	for key, v := range sc.Strings {
+		ref.Set(key, v)
 		for _, p := range []string{"eval:", "fcall:"} {
-			if err := c.Set(ctx, run+p+k, v, 0).Err(); err != nil {
+			if err := c.Set(ctx, run+p+key, v, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}

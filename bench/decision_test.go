@@ -23,7 +23,8 @@ const manyKeys = 1000
 var runID atomic.Int64
 
 // BenchmarkDecision times one decision of cost 1 per op, for redlimit's six
-// scripts (server clock) and the peers at the same quota:
+// scripts (server clock), two of them through the Functions library (FCALL
+// instead of EVALSHA), and the peers at the same quota:
 //
 //   - keys=hot: every call on one key, so after the first burst nearly every
 //     call is denied (a hot key under load);
@@ -48,7 +49,10 @@ func BenchmarkDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	all := append(ours(c, benchQuota, false), ps...)
+	if err := bindings.LoadFunctions(ctx, c); err != nil {
+		b.Fatal(err)
+	}
+	all := append(append(ours(c, benchQuota, false), viaFunctions(c, benchQuota)...), ps...)
 	// Each process starts every group at a random limiter, so a machine
 	// that slows down during a pass does not always hurt the same ones;
 	// BENCHMARKS.md runs six passes and takes the medians.

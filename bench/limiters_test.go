@@ -13,6 +13,7 @@ import (
 	ulimiter "github.com/ulule/limiter/v3"
 	ulule "github.com/ulule/limiter/v3/drivers/store/redis"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -36,6 +37,20 @@ type limiter struct {
 	// (burst per window length started).
 	algo   string
 	decide func(ctx context.Context, key string) (allowed bool, err error)
+}
+
+// viaFunctions returns two of redlimit's scripts called through the Redis
+// Functions library (bindings.WithFunctions), to set FCALL beside EVALSHA.
+func viaFunctions(c *redis.Client, q quota) []limiter {
+	fc := bindings.WithFunctions(c)
+	var out []limiter
+	for _, l := range ours(fc, q, false) {
+		if l.name == "redlimit_token_bucket" || l.name == "redlimit_gcra" {
+			l.name += "_fcall"
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // ours returns redlimit's six scripts as a user calls them: through the

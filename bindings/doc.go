@@ -10,7 +10,13 @@
 // declare come back as *ScriptError and match sentinels such as ErrBadArg
 // with errors.Is.
 //
+// The same scripts also form the Redis Functions library redlimit
+// (redlimit.functions.lua, FunctionsCode): WithFunctions(c) makes every
+// call above go through it with FCALL instead of EVALSHA, LoadFunctions
+// loads it on every primary and CheckFunctions finds a missing or stale
+// one. It needs Redis 7.0 or later; miniredis has no Functions.
+//
 // scripts.json describes the same scripts for other stacks.
 package bindings
 
-//go:generate go run ../cmd/luagen -o . -pkg bindings -manifest scripts.json ../lua
+//go:generate go run ../cmd/luagen -o . -pkg bindings -manifest scripts.json -functions redlimit ../lua

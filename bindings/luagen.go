@@ -129,6 +129,9 @@ func NewBatch() *Batch { return &Batch{} }
 func (b *Batch) Exec(ctx context.Context, c PipelineClient) error {
 	calls := b.calls
 	b.calls = nil
+	if f, ok := c.(*FunctionsClient); ok {
+		return f.exec(ctx, calls)
+	}
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := c.Pipeline()
 	for i, cl := range calls {
@@ -163,7 +166,12 @@ func (b *Batch) Exec(ctx context.Context, c PipelineClient) error {
 	if retry.Len() > 0 {
 		_, _ = retry.Exec(ctx)
 	}
+	return finishAll(calls, cmds)
+}
 
+// finishAll fills every call's Pending from its command (nil for a call
+// that was never sent) and returns the first error.
+func finishAll(calls []*call, cmds []*redis.Cmd) error {
 	var first error
 	for i, cl := range calls {
 		if err := cl.finish(cmds[i]); err != nil && first == nil {
@@ -224,6 +232,9 @@ type call struct {
 // isPipeline reports a redis.Pipeliner: commands queued on it have no reply
 // until its Exec.
 func isPipeline(c redis.Scripter) bool {
+	if f, ok := c.(*FunctionsClient); ok {
+		c = f.c
+	}
 	_, ok := c.(interface {
 		Exec(context.Context) ([]redis.Cmder, error)
 	})
@@ -246,6 +257,9 @@ func run[T any](ctx context.Context, c redis.Scripter, cl *call, decode func(any
 // that it writes nothing and a cluster may serve it from a replica; a
 // server without the _RO commands gets EVALSHA/EVAL instead.
 func runOnce(ctx context.Context, c redis.Scripter, cl *call) *redis.Cmd {
+	if f, ok := c.(*FunctionsClient); ok {
+		return f.run(ctx, cl)
+	}
 	if !cl.s.readOnly {
 		return cl.s.script.Run(ctx, c, cl.keys, cl.args...)
 	}

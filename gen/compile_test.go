@@ -10,35 +10,51 @@ import (
 	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
-// The golden output must compile, pass go vet, and work: it is copied into a
-// throwaway module with the checkout's requirements and tested by
-// testdata/runtime_test.go.txt against miniredis, a real redis-server, and
-// a redis-server without the _RO commands. Without redis-server only the
-// miniredis part runs (and the test fails where CI or
-// REDLIMIT_REQUIRE_REDIS=1 is set).
+// The golden output must compile, pass go vet, and work: it is copied, with
+// its Functions library, into a throwaway module with the checkout's
+// requirements and tested by testdata/runtime_test.go.txt against
+// miniredis, a real redis-server, a redis-server without the _RO commands,
+// and a redis-server called through the library, and by
+// testdata/functions_test.go.txt. Without redis-server only the miniredis
+// part runs (and the test fails where CI or REDLIMIT_REQUIRE_REDIS=1 is
+// set). The output without a library, whose shared file differs, must
+// pass go vet too.
 func TestGoldenCompilesAndRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
+	golden := goldenFiles(t)
+	plain := map[string][]byte{}
+	for name, content := range golden {
+		if strings.HasSuffix(name, ".go.golden") && !strings.HasPrefix(name, "functions/") {
+			plain[strings.TrimSuffix(name, ".golden")] = content
+		}
+	}
+	goCmd(t, goModule(t, "example.com/golden", plain), nil, "vet", "./...")
+
 	files := map[string][]byte{}
-	for name, content := range goldenFiles(t) {
-		if strings.HasSuffix(name, ".go.golden") {
+	for name, content := range withFunctions(golden) {
+		if name != "scripts.json.golden" {
 			files[strings.TrimSuffix(name, ".golden")] = content
 		}
 	}
-	rt, err := os.ReadFile("testdata/runtime_test.go.txt")
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"runtime_test.go", "functions_test.go"} {
+		src, err := os.ReadFile("testdata/" + name + ".txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = src
 	}
-	files["runtime_test.go"] = rt
 	dir := goModule(t, "example.com/golden", files)
 
-	// A real server, and one without EVALSHA_RO/EVAL_RO as Redis 6.2 is.
+	// A real server, one without EVALSHA_RO/EVAL_RO as Redis 6.2 is, and
+	// one for the Functions library.
 	var env []string
 	if addr := redisserver.Maybe(t); addr != "" {
 		env = []string{
 			"GOLDEN_REDIS_ADDR=" + addr,
 			"GOLDEN_REDIS_NO_RO_ADDR=" + redisserver.Start(t, "--rename-command", "EVALSHA_RO", "", "--rename-command", "EVAL_RO", ""),
+			"GOLDEN_REDIS_FUNCTIONS_ADDR=" + redisserver.Start(t),
 			"GOLDEN_REQUIRE_REDIS=1",
 		}
 	}

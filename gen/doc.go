@@ -64,6 +64,53 @@
 // shared by every script live in one file, luagen.go, so generated code
 // depends only on go-redis.
 //
+// # Redis Functions
+//
+// Options.Functions (luagen -functions NAME) also writes a Redis Functions
+// library of every script, NAME.functions.lua next to the Go files, and
+// luagen_functions.go. Decisions, and why:
+//
+//   - The library is made from the same .lua files: each script's text,
+//     unchanged, is the body of a callback whose parameters are named KEYS
+//     and ARGV, so it reads its keys and arguments as under EVAL. A #! line
+//     becomes a comment (--#!lua ...); its flags are @flags, which go to
+//     redis.register_function (no-writes: FCALL_RO). What a callback cannot
+//     run is refused with file:line, and only with -functions: ... at chunk
+//     level (the callback is no vararg function), more than 198 locals
+//     active at once in the chunk (the two parameters count against Lua's
+//     200), and redis.replicate_commands, redis.breakpoint and redis.debug,
+//     which Functions lack. Every script, library or not, is refused past
+//     200 locals in one function, and for ... in a function that does not
+//     take it; gopher-lua accepts both, Redis does not.
+//   - Function names are NAME_script (a script x.lua in the library redlimit
+//     is redlimit_x): Redis has one namespace of functions per server, so
+//     the library's name is the prefix that keeps libraries apart. NAME is
+//     letters, digits and _, as Redis requires.
+//   - The Go file declares FunctionsLibrary, FunctionsCode() (the library
+//     byte for byte; the constant is built from the scripts' own constants,
+//     so the package holds each script once), WithFunctions(c), which
+//     returns a *FunctionsClient: a redis.Scripter and PipelineClient, so the
+//     existing calls and Batch.Exec take it unchanged and send FCALL or
+//     FCALL_RO instead of EVALSHA. A call whose function the server does not
+//     hold did not run, so the library is loaded (FUNCTION LOAD, on every
+//     primary) and the call sent again, once, as EVALSHA falls back to EVAL.
+//   - A stale library (other code under NAME) is never replaced by a call:
+//     FUNCTION LOAD fails with "already exists", the code read back with
+//     FUNCTION LIST differs, and the call returns ErrFunctionsStale.
+//     LoadFunctions, run when a service deploys, replaces it (FUNCTION LOAD
+//     REPLACE, only where the code differs), and CheckFunctions reports
+//     ErrFunctionsMissing or ErrFunctionsStale per primary. A stale library
+//     that has the same function names runs until then: checking the code
+//     on every call would cost a round trip.
+//   - go-redis v9.7.3 sends FUNCTION LOAD from a *redis.ClusterClient to the
+//     one node that owns the slot of the word "load", so the generated code
+//     loads and checks on each master itself (ForEachMaster; ForEachShard on
+//     a *redis.Ring); replicas get the library from their master.
+//   - The manifest gains "functions" {library, file} and, per script,
+//     "function" {name, command}; both are optional, so it stays version 2.
+//
+// Functions need Redis 7.0 or later; miniredis has none.
+//
 // Generated names follow fixed patterns; a key parameter that would be a Go
 // keyword, a predeclared name, an import or a generated helper gets the
 // suffix Key, and names that would still collide are refused with

@@ -78,20 +78,29 @@ func FuzzLint(f *testing.F) {
 }
 
 // FuzzGenerate: whatever a script says, Generate either refuses it with
-// diagnostics or renders Go that parses; never any other error.
+// diagnostics or renders Go that parses and, with a Functions library, a
+// library that parses (Generate checks both); never any other error.
 func FuzzGenerate(f *testing.F) {
 	addScriptSeeds(f)
+	f.Add("--- s\n--- @return r int\nreturn select('#', ...)")
+	f.Add("#!lua\n--- s\n--- @return r int\n-- luagen:ignore shebang\nreturn 1 -- ]]")
 	f.Fuzz(func(t *testing.T, src string) {
-		out, err := Generate([]Input{{Path: "x.lua", Src: []byte(src)}}, Options{Package: "x", Manifest: true})
-		if ds, ok := err.(Diagnostics); ok {
-			checkDiags(t, src, ds)
-			return
-		}
-		if err != nil {
-			t.Fatalf("not a diagnostic: %v", err)
-		}
-		if len(out.Files) != 2 || len(out.Manifest) == 0 {
-			t.Fatalf("output: %d files, %d bytes of manifest", len(out.Files), len(out.Manifest))
+		for _, lib := range []string{"", "lib"} {
+			out, err := Generate([]Input{{Path: "x.lua", Src: []byte(src)}}, Options{Package: "x", Manifest: true, Functions: lib})
+			if ds, ok := err.(Diagnostics); ok {
+				checkDiags(t, src, ds)
+				continue
+			}
+			if err != nil {
+				t.Fatalf("not a diagnostic: %v", err)
+			}
+			want := 2
+			if lib != "" {
+				want = 4
+			}
+			if len(out.Files) != want || len(out.Manifest) == 0 {
+				t.Fatalf("output: %d files, %d bytes of manifest", len(out.Files), len(out.Manifest))
+			}
 		}
 	})
 }

@@ -20,6 +20,14 @@ type Input struct {
 type Options struct {
 	Package  string // Go package name of the output
 	Manifest bool   // also produce the JSON manifest
+	// Functions, when set, names a Redis Functions library of every
+	// script: Generate also produces the library (LibraryFile(Functions))
+	// and the Go to load and call it (FunctionsGoFile), and lists both in
+	// the manifest. Redis allows letters, digits and _ in the name.
+	Functions string
+	// FunctionsManifestPath is the library's path relative to the
+	// manifest, with / separators; "" means LibraryFile(Functions).
+	FunctionsManifestPath string
 }
 
 // OutFile is one generated file, named relative to the output folder.
@@ -29,7 +37,8 @@ type OutFile struct {
 }
 
 // Output is everything Generate produced: one Go file per script, the
-// shared file, and the manifest when asked for.
+// shared file, the Functions library and its Go file when asked for, and
+// the manifest when asked for.
 type Output struct {
 	Files    []OutFile // sorted by name
 	Manifest []byte    // nil unless Options.Manifest
@@ -59,12 +68,22 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 	sorted := append([]Input(nil), inputs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 
-	var diags Diagnostics
+	if opt.Functions != "" && !libraryNameRE.MatchString(opt.Functions) {
+		return nil, fmt.Errorf("library name %q: Redis allows only letters, digits and _", opt.Functions)
+	}
+	if opt.Functions != "" && len(inputs) == 0 {
+		return nil, fmt.Errorf("library %s: a Functions library needs a script (Redis refuses one without functions)", opt.Functions)
+	}
+	var diags, notInLibrary Diagnostics
 	var scripts []*Script
 	for _, in := range sorted {
-		s, d := ParseScript(in.Path, in.Src)
+		s, d, f := parseScript(in.Path, in.Src)
 		diags = append(diags, d...)
+		notInLibrary = append(notInLibrary, f...)
 		scripts = append(scripts, s)
+	}
+	if opt.Functions != "" {
+		diags = append(diags, notInLibrary...)
 	}
 	if len(diags) > 0 {
 		diags.sort()
@@ -74,7 +93,7 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 
 	// Name everything before rendering anything: a key parameter must
 	// avoid every package-level name of every script.
-	ns := newNamespace()
+	ns := newNamespace(opt.Functions != "")
 	all := make([]*names, len(scripts))
 	for i, s := range scripts {
 		all[i] = ns.assignPackageNames(s)
@@ -96,18 +115,37 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 		}
 		out.Files = append(out.Files, OutFile{Name: GoFileName(s.Name), Content: src})
 	}
-	shared, err := execute("shared.go.tmpl", newSharedView(opt.Package, scripts))
+	shared, err := execute("shared.go.tmpl", newSharedView(opt.Package, scripts, opt.Functions != ""))
 	if err != nil {
 		return nil, err
 	}
 	out.Files = append(out.Files, OutFile{Name: SharedFile, Content: shared})
+	if opt.Functions != "" {
+		parts := libraryParts(opt.Functions, scripts)
+		lib, err := renderLibrary(parts)
+		if err != nil {
+			return nil, err
+		}
+		src, err := execute("functions.go.tmpl", newFunctionsView(opt.Package, opt.Functions, scripts, parts))
+		if err != nil {
+			return nil, err
+		}
+		out.Files = append(out.Files, OutFile{Name: LibraryFile(opt.Functions), Content: lib}, OutFile{Name: FunctionsGoFile, Content: src})
+	}
 	sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Name < out.Files[j].Name })
 	if opt.Manifest {
 		files := map[string]string{}
 		for _, in := range inputs {
 			files[in.Path] = in.ManifestPath
 		}
-		if out.Manifest, err = manifest(scripts, files); err != nil {
+		var lib *manifestLibrary
+		if opt.Functions != "" {
+			lib = &manifestLibrary{Library: opt.Functions, File: opt.FunctionsManifestPath}
+			if lib.File == "" {
+				lib.File = LibraryFile(opt.Functions)
+			}
+		}
+		if out.Manifest, err = manifest(scripts, files, lib); err != nil {
 			return nil, err
 		}
 	}

@@ -1,10 +1,12 @@
 package gen
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,7 +34,13 @@ func goldenInputs(t *testing.T) []Input {
 	return ins
 }
 
-// goldenFiles is the generator's output as golden file name -> content.
+// goldenFunctions is the library the golden output is generated with, in
+// testdata/golden/functions.
+const goldenFunctions = "golden"
+
+// goldenFiles is the generator's output as golden file name -> content:
+// without a Functions library, and under functions/ each file that a
+// library adds or changes.
 func goldenFiles(t *testing.T) map[string][]byte {
 	t.Helper()
 	out, err := Generate(goldenInputs(t), Options{Package: "golden", Manifest: true})
@@ -43,27 +51,82 @@ func goldenFiles(t *testing.T) map[string][]byte {
 	for _, f := range out.Files {
 		files[f.Name+".golden"] = f.Content
 	}
+	lib, err := Generate(goldenInputs(t), Options{Package: "golden", Manifest: true, Functions: goldenFunctions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["functions/scripts.json.golden"] = lib.Manifest
+	for _, f := range lib.Files {
+		if !bytes.Equal(files[f.Name+".golden"], f.Content) {
+			files["functions/"+f.Name+".golden"] = f.Content
+		}
+	}
 	return files
+}
+
+// withFunctions is the golden output with the library: every file the
+// plain output has, as functions/ changes it, plus the library's own.
+func withFunctions(files map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for name, content := range files {
+		if !strings.HasPrefix(name, "functions/") {
+			out[name] = content
+		}
+	}
+	for name, content := range files {
+		if rest, ok := strings.CutPrefix(name, "functions/"); ok {
+			out[rest] = content
+		}
+	}
+	return out
+}
+
+// A library changes the shared file and the manifest and adds its own two
+// files; each script's file stays as it was, so -functions never touches
+// the per-script API.
+func TestFunctionsChangeOnlySharedFiles(t *testing.T) {
+	var got []string
+	for name := range goldenFiles(t) {
+		if rest, ok := strings.CutPrefix(name, "functions/"); ok {
+			got = append(got, rest)
+		}
+	}
+	sort.Strings(got)
+	want := []string{LibraryFile(goldenFunctions) + ".golden", FunctionsGoFile + ".golden", SharedFile + ".golden", "scripts.json.golden"}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("files a library changes (-want +got):\n%s", diff)
+	}
 }
 
 func TestGolden(t *testing.T) {
 	got := goldenFiles(t)
 	if *update {
 		old, _ := filepath.Glob("testdata/golden/*.golden")
-		for _, f := range old {
+		lib, _ := filepath.Glob("testdata/golden/functions/*.golden")
+		for _, f := range append(old, lib...) {
 			os.Remove(f)
 		}
 		for name, content := range got {
-			if err := os.WriteFile(filepath.Join("testdata/golden", name), content, 0o644); err != nil {
+			path := filepath.Join("testdata/golden", filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, content, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	onDisk, _ := filepath.Glob("testdata/golden/*.golden")
+	lib, _ := filepath.Glob("testdata/golden/functions/*.golden")
 	var names []string
 	for _, f := range onDisk {
 		names = append(names, filepath.Base(f))
 	}
+	for _, f := range lib {
+		names = append(names, "functions/"+filepath.Base(f))
+	}
+	sort.Strings(names)
 	var want []string
 	for name := range got {
 		want = append(want, name)
@@ -73,7 +136,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("golden files (-generated +on disk):\n%s\nrun go test ./gen -update", diff)
 	}
 	for _, name := range names {
-		disk, err := os.ReadFile(filepath.Join("testdata/golden", name))
+		disk, err := os.ReadFile(filepath.Join("testdata/golden", filepath.FromSlash(name)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +149,8 @@ func TestGolden(t *testing.T) {
 // Generating twice, from inputs in any order, gives the same bytes.
 func TestDeterministic(t *testing.T) {
 	ins := goldenInputs(t)
-	a, err := Generate(ins, Options{Package: "golden", Manifest: true})
+	opt := Options{Package: "golden", Manifest: true, Functions: goldenFunctions}
+	a, err := Generate(ins, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +158,7 @@ func TestDeterministic(t *testing.T) {
 	for i, in := range ins {
 		reversed[len(ins)-1-i] = in
 	}
-	b, err := Generate(reversed, Options{Package: "golden", Manifest: true})
+	b, err := Generate(reversed, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

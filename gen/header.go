@@ -3,6 +3,7 @@ package gen
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Field is one @key, @arg or @return. Keys have no Type.
@@ -87,6 +88,12 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 	for i := start; i < len(lines) && strings.HasPrefix(lines[i], "---"); i++ {
 		end = i + 1
 		line := i + 1
+		if !utf8.ValidString(lines[i]) || strings.ContainsAny(lines[i], "\x00\ufeff") {
+			// The header goes into Go comments, which must be UTF-8 without
+			// NUL or a byte order mark, and into the JSON manifest.
+			r.errorf(line, "header line is not valid UTF-8, or holds NUL or a byte order mark; Go comments cannot hold it")
+			continue
+		}
 		text := strings.TrimSpace(strings.TrimPrefix(lines[i], "---"))
 		if !strings.HasPrefix(text, "@") {
 			if tagged && text != "" {
@@ -161,7 +168,7 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 	}
 	s.Summary = strings.Join(summary, "\n")
 
-	first := start + 1
+	first := min(start+1, len(lines)) // a file of one #! line has no line 2
 	switch {
 	case end == start:
 		r.errorf(first, "missing header: a script starts with --- comment lines (summary, @key, @arg, @return)")

@@ -185,7 +185,7 @@ func TestNames(t *testing.T) {
 	}
 	keys := map[string]string{"bucket": "bucket", "keys": "keys", "type": "typeKey", "ctx": "ctxKey", "p": "pKey",
 		"string": "stringKey", "append": "appendKey", "new_encoder": "newEncoderKey", "scriptMeta": "scriptMetaKey"}
-	ns := newNamespace()
+	ns := newNamespace(false)
 	for name, want := range keys {
 		if got := ns.param(name); got != want {
 			t.Errorf("param(%q) = %q, want %q", name, got, want)

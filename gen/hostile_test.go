@@ -53,7 +53,7 @@ func hostileNames() []string {
 	for _, n := range types.Universe.Names() {
 		add(n)
 	}
-	for _, n := range append(append(append([]string{}, imports...), localNames...), sharedNames...) {
+	for _, n := range append(append(append(append([]string{}, imports...), localNames...), sharedNames...), functionNames...) {
 		add(snake(n))
 	}
 	for _, suffix := range perScriptSuffixes {
@@ -151,7 +151,8 @@ func TestHostileNamesCompileAndRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
-	out, err := Generate(hostileCorpus(), Options{Package: "hostile"})
+	// With a Functions library, whose Go file has names of its own.
+	out, err := Generate(hostileCorpus(), Options{Package: "hostile", Functions: "hostile"})
 	if err != nil {
 		t.Fatalf("the hostile corpus was refused:\n%v", err)
 	}
@@ -263,30 +264,42 @@ func TestHostileRefusals(t *testing.T) {
 	}
 }
 
-// sharedNames must list exactly what the shared file declares, or the
-// collision checks above would miss a name.
+// sharedNames and functionNames must list exactly what the shared file and
+// the Functions file declare, or the collision checks above would miss a
+// name.
 func TestSharedNamesComplete(t *testing.T) {
-	ins := []Input{}
-	for _, in := range goldenInputs(t) {
-		ins = append(ins, in)
-	}
-	out, err := Generate(ins, Options{Package: "golden"})
+	out, err := Generate(goldenInputs(t), Options{Package: "golden", Functions: goldenFunctions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var src []byte
-	for _, f := range out.Files {
-		if f.Name == SharedFile {
-			src = f.Content
+	for file, listed := range map[string][]string{SharedFile: sharedNames, FunctionsGoFile: functionNames} {
+		var src []byte
+		for _, f := range out.Files {
+			if f.Name == file {
+				src = f.Content
+			}
+		}
+		got := declaredNames(t, file, src)
+		want := append([]string{}, listed...)
+		sort.Strings(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("names listed for %s (-listed +declared by the golden output, which uses every type):\n%s", file, diff)
 		}
 	}
-	file, err := parser.ParseFile(token.NewFileSet(), SharedFile, src, 0)
+}
+
+// declaredNames are the package-level names a generated file declares,
+// except the sentinels of @error codes.
+func declaredNames(t *testing.T, file string, src []byte) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, src, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sentinel := regexp.MustCompile(`^Err[A-Z]`)
+	fixed := map[string]bool{"ErrPipeline": true, "ErrFunctionsMissing": true, "ErrFunctionsStale": true}
 	var got []string
-	for _, d := range file.Decls {
+	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
 			if d.Recv == nil {
@@ -299,7 +312,7 @@ func TestSharedNamesComplete(t *testing.T) {
 					got = append(got, s.Name.Name)
 				case *ast.ValueSpec:
 					for _, n := range s.Names {
-						if !sentinel.MatchString(n.Name) || n.Name == "ErrPipeline" {
+						if !sentinel.MatchString(n.Name) || fixed[n.Name] {
 							got = append(got, n.Name)
 						}
 					}
@@ -308,9 +321,5 @@ func TestSharedNamesComplete(t *testing.T) {
 		}
 	}
 	sort.Strings(got)
-	want := append([]string{}, sharedNames...)
-	sort.Strings(want)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("sharedNames (-listed +declared by the golden shared file, which uses every type):\n%s", diff)
-	}
+	return got
 }

@@ -13,9 +13,22 @@ import (
 // words, and what comes back. manifest.schema.json (next to this file) is
 // its JSON Schema.
 type manifestFile struct {
-	Comment string           `json:"comment"`
-	Version int              `json:"version"`
-	Scripts []manifestScript `json:"scripts"`
+	Comment   string           `json:"comment"`
+	Version   int              `json:"version"`
+	Functions *manifestLibrary `json:"functions,omitempty"`
+	Scripts   []manifestScript `json:"scripts"`
+}
+
+// manifestLibrary is the Functions library, when one is generated.
+type manifestLibrary struct {
+	Library string `json:"library"` // the name FUNCTION LOAD registers
+	File    string `json:"file"`    // relative to the manifest, with /
+}
+
+// manifestFunction is a script's function in the library.
+type manifestFunction struct {
+	Name    string `json:"name"`
+	Command string `json:"command"` // FCALL or FCALL_RO
 }
 
 // ManifestVersion changes when a field changes meaning or goes away.
@@ -32,6 +45,8 @@ type manifestScript struct {
 	Args    []manifestField `json:"args"`
 	Returns []manifestField `json:"returns"`
 	Errors  []manifestError `json:"errors"`
+	// Function is the script's function in the library, if there is one.
+	Function *manifestFunction `json:"function,omitempty"`
 }
 
 type manifestKey struct {
@@ -116,9 +131,11 @@ func manifestFields(fs []Field, arg bool) []manifestField {
 }
 
 // manifest renders the manifest; files maps a script's path to its path
-// relative to the manifest.
-func manifest(scripts []*Script, files map[string]string) ([]byte, error) {
-	m := manifestFile{Comment: ManifestMarker, Version: ManifestVersion, Scripts: []manifestScript{}}
+// relative to the manifest; lib is the Functions library or nil. The
+// library's fields are optional and add to version 2: a reader that does
+// not know them loses nothing it knew.
+func manifest(scripts []*Script, files map[string]string, lib *manifestLibrary) ([]byte, error) {
+	m := manifestFile{Comment: ManifestMarker, Version: ManifestVersion, Functions: lib, Scripts: []manifestScript{}}
 	for _, s := range scripts {
 		sum := sha1.Sum(s.Source)
 		file := files[s.File]
@@ -132,6 +149,12 @@ func manifest(scripts []*Script, files map[string]string) ([]byte, error) {
 		}
 		if s.HasFlag("no-writes") {
 			ms.Command = "EVALSHA_RO"
+		}
+		if lib != nil {
+			ms.Function = &manifestFunction{Name: FunctionName(lib.Library, s.Name), Command: "FCALL"}
+			if s.HasFlag("no-writes") {
+				ms.Function.Command = "FCALL_RO"
+			}
 		}
 		for _, k := range s.Keys {
 			ms.Keys = append(ms.Keys, manifestKey{Name: k.Name, Variadic: k.Variadic, Doc: k.Doc})

@@ -24,7 +24,7 @@ var sharedNames = []string{
 	"ArgError", "Batch", "ErrPipeline", "LoadAll", "NewBatch", "Pending", "PipelineClient", "ReplyError", "ScriptError",
 	// unexported
 	"allScripts", "atLeast", "atLeastF", "atMost", "atMostF", "between", "betweenF", "call", "decoder",
-	"describe", "encoder", "errNotExecuted", "errorCodes", "floatRange", "intRange", "isPipeline",
+	"describe", "encoder", "errNotExecuted", "errorCodes", "finishAll", "floatRange", "intRange", "isPipeline",
 	"newDecoder", "newEncoder", "queue", "rest", "result", "run", "runOnce", "scriptMeta", "unknownCommand",
 }
 
@@ -44,10 +44,18 @@ type namespace struct {
 	diags Diagnostics
 }
 
-func newNamespace() *namespace {
+// newNamespace claims the shared file's names, and the Functions file's
+// when a library is asked for (only then: a script named load_functions.lua
+// stays fine without one).
+func newNamespace(functions bool) *namespace {
 	ns := &namespace{owner: map[string]string{}}
 	for _, n := range sharedNames {
 		ns.owner[n] = "luagen's shared file"
+	}
+	if functions {
+		for _, n := range functionNames {
+			ns.owner[n] = "luagen's Functions file"
+		}
 	}
 	for _, n := range sharedMethods {
 		ns.owner["(*Batch)."+n] = "luagen's shared file"

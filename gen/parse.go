@@ -15,12 +15,19 @@ var fileRE = regexp.MustCompile(`^[a-z][a-z0-9_]*\.lua$`)
 // body, and the lint. file is used in messages and to name the script; it
 // is never opened.
 func ParseScript(file string, src []byte) (*Script, Diagnostics) {
+	s, diags, _ := parseScript(file, src)
+	return s, diags
+}
+
+// parseScript is ParseScript that also returns what keeps the script out of
+// a Functions library, which Generate reports only when one is asked for.
+func parseScript(file string, src []byte) (s *Script, diags, functions Diagnostics) {
 	r := &reporter{file: file}
 	base := path.Base(strings.ReplaceAll(file, `\`, "/"))
 	if !fileRE.MatchString(base) {
 		r.errorf(1, "file name %q must be lower case letters, digits and _, ending in .lua (it names the Go API)", base)
 	}
-	s := &Script{Name: strings.TrimSuffix(base, ".lua"), File: file, Source: src}
+	s = &Script{Name: strings.TrimSuffix(base, ".lua"), File: file, Source: src}
 
 	text := string(src)
 	lines := luaLines(text)
@@ -52,16 +59,18 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 			r.errorf(1, "syntax error: %v", err)
 		}
 		r.diags.sort()
-		return s, r.diags
+		return s, r.diags, nil
 	}
-	// One walk runs the binding check and every lint check. A broken
-	// header would make every binding look wrong, so the bindings are
-	// reported only once the header parses.
+	// One walk runs the binding check, every lint check and the chunk
+	// checks. A broken header would make every binding look wrong, so the
+	// bindings are reported only once the header parses.
 	b := newBinder()
 	l := newLinter(s, src, r)
+	c := newChunkChecker(r)
 	walk(chunk, func(w *walker, n any) bool {
 		b.visit(w, n)
 		l.visit(w, n)
+		c.visit(w, n)
 		return true
 	})
 	if headerOK {
@@ -69,7 +78,7 @@ func ParseScript(file string, src []byte) (*Script, Diagnostics) {
 	}
 	l.finish()
 	r.diags.sort()
-	return s, r.diags
+	return s, r.diags, c.functions
 }
 
 // luaLines splits src into lines as Lua's lexer counts them: \n, \r, \r\n

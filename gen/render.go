@@ -395,18 +395,19 @@ func goLiteral(src string) string {
 }
 
 type sharedView struct {
-	Pkg     string
-	Scripts []string // unexported names
-	Errors  []errorView
-	Uses    map[string]bool
+	Pkg       string
+	Scripts   []string // unexported names
+	Errors    []errorView
+	Uses      map[string]bool
+	Functions bool // a Functions library: calls on a FunctionsClient use FCALL
 }
 
 type errorView struct {
 	Code, Sentinel, Doc string
 }
 
-func newSharedView(pkg string, scripts []*Script) sharedView {
-	v := sharedView{Pkg: pkg, Uses: map[string]bool{}}
+func newSharedView(pkg string, scripts []*Script, functions bool) sharedView {
+	v := sharedView{Pkg: pkg, Uses: map[string]bool{}, Functions: functions}
 	seen := map[string]bool{}
 	use := func(what string, t Type) {
 		v.Uses[what+exported(method(t))] = true
@@ -441,6 +442,23 @@ func newSharedView(pkg string, scripts []*Script) sharedView {
 	v.Uses["intRange"] = v.Uses["argInteger"] || v.Uses["retInteger"]
 	v.Uses["floatRange"] = v.Uses["argFloat"] || v.Uses["retFloat"]
 	sortBy(v.Errors, func(e errorView) string { return e.Code })
+	return v
+}
+
+type functionsView struct {
+	Pkg, Library, File, FirstGo string
+	Code                        string // the Go expression of the library
+	Scripts                     []functionView
+}
+
+type functionView struct{ Info, Function string }
+
+func newFunctionsView(pkg, library string, scripts []*Script, parts []libraryPart) functionsView {
+	v := functionsView{Pkg: pkg, Library: library, File: LibraryFile(library), Code: libraryExpr(parts),
+		FirstGo: exported(scripts[0].Name)}
+	for _, s := range scripts {
+		v.Scripts = append(v.Scripts, functionView{Info: unexported(s.Name) + "Info", Function: FunctionName(library, s.Name)})
+	}
 	return v
 }
 

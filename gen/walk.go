@@ -5,23 +5,42 @@ import "github.com/yuin/gopher-lua/ast"
 // walker is luagen's one walk over gopher-lua's ast (which has no walker of
 // its own). It keeps Lua's scopes as it goes, so a visitor can ask whether a
 // name is a local and whether a local holds a key, and it knows which local
-// a value is being bound to. The binding check and every lint check run in
-// the same walk.
+// a value is being bound to and which function it is in. The binding check,
+// every lint check and the chunk checks run in the same walk.
 type walker struct {
 	scope *scope
+	fn    *function
 	// binding is the name of the local whose value is being walked, in
 	// "local name = value"; "" elsewhere.
 	binding string
 	// visit sees every statement and expression, parents first. Assignment
 	// targets that are plain names are not visited as expressions: they are
-	// written, not read. Returning false skips the node's children.
+	// written, not read. Returning false skips the node's children. It also
+	// sees a localsActive each time locals become active.
 	visit func(w *walker, n any) bool
 }
 
 type scope struct {
 	parent *scope
 	vars   map[string]*local
+	count  int // locals this scope made active, as Lua counts them
 }
+
+// function is the function being walked; the script's chunk is the first.
+type function struct {
+	main   bool // the script's chunk
+	vararg bool // takes ...: the chunk does, under EVAL
+	line   int  // where it starts
+	// active counts the locals active now, as Lua 5.1 counts them against
+	// its limit of 200: each local statement anew, even for a name
+	// declared before, a for loop's hidden control variables, the
+	// implicit arg of a vararg function, and the parameters.
+	active int
+}
+
+// localsActive is what the visitor sees when locals become active at Line;
+// walker.fn.active counts them.
+type localsActive struct{ Line int }
 
 type local struct {
 	fromKeys bool // bound from KEYS[i] (or a local that was), so it may name a key
@@ -30,7 +49,7 @@ type local struct {
 // walk visits every node under n (a []ast.Stmt, an ast.Stmt or an
 // ast.Expr) with a fresh outermost scope.
 func walk(n any, visit func(w *walker, n any) bool) {
-	w := &walker{visit: visit}
+	w := &walker{visit: visit, fn: &function{main: true, vararg: true, line: 1}}
 	w.push()
 	switch n := n.(type) {
 	case []ast.Stmt:
@@ -43,7 +62,18 @@ func walk(n any, visit func(w *walker, n any) bool) {
 }
 
 func (w *walker) push() { w.scope = &scope{parent: w.scope, vars: map[string]*local{}} }
-func (w *walker) pop()  { w.scope = w.scope.parent }
+
+func (w *walker) pop() {
+	w.fn.active -= w.scope.count
+	w.scope = w.scope.parent
+}
+
+// activate makes n locals of the current scope active at line.
+func (w *walker) activate(n, line int) {
+	w.scope.count += n
+	w.fn.active += n
+	w.visit(w, localsActive{Line: line})
+}
 
 func (w *walker) declare(name string, value ast.Expr) {
 	w.scope.vars[name] = &local{fromKeys: value != nil && w.fromKeys(value)}
@@ -95,9 +125,12 @@ func (w *walker) stmt(st ast.Stmt) {
 	}
 	switch st := st.(type) {
 	case *ast.LocalAssignStmt:
+		localFunc := false
 		if len(st.Names) == 1 && len(st.Exprs) == 1 {
 			if _, ok := st.Exprs[0].(*ast.FunctionExpr); ok {
+				localFunc = true
 				w.declare(st.Names[0], nil) // local function f: f is visible in its body
+				w.activate(1, st.Line())
 			}
 		}
 		for j, e := range st.Exprs {
@@ -113,6 +146,9 @@ func (w *walker) stmt(st ast.Stmt) {
 				value = st.Exprs[j]
 			}
 			w.declare(name, value)
+		}
+		if !localFunc {
+			w.activate(len(st.Names), st.Line())
 		}
 	case *ast.AssignStmt:
 		for _, e := range st.Lhs {
@@ -148,6 +184,7 @@ func (w *walker) stmt(st ast.Stmt) {
 		}
 		w.push()
 		w.declare(st.Name, nil)
+		w.activate(3+1, st.Line()) // (for index), (for limit), (for step), and the name
 		w.block(st.Stmts)
 		w.pop()
 	case *ast.GenericForStmt:
@@ -160,6 +197,7 @@ func (w *walker) stmt(st ast.Stmt) {
 		for _, name := range st.Names {
 			w.scope.vars[name] = &local{fromKeys: overKeys} // for _, key in ipairs(KEYS)
 		}
+		w.activate(3+len(st.Names), st.Line()) // (for generator), (for state), (for control), and the names
 		w.block(st.Stmts)
 		w.pop()
 	case *ast.FuncDefStmt:
@@ -169,25 +207,32 @@ func (w *walker) stmt(st ast.Stmt) {
 		if st.Name.Receiver != nil {
 			w.expr(st.Name.Receiver)
 		}
-		w.function(st.Func, st.Name.Method != "")
+		w.function(st.Func, st.Name.Method != "", st.Line())
 	case *ast.ReturnStmt:
 		w.exprs(st.Exprs)
 	}
 }
 
-func (w *walker) function(f *ast.FunctionExpr, method bool) {
+func (w *walker) function(f *ast.FunctionExpr, method bool, line int) {
+	outer := w.fn
+	w.fn = &function{vararg: f.ParList.HasVargs, line: line}
 	w.push()
+	params := len(f.ParList.Names)
 	if method {
 		w.declare("self", nil)
+		params++
 	}
 	for _, p := range f.ParList.Names {
 		w.declare(p, nil)
 	}
 	if f.ParList.HasVargs {
 		w.declare("arg", nil) // Lua 5.1's implicit vararg table
+		params++
 	}
+	w.activate(params, line)
 	w.block(f.Stmts)
 	w.pop()
+	w.fn = outer
 }
 
 func (w *walker) expr(e ast.Expr) {
@@ -226,7 +271,7 @@ func (w *walker) expr(e ast.Expr) {
 	case *ast.UnaryLenOpExpr:
 		w.expr(e.Expr)
 	case *ast.FunctionExpr:
-		w.function(e, false)
+		w.function(e, false, e.Line())
 	}
 }
 

@@ -16,12 +16,15 @@ import (
 	"github.com/redlimit/redlimit/gen"
 )
 
-const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-check] script.lua|dir ...
+const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-functions library] [-check] script.lua|dir ...
 
 luagen reads annotated Redis Lua scripts (files, or folders of *.lua) and
 writes typed Go wrappers over go-redis v9: one <name>.lua.go per script and
 a shared luagen.go. It checks each header against its body and lints the
 Lua; problems are printed as file:line: message and nothing is written.
+With -functions it also writes a Redis Functions library of every script,
+<library>.functions.lua, and luagen_functions.go to load it and call the
+scripts through it with FCALL (WithFunctions, LoadFunctions).
 
 Header (the leading --- lines; order is position: the k-th @arg is ARGV[k]):
   --- Summary text, one or more lines.
@@ -45,9 +48,9 @@ Flags:
 `
 
 type config struct {
-	out, pkg, manifest string
-	check              bool
-	inputs             []string
+	out, pkg, manifest, functions string
+	check                         bool
+	inputs                        []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -57,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.out, "o", ".", "output `dir`ectory for the Go files")
 	fs.StringVar(&cfg.pkg, "pkg", "", "Go package `name` (default: the package of the output directory's Go files, else $GOPACKAGE when it is the current directory, else its name)")
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
+	fs.StringVar(&cfg.functions, "functions", "", "also write the Redis Functions `library` of every script, named so, to <library>.functions.lua in the output directory, and the Go to call it with FCALL")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, gen.ChecksText("  "))

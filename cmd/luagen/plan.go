@@ -35,6 +35,9 @@ func readInputs(paths []string) ([]gen.Input, error) {
 			if err != nil {
 				return nil, err
 			}
+			if st.IsDir() && isLibrary(src) {
+				continue // a Functions library luagen wrote, not a script
+			}
 			ins = append(ins, gen.Input{Path: filepath.ToSlash(f), Src: src})
 		}
 	}
@@ -49,26 +52,34 @@ type plan struct {
 }
 
 func makePlan(cfg config, ins []gen.Input) (*plan, error) {
+	opt := gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != "", Functions: cfg.functions}
 	if cfg.manifest != "" {
-		// The manifest names each script relative to itself, so it stays
+		// The manifest names each file relative to itself, so it stays
 		// true wherever the folder is copied.
 		dir, err := filepath.Abs(filepath.Dir(cfg.manifest))
 		if err != nil {
 			return nil, err
 		}
+		rel := func(path string) (string, error) {
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return "", err
+			}
+			r, err := filepath.Rel(dir, abs)
+			return filepath.ToSlash(r), err
+		}
 		for i, in := range ins {
-			abs, err := filepath.Abs(filepath.FromSlash(in.Path))
-			if err != nil {
+			if ins[i].ManifestPath, err = rel(filepath.FromSlash(in.Path)); err != nil {
 				return nil, err
 			}
-			rel, err := filepath.Rel(dir, abs)
-			if err != nil {
+		}
+		if cfg.functions != "" {
+			if opt.FunctionsManifestPath, err = rel(filepath.Join(cfg.out, gen.LibraryFile(cfg.functions))); err != nil {
 				return nil, err
 			}
-			ins[i].ManifestPath = filepath.ToSlash(rel)
 		}
 	}
-	out, err := gen.Generate(ins, gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != ""})
+	out, err := gen.Generate(ins, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +102,8 @@ func makePlan(cfg config, ins []gen.Input) (*plan, error) {
 		return nil, errors.New(strings.Join(problems, "\n"))
 	}
 	existing, _ := filepath.Glob(filepath.Join(cfg.out, "*.go"))
-	for _, path := range existing {
+	libs, _ := filepath.Glob(filepath.Join(cfg.out, "*.functions.lua"))
+	for _, path := range append(existing, libs...) {
 		if _, ok := p.write[path]; ok {
 			continue
 		}
@@ -109,8 +121,18 @@ func generated(path string, content []byte) bool {
 	if strings.HasSuffix(path, ".go") {
 		return bytes.HasPrefix(content, []byte(gen.Marker+"\n"))
 	}
+	if strings.HasSuffix(path, ".lua") {
+		return isLibrary(content)
+	}
 	head := content[:min(len(content), 200)]
 	return bytes.Contains(head, []byte(`"comment": "`+gen.ManifestMarker+`"`))
+}
+
+// isLibrary reports a Functions library luagen wrote: its marker is the
+// line after #!lua name=...
+func isLibrary(content []byte) bool {
+	_, rest, ok := bytes.Cut(content, []byte("\n"))
+	return bytes.HasPrefix(content, []byte("#!lua name=")) && ok && bytes.HasPrefix(rest, []byte(gen.LibraryMarker+"\n"))
 }
 
 func (p *plan) paths() []string {

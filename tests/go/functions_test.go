@@ -1,0 +1,514 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+	luatest "github.com/redlimit/redlimit/tests/lua"
+	"github.com/redlimit/redlimit/tests/scenario"
+)
+
+// The Functions library of the bundled scripts (bindings/redlimit.functions.lua)
+// on a real redis-server and on the three-master cluster: the same replies
+// as EVALSHA for every scenario step, a library that outlives SCRIPT FLUSH,
+// comes back after FUNCTION FLUSH and is refused when it is stale. miniredis
+// has no Functions, so these tests need the real servers.
+
+// fnClient is what these tests hold: a client the library works through
+// and that runs plain commands too.
+type fnClient interface {
+	bindings.FunctionsCmdable
+	redis.Cmdable
+	AddHook(redis.Hook)
+}
+
+type fnTarget struct {
+	name string
+	open func(t *testing.T) fnClient
+}
+
+func fnTargets() []fnTarget {
+	return []fnTarget{
+		{"redis-resp2", func(t *testing.T) fnClient { return standalone(t, 2) }},
+		{"redis-resp3", func(t *testing.T) fnClient { return standalone(t, 3) }},
+		{"cluster", func(t *testing.T) fnClient { return cluster(t) }},
+	}
+}
+
+// eachMaster runs fn on every primary: go-redis sends FUNCTION FLUSH and
+// FUNCTION LIST to one node of a cluster, so the tests address each.
+func eachMaster(t *testing.T, c fnClient, fn func(node *redis.Client) error) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error { return fn(node) })
+	case *redis.Client:
+		err = fn(c)
+	default:
+		t.Fatalf("unexpected client %T", c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onServerAndCluster runs f on the real server (RESP3) and on the cluster.
+func onServerAndCluster(t *testing.T, f func(t *testing.T, c fnClient)) {
+	for _, tg := range fnTargets() {
+		if tg.name != "redis-resp2" {
+			t.Run(tg.name, func(t *testing.T) { f(t, tg.open(t)) })
+		}
+	}
+}
+
+func functionFlush(t *testing.T, c fnClient) {
+	t.Helper()
+	eachMaster(t, c, func(node *redis.Client) error { return node.FunctionFlush(context.Background()).Err() })
+}
+
+// libraryCodes is the code of the library redlimit on each primary ("" where
+// it is missing).
+func libraryCodes(t *testing.T, c fnClient) map[string]string {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]string{}
+	eachMaster(t, c, func(node *redis.Client) error {
+		libs, err := node.FunctionList(context.Background(), redis.FunctionListQuery{LibraryNamePattern: bindings.FunctionsLibrary, WithCode: true}).Result()
+		if err != nil {
+			return err
+		}
+		code := ""
+		for _, l := range libs {
+			if l.Name == bindings.FunctionsLibrary {
+				code = l.Code
+			}
+		}
+		mu.Lock()
+		out[node.Options().Addr] = code
+		mu.Unlock()
+		return nil
+	})
+	return out
+}
+
+// TestFunctionsScenarios runs every scenario table through EVALSHA and
+// through FCALL side by side, next to the gopher-lua tier, on keys of their
+// own: every reply must be the same, and every PTTL right after a write.
+func TestFunctionsScenarios(t *testing.T) {
+	run := fmt.Sprintf("fn%d:", time.Now().UnixNano())
+	for _, tg := range fnTargets() {
+		t.Run(tg.name, func(t *testing.T) {
+			c := tg.open(t)
+			if err := bindings.LoadFunctions(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			k := newKeeper(c)
+			var n paths
+			defer func() {
+				if !t.Failed() && (n.typed < 100 || n.raw < 20) {
+					t.Errorf("%d steps went through the typed API and %d raw: both paths must be exercised", n.typed, n.raw)
+				}
+			}()
+			for _, sc := range scenario.All() {
+				t.Run(sc.Script+"/"+sc.Name, func(t *testing.T) {
+					runParity(t, c, k, run+tg.name+":", withCallerClock(sc), &n)
+				})
+			}
+		})
+	}
+}
+
+// runParity runs one scenario with the caller's clock: through EVALSHA on
+// one set of keys, through the library on another.
+func runParity(t *testing.T, c fnClient, k *keeper, run string, sc scenario.Scenario, n *paths) {
+	ctx := context.Background()
+	src, err := luatest.Source(sc.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scripts[sc.Script] == nil || typed[sc.Script] == nil {
+		t.Fatalf("%s has no generated binding listed in typed_test.go", sc.Script)
+	}
+	ref := luatest.New(scenario.T0)
+	fc := bindings.WithFunctions(c)
+	var evalKeys, fnKeys []string
+	for _, key := range sc.Keys {
+		evalKeys = append(evalKeys, run+"eval:"+key) // the prefix sits outside the {hash tag}
+		fnKeys = append(fnKeys, run+"fcall:"+key)
+	}
+	for key, v := range sc.Strings {
+		ref.Set(key, v)
+		for _, p := range []string{"eval:", "fcall:"} {
+			if err := c.Set(ctx, run+p+key, v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// send makes one call through the typed API where it can express the
+	// arguments, else with raw ARGV: EVALSHA through the script, FCALL
+	// through the function.
+	send := func(keys []string, viaLibrary bool, argv []string) (any, bool, error) {
+		var s redis.Scripter = c
+		if viaLibrary {
+			s = fc
+		}
+		if len(keys) == 1 {
+			got, err := typed[sc.Script](ctx, s, keys[0], &rawArgs{vals: argv, ok: true})
+			if err != errNotTyped {
+				return got, true, err
+			}
+		}
+		args := make([]any, len(argv))
+		for j, a := range argv {
+			args[j] = a
+		}
+		if viaLibrary {
+			reply, err := c.FCall(ctx, bindings.FunctionsLibrary+"_"+sc.Script, keys, args...).Result()
+			return reply, false, err
+		}
+		reply, err := scripts[sc.Script].Run(ctx, c, keys, args...).Result()
+		return reply, false, err
+	}
+	clock := int64(scenario.T0)
+	for i, st := range sc.Steps {
+		clock = max(clock, scenario.T0+st.At.Microseconds())
+		ref.SetTime(clock)
+		argv := sc.Argv(st)
+		wantReply, wantErr := ref.Eval(src, sc.Keys, argv)
+		evalReply, evalTyped, evalErr := send(evalKeys, false, argv)
+		fnReply, fnTyped, fnErr := send(fnKeys, true, argv)
+		if fnTyped {
+			n.typed++
+		} else {
+			n.raw++
+		}
+		if evalTyped != fnTyped {
+			t.Fatalf("step %d %v: one path typed, the other raw", i, argv)
+		}
+		if wantErr != nil || evalErr != nil || fnErr != nil {
+			if !sameError(wantErr, evalErr) || !sameError(wantErr, fnErr) {
+				t.Fatalf("step %d %v: gopher-lua says %v, EVALSHA (%v, %v), FCALL (%v, %v)", i, argv, wantErr, evalReply, evalErr, fnReply, fnErr)
+			}
+			if code := strings.Fields(wantErr.Error())[0]; fnTyped && code == "BADARG" && !errors.Is(fnErr, bindings.ErrBadArg) {
+				t.Fatalf("step %d %v: errors.Is(%v, ErrBadArg) is false through the library", i, argv, fnErr)
+			} else if fnTyped && code == "WRONGTYPE" && !errors.Is(fnErr, bindings.ErrWrongType) {
+				t.Fatalf("step %d %v: errors.Is(%v, ErrWrongType) is false through the library", i, argv, fnErr)
+			}
+		} else {
+			if diff := cmp.Diff(wantReply, normalize(evalReply)); diff != "" {
+				t.Fatalf("step %d %v: gopher-lua (-) vs EVALSHA (+):\n%s", i, argv, diff)
+			}
+			if diff := cmp.Diff(normalize(evalReply), normalize(fnReply)); diff != "" {
+				t.Fatalf("step %d %v: EVALSHA (-) vs FCALL (+):\n%s", i, argv, diff)
+			}
+			wrote := st.Args[scenario.SpecOf(sc.Script).CostArg] != "0" && ints(fnReply)[0] == 1
+			if st.TTL != nil && wrote {
+				for j := range fnKeys {
+					checkPTTL(t, k.pttl(fnKeys[j]), ref.PTTL(sc.Keys[j]), fmt.Sprintf("step %d %v: FCALL: PTTL %s", i, argv, fnKeys[j]))
+					checkPTTL(t, k.pttl(evalKeys[j]), ref.PTTL(sc.Keys[j]), fmt.Sprintf("step %d %v: EVALSHA: PTTL %s", i, argv, evalKeys[j]))
+				}
+			}
+		}
+	}
+}
+
+// keeper makes a real server keep a scenario's keys between steps, as
+// persist does for the other tiers, but in the same MULTI as the call:
+// each script call the client sends (EVALSHA, EVAL, FCALL, FCALL_RO) goes
+// in a transaction with a PTTL and a PERSIST of each of its keys, so a key
+// of a few ms cannot expire on the wall clock of a loaded machine before
+// the next step. The scripts never rely on expiry (stale state reads as
+// fresh), which the gopher-lua tier, where keys do expire on the table's
+// clock, checks reply for reply.
+type keeper struct {
+	tx   func() redis.Pipeliner
+	mu   sync.Mutex
+	ttls map[string]int64 // each key's PTTL in ms right after the last call that named it
+}
+
+func newKeeper(c fnClient) *keeper {
+	k := &keeper{tx: c.TxPipeline, ttls: map[string]int64{}}
+	c.AddHook(k)
+	return k
+}
+
+func (k *keeper) pttl(key string) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ttls[key]
+}
+
+func (k *keeper) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (k *keeper) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (k *keeper) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		switch cmd.Name() {
+		case "evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro":
+		default:
+			return next(ctx, cmd)
+		}
+		n, _ := strconv.Atoi(fmt.Sprint(args[2]))
+		var keys []string
+		for _, a := range args[3 : 3+n] {
+			keys = append(keys, fmt.Sprint(a))
+		}
+		pipe := k.tx()
+		_ = pipe.Process(ctx, cmd)
+		ttls := make([]*redis.DurationCmd, len(keys))
+		for i, key := range keys {
+			ttls[i] = pipe.PTTL(ctx, key)
+			pipe.Persist(ctx, key)
+		}
+		// The call's own error is on cmd; the rest cannot fail.
+		_, _ = pipe.Exec(ctx)
+		k.mu.Lock()
+		for i, key := range keys {
+			pttl := ttls[i].Val()
+			k.ttls[key] = pttl.Milliseconds()
+			if pttl < 0 {
+				k.ttls[key] = int64(pttl / time.Nanosecond) // -1 and -2 come back unscaled
+			}
+		}
+		k.mu.Unlock()
+		return cmd.Err()
+	}
+}
+
+// checkPTTL holds a real server's PTTL right after a write to the gopher-lua
+// tier's, within the time the step may have taken.
+func checkPTTL(t *testing.T, got, want int64, what string) {
+	t.Helper()
+	if got == -2 && want > 0 && want <= ttlSlack {
+		return // a key of a few ms expired on the wall clock meanwhile
+	}
+	if got != want && (want < 0 || got > want || got < want-ttlSlack) {
+		t.Fatalf("%s = %d ms, want %d", what, got, want)
+	}
+}
+
+// The library is no script: SCRIPT FLUSH leaves it, and calls through it
+// never touch the script cache. After FUNCTION FLUSH the first calls, single
+// and batched, many at once, load it again on every primary and succeed.
+func TestFunctionsFlush(t *testing.T) {
+	onServerAndCluster(t, func(t *testing.T, c fnClient) {
+		ctx := context.Background()
+		fc := bindings.WithFunctions(c)
+		key := fmt.Sprintf("fnflush:{u}:%d", time.Now().UnixNano())
+		p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 1}
+
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+			t.Fatalf("after SCRIPT FLUSH: %v", err)
+		}
+		if err := bindings.CheckFunctions(ctx, c); err != nil {
+			t.Errorf("after SCRIPT FLUSH: CheckFunctions = %v", err)
+		}
+		if loaded := c.ScriptExists(ctx, bindings.GCRAScript.Hash()).Val(); loaded[0] {
+			t.Error("a call through the library loaded the script")
+		}
+
+		// Many callers meet the missing library at once.
+		functionFlush(t, c)
+		if err := bindings.CheckFunctions(ctx, c); !errors.Is(err, bindings.ErrFunctionsMissing) {
+			t.Fatalf("after FUNCTION FLUSH: CheckFunctions = %v, want ErrFunctionsMissing", err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := 0; g < 32; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if g%4 == 0 {
+					b := bindings.NewBatch()
+					pending := []*bindings.Pending[bindings.GCRAResult]{b.GCRA(key, p), b.GCRA(key, p)}
+					if err := b.Exec(ctx, fc); err != nil {
+						errs <- err
+					}
+					for _, pd := range pending {
+						if _, err := pd.Result(); err != nil {
+							errs <- err
+						}
+					}
+					return
+				}
+				if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("a call after FUNCTION FLUSH: %v", err)
+		}
+		for addr, code := range libraryCodes(t, c) {
+			if code != bindings.FunctionsCode() {
+				t.Errorf("%s: after the calls the library is %d bytes, want the bindings' %d", addr, len(code), len(bindings.FunctionsCode()))
+			}
+		}
+		// 1 + 24 single calls + 8 batches of 2: every one counted once.
+		if r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 0}); err != nil || r.Remaining != 1000-41 {
+			t.Errorf("after the calls: %+v, %v; want 41 counted", r, err)
+		}
+	})
+}
+
+// Other code under the library's name is found by CheckFunctions, refused by
+// a call whose function it lacks, and replaced only by LoadFunctions. A
+// stale library that has the same functions is run by calls (they do not
+// read the library's code on every call): only CheckFunctions and
+// LoadFunctions see it, which is why a deploy runs LoadFunctions.
+func TestFunctionsStale(t *testing.T) {
+	onServerAndCluster(t, func(t *testing.T, c fnClient) {
+		ctx := context.Background()
+		fc := bindings.WithFunctions(c)
+		key := fmt.Sprintf("fnstale:{u}:%d", time.Now().UnixNano())
+		p := bindings.FixedWindowParams{Limit: 10, Window: time.Minute, Cost: 1}
+		other := "#!lua name=" + bindings.FunctionsLibrary + "\nredis.register_function('redlimit_other', function() return 1 end)\n"
+		functionFlush(t, c)
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoad(ctx, other).Err() })
+
+		err := bindings.CheckFunctions(ctx, c)
+		if !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Fatalf("CheckFunctions = %v, want ErrFunctionsStale", err)
+		}
+		if _, isCluster := c.(*redis.ClusterClient); isCluster && strings.Count(err.Error(), "holds other code") != len(clusterAddrs) {
+			t.Errorf("CheckFunctions did not name every master:\n%v", err)
+		}
+		if _, err := bindings.FixedWindow(ctx, fc, key, p); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("call: err = %v, want ErrFunctionsStale", err)
+		}
+		b := bindings.NewBatch()
+		pd := b.FixedWindow(key, p)
+		if err := b.Exec(ctx, fc); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("batch: err = %v, want ErrFunctionsStale", err)
+		}
+		if _, err := pd.Result(); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("batch result: err = %v, want ErrFunctionsStale", err)
+		}
+		for addr, code := range libraryCodes(t, c) {
+			if code != other {
+				t.Errorf("%s: a call replaced the other library", addr)
+			}
+		}
+		if n := c.Exists(ctx, key).Val(); n != 0 {
+			t.Error("a refused call wrote its key")
+		}
+
+		// The same functions with other code: CheckFunctions sees it,
+		// LoadFunctions replaces it.
+		older := strings.Replace(bindings.FunctionsCode(), "-- Code generated by luagen.", "-- An older version.", 1)
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoadReplace(ctx, older).Err() })
+		if _, err := bindings.FixedWindow(ctx, fc, key, p); err != nil {
+			t.Errorf("call on a library with the same functions: %v", err)
+		}
+		if err := bindings.CheckFunctions(ctx, c); !errors.Is(err, bindings.ErrFunctionsStale) {
+			t.Errorf("CheckFunctions on an older version = %v, want ErrFunctionsStale", err)
+		}
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := bindings.CheckFunctions(ctx, c); err != nil {
+			t.Errorf("after LoadFunctions: %v", err)
+		}
+		// Loading what is there already changes nothing.
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Errorf("LoadFunctions again: %v", err)
+		}
+	})
+}
+
+// The premise of LoadFunctions on a cluster: go-redis v9.7.3 sends FUNCTION
+// LOAD from a *redis.ClusterClient to one master only (it routes by the
+// slot of the word "load"), so the library must be loaded on each.
+func TestClusterFunctionLoadReachesOneMaster(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	functionFlush(t, c)
+	if err := c.FunctionLoad(ctx, bindings.FunctionsCode()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	holding := 0
+	for _, code := range libraryCodes(t, c) {
+		if code != "" {
+			holding++
+		}
+	}
+	if holding != 1 {
+		t.Errorf("ClusterClient.FunctionLoad reached %d of %d masters; if go-redis now loads on every master, LoadFunctions's doc can say so", holding, len(clusterAddrs))
+	}
+	if err := bindings.LoadFunctions(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for addr, code := range libraryCodes(t, c) {
+		if code != bindings.FunctionsCode() {
+			t.Errorf("%s: LoadFunctions did not load the library", addr)
+		}
+	}
+}
+
+// The README's redis-cli lines for the library, run as written, on the
+// server and on the cluster.
+func TestRedisCLIFunctions(t *testing.T) {
+	needReal(t)
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatal("redis-cli is not on PATH")
+	}
+	host, port, _ := strings.Cut(standaloneAddr, ":")
+	c := standalone(t, 2)
+	functionFlush(t, c)
+	load := exec.Command("sh", "-c", `"$0" -h "$1" -p "$2" -x FUNCTION LOAD REPLACE < "$3"`, cli, host, port, filepath.Join("..", "..", "bindings", "redlimit.functions.lua"))
+	if out, err := load.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "redlimit" {
+		t.Fatalf("FUNCTION LOAD: %v\n%s", err, out)
+	}
+	key := fmt.Sprintf("rl:{user:42}:%d", time.Now().UnixNano())
+	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "smooth", "1", "0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli: %v\n%s", err, out)
+	}
+	if got, want := strings.Fields(string(out)), []string{"1", "9", "0", "200"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("redis-cli FCALL printed %q, want %q (the README's example)", got, want)
+	}
+
+	cc := cluster(t)
+	functionFlush(t, cc)
+	load = exec.Command("sh", "-c", `"$0" --cluster call --cluster-only-masters "$1" FUNCTION LOAD REPLACE "$(cat "$2")"`,
+		cli, clusterAddrs[0], filepath.Join("..", "..", "bindings", "redlimit.functions.lua"))
+	if out, err := load.CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster call: %v\n%s", err, out)
+	}
+	// "$(cat file)" drops the file's last newline; the library is the same.
+	for addr, code := range libraryCodes(t, cc) {
+		if code+"\n" != bindings.FunctionsCode() {
+			t.Errorf("%s: redis-cli --cluster call did not load the library", addr)
+		}
+	}
+	if err := bindings.CheckFunctions(context.Background(), cc); err != nil {
+		t.Errorf("after redis-cli --cluster call: CheckFunctions = %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package luatest
 
 import (
+	"fmt"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -26,6 +27,18 @@ func gcraInterval(rate int, period time.Duration) int64 {
 func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
 	t := gcraInterval(rate, period)
 	return func(span time.Duration) int { return burst + int(span.Microseconds()/t) }
+}
+
+// parseGCRA reads gcra.lua's state, '<tat>/<interval>' in µs.
+func parseGCRA(s string) (tat, interval int64, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("GCRA state %q has no '/'", s)
+	}
+	if tat, err = strconv.ParseInt(a, 10, 64); err == nil {
+		interval, err = strconv.ParseInt(b, 10, 64)
+	}
+	return tat, interval, err
 }
 
 func gcraArgs(burst, rate int, period time.Duration) func(int) []string {
@@ -120,7 +133,7 @@ func TestGCRALateCallsGainNothing(t *testing.T) {
 				t.Fatalf("cost %d allowed at %d but denied at the newest clock %d", c.cost, c.at, latest)
 			}
 			if v := r.get("k"); v != nil {
-				tat, err := strconv.ParseInt(v.str, 10, 64)
+				tat, _, err := parseGCRA(v.str)
 				if err != nil || tat < lastTAT {
 					t.Fatalf("TAT %q after %d (%v)", v.str, lastTAT, err)
 				}
@@ -201,10 +214,11 @@ func TestGCRAKeyTrouble(t *testing.T) {
 }
 
 // TestGCRAKeyTTL: with the server's clock a write's PTTL is reset_after.
-// With a caller clock it is reset_after, or the time to the TAT by the
-// server's clock when the caller's runs ahead, plus a period, so calls that
-// reach Redis late, or whose clock runs behind the writer's, still find the
-// TAT.
+// With a caller clock it is the time to the TAT by the server's clock, plus
+// the 60 s a caller clock may lag the server's, so calls that reach Redis
+// late, or whose clock runs behind the writer's, still find the TAT; a
+// lagging writer's clock shortens it and a leading one lengthens it, each
+// by at most 60 s.
 func TestGCRAKeyTTL(t *testing.T) {
 	src, err := Source("gcra")
 	if err != nil {
@@ -217,10 +231,14 @@ func TestGCRAKeyTTL(t *testing.T) {
 		wantPTTL int64
 	}{
 		{"0", 1000},
-		{strconv.FormatInt(scenario.T0, 10), 2000},
-		{strconv.FormatInt(scenario.T0-3e6, 10), 2000},
-		// TAT = caller + 1 s = server + 6 s, plus a period.
-		{strconv.FormatInt(scenario.T0+5e6, 10), 7000},
+		{strconv.FormatInt(scenario.T0, 10), 61000},
+		// TAT = caller + 1 s = server - 2 s, plus 60 s.
+		{strconv.FormatInt(scenario.T0-3e6, 10), 58000},
+		// TAT = caller + 1 s = server + 6 s, plus 60 s.
+		{strconv.FormatInt(scenario.T0+5e6, 10), 66000},
+		// The farthest a caller clock may lag: the TAT is 59 s behind the
+		// server's clock, and the key lives 1 s for callers 60 s behind.
+		{strconv.FormatInt(scenario.T0-60e6, 10), 1000},
 	} {
 		r := New(scenario.T0)
 		got := evalReply(t, r, src, []string{"k"}, append(args, tc.now))

@@ -18,6 +18,11 @@ const T0 = 1767225600 * 1000000
 // NoKey is the PTTL of a key that does not exist.
 const NoKey = -2
 
+// Grace is the ms a write with a caller clock keeps its key past the
+// instant the state is spent (on the server's clock): the most a caller's
+// clock may lag the server's, so a late call still finds the state.
+const Grace = 60000
+
 // Spec says where a script's cost and clock arguments are, so the tiers can
 // tell peeks apart and fill in the clock.
 type Spec struct {
@@ -48,9 +53,10 @@ type Step struct {
 	Want []int64       // the reply, for steps that succeed
 	Err  string        // the error reply's prefix, for steps that fail
 	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
-	// a key that must not exist). A write's TTL is its reset_after; with a
-	// caller clock it is one period (or window) longer, so calls that reach
-	// Redis late still find the key.
+	// a key that must not exist). A write's TTL runs to the instant its state
+	// is spent by the server's clock (reset_after with the server's clock);
+	// with a caller clock it is Grace longer, so calls that reach Redis late
+	// still find the key.
 	TTL []int64
 }
 

@@ -70,7 +70,7 @@ func firstWrite(t *testing.T, name, src string) (*Redis, []string, []string) {
 	t.Helper()
 	spec := scenario.SpecOf(name)
 	for _, sc := range scenario.All() {
-		if sc.Script != name || sc.Strings != nil {
+		if sc.Script != name || sc.Strings != nil || sc.Preset != nil {
 			continue
 		}
 		r := New(scenario.T0)

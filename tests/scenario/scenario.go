@@ -42,16 +42,35 @@ type Scenario struct {
 	// Strings are keys set to plain strings before the first step, to put
 	// a key of the wrong type in the script's way.
 	Strings map[string]string
-	Steps   []Step
+	// Preset, when set, lists keys to create before the first step, given
+	// the instant the tier runs the scenario from (T0 on the tiers that
+	// control the clock): foreign data, corrupt state, or state a script
+	// could have written long before a real server's run began.
+	Preset func(t0 int64) []Preset
+	Steps  []Step
+}
+
+// Preset is one key created before a scenario's first step.
+type Preset struct {
+	Key  string
+	Type string   // "string", "hash", "zset" or "list"
+	Vals []string // string: the value; hash: field, value, ...; zset: score, member, ...; list: elements
+	TTL  int64    // ms; 0 for none
 }
 
 // Step is one call.
 type Step struct {
-	At   time.Duration // since T0; the server clock never goes backwards
-	Args []string      // ARGV without the trailing clock argument
-	Now  string        // when set, sent verbatim as the clock argument
-	Want []int64       // the reply, for steps that succeed
-	Err  string        // the error reply's prefix, for steps that fail
+	At time.Duration // since T0; the server clock never goes backwards
+	// Skew is how far the caller's clock (T0+At) runs ahead of the
+	// server's for this step; the server's clock is T0+At-Skew (unless it
+	// already passed that). Real servers keep their own clock, where a
+	// step's skew is At less the time the run has taken, so a table that
+	// runs there keeps its skews well inside the scripts' 60 s bound.
+	Skew time.Duration
+	Args []string // ARGV without the trailing clock argument
+	Now  string   // when set, sent verbatim as the clock argument
+	Want []int64  // the reply, for steps that succeed
+	Err  string   // the error reply's prefix, for steps that fail
 	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
 	// a key that must not exist). A write's TTL runs to the instant its state
 	// is spent by the server's clock (reset_after with the server's clock);
@@ -70,6 +89,9 @@ func (sc Scenario) NowArg(st Step) string {
 	}
 	return "0"
 }
+
+// ServerAt is the server's clock a step asks for, in µs since the epoch.
+func (st Step) ServerAt() int64 { return T0 + (st.At - st.Skew).Microseconds() }
 
 // Argv is the whole ARGV of a step.
 func (sc Scenario) Argv(st Step) []string {

@@ -171,16 +171,17 @@ end
 -- Times stay below 2^52 + 1e14 < 2^53, and floor(x / y) of integers below
 -- 2^53 is exact, so the windows need no mul-div.
 local window_us = window * 1000
-local k = math.floor(now / window_us)
-if t then
-  -- The stored calls count in the window that holds the newest of them; a
-  -- late caller counts there too, and a later window starts from 0.
-  local kt = math.floor(t / window_us)
-  if kt > k then
-    k = kt
-  elseif kt < k then
-    n = 0
-  end
+-- The stored calls count in the window that holds the newest of them, t; a
+-- late caller counts there too, and a later window starts from 0. A key
+-- that holds nothing counts from the later of the caller's clock and the
+-- server's: a key the server's clock expired must not let a caller that
+-- lags it count in that window again.
+t = t or math.max(now, server)
+local k, kt = math.floor(now / window_us), math.floor(t / window_us)
+if kt > k then
+  k = kt
+elseif kt < k then
+  n = 0
 end
 
 local function ms(us)
@@ -205,7 +206,7 @@ if caller then
   ttl_us = ttl_us + max_skew
 end
 n = n + cost
-redis.call('HSET', counter, 'n', string.format('%d', n), 't', string.format('%d', math.max(t or now, now)))
+redis.call('HSET', counter, 'n', string.format('%d', n), 't', string.format('%d', math.max(t, now)))
 redis.call('PEXPIRE', counter, string.format('%d', math.max(1, ms(ttl_us))))
 return {1, limit - n, 0, ms(end_at - now)}
 `

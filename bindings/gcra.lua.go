@@ -34,15 +34,16 @@ const GCRASource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- the bound still finds it. So no clock can deny a key for longer than a
 --- full burst takes to pass, plus 60 s, or keep it longer than that plus
 --- 60 s.
---- Changed limits apply from the call that carries them. The backlog (the
---- TAT's lead on the later of now and the server's clock) is converted to
---- intervals of the new rate and period, rounding up (a lower rate never
---- frees room, a higher one frees exactly what it drains), and the TAT is
---- capped at a full burst of the new size past the server's clock plus 60 s
---- (a lowered burst is full, never locked out).
---- State: a string '<tat>/<interval>', both in µs; anything else at the key,
---- of any type, is an error and the key is left untouched.
---- @key    tat          string '<tat>/<interval>': TAT and emission interval in µs; expires when the TAT is reached
+--- Changed limits apply from the last write: the TAT's lead on that write's
+--- clock is counted in intervals of the new rate and period, rounding up (a
+--- lower rate frees no room, a higher one frees what it drains), and capped
+--- at a full burst of the new size (a lowered burst is full, never locked
+--- out).
+--- State: a string '<tat>/<interval>/<at>': the TAT, the emission interval
+--- it counts in, and the clock of the write that set it, all in µs, the TAT
+--- at most 1e15 µs past <at>; anything else at the key, of any type, is an
+--- error and the key is left untouched.
+--- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
 --- @arg    burst        int     requests that may pass at once (1..1e9)
 --- @arg    rate         int     requests per period at the steady pace (1..1e9), at most one per µs
 --- @arg    period       ms      the period of rate (1..1e11 ms); burst*period/rate at most 1e15 µs (31 years)
@@ -179,29 +180,38 @@ local stored = redis.pcall('GET', tat)
 if type(stored) == 'table' then
   return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
--- A missing key is a TAT at or before now; a TAT behind now counts as now,
--- so idle time never banks more than a burst.
+-- A call is judged at its own clock against the stored TAT; a key that
+-- holds nothing is judged at the later of the caller's clock and the
+-- server's: a key the server's clock expired must not let a caller that
+-- lags it schedule that time again. own is the caller's clock, which its
+-- waits are measured from. A missing key is a TAT at or before now; a TAT
+-- behind now counts as now, so idle time never banks more than a burst.
+local own = now
+if not stored then
+  now = math.max(now, server)
+end
 local theo = now
 if stored then
-  local a, b = string.match(stored, '^([^/]*)/([^/]*)$')
-  local v, was = num(a, 0, 2^52 + 2e15), num(b, 1, 1e14)
-  if v == nil or was == nil then
-    return redis.error_reply('BADSTATE the key is not a GCRA state <tat>/<interval>; it is left untouched')
+  local a, b, c = string.match(stored, '^([^/]*)/([^/]*)/([^/]*)$')
+  local v, was, at = num(a, 0, 2^52 + 1e15), num(b, 1, 1e14), num(c, 0, 2^52)
+  if v == nil or was == nil or at == nil or v < at or v - at > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a GCRA state <tat>/<interval>/<at>; it is left untouched')
   end
-  -- The backlog is counted from the later of now and the server's clock,
-  -- so a late caller's lag is never scaled by a change of interval.
-  local from = math.max(now, server)
-  if v > from and was ~= interval then
-    local lead = v - from
-    local units = math.floor(lead / was)
+  -- A changed rate or burst applies from the last write, at: the lead the
+  -- TAT had then is counted in intervals of the current rate (whole ones
+  -- exactly, a part one rounded up) and capped at a full burst. It depends
+  -- on the stored state alone, so waits stay exact while denied calls
+  -- change nothing.
+  if was ~= interval or v - at > tolerance then
+    local units = math.floor((v - at) / was)
     if units >= burst then
-      v = from + tolerance
+      v = at + tolerance
     else
-      local q, r = muldiv(lead - units * was, interval, was)
-      v = from + units * interval + (r > 0 and q + 1 or q)
+      local q, r = muldiv(v - at - units * was, interval, was)
+      v = at + math.min(tolerance, units * interval + (r > 0 and q + 1 or q))
     end
   end
-  theo = math.max(now, math.min(v, server + max_skew + tolerance))
+  theo = math.max(now, v)
 end
 
 -- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
@@ -214,13 +224,18 @@ local function left(d)
   return math.max(0, burst - math.ceil(d / interval))
 end
 
+-- Waits count from the caller's own clock.
+local function wait(us)
+  return math.ceil((us + now - own) / 1000)
+end
+local reset = ahead > 0 and wait(ahead) or 0
 local want = math.max(cost, 1)
 if want > burst then
-  return {0, left(ahead), -1, ms(ahead)}
+  return {0, left(ahead), -1, reset}
 elseif ahead + want * interval > tolerance then
-  return {0, left(ahead), ms(ahead + want * interval - tolerance), ms(ahead)}
+  return {0, left(ahead), wait(ahead + want * interval - tolerance), reset}
 elseif cost == 0 then
-  return {1, left(ahead), 0, ms(ahead)}
+  return {1, left(ahead), 0, reset}
 end
 
 theo = theo + cost * interval
@@ -232,8 +247,8 @@ local ttl_us = theo - server
 if caller then
   ttl_us = ttl_us + max_skew
 end
-redis.call('SET', tat, string.format('%d/%d', theo, interval), 'PX', string.format('%d', math.max(1, ms(ttl_us))))
-return {1, left(ahead), 0, ms(ahead)}
+redis.call('SET', tat, string.format('%d/%d/%d', theo, interval, now), 'PX', string.format('%d', math.max(1, ms(ttl_us))))
+return {1, left(ahead), 0, wait(ahead)}
 `
 
 // GCRAScript runs GCRASource, for calls the typed API does not cover.
@@ -291,17 +306,18 @@ type GCRAResult struct {
 // the bound still finds it. So no clock can deny a key for longer than a
 // full burst takes to pass, plus 60 s, or keep it longer than that plus
 // 60 s.
-// Changed limits apply from the call that carries them. The backlog (the
-// TAT's lead on the later of now and the server's clock) is converted to
-// intervals of the new rate and period, rounding up (a lower rate never
-// frees room, a higher one frees exactly what it drains), and the TAT is
-// capped at a full burst of the new size past the server's clock plus 60 s
-// (a lowered burst is full, never locked out).
-// State: a string '<tat>/<interval>', both in µs; anything else at the key,
-// of any type, is an error and the key is left untouched.
+// Changed limits apply from the last write: the TAT's lead on that write's
+// clock is counted in intervals of the new rate and period, rounding up (a
+// lower rate frees no room, a higher one frees what it drains), and capped
+// at a full burst of the new size (a lowered burst is full, never locked
+// out).
+// State: a string '<tat>/<interval>/<at>': the TAT, the emission interval
+// it counts in, and the clock of the write that set it, all in µs, the TAT
+// at most 1e15 µs past <at>; anything else at the key, of any type, is an
+// error and the key is left untouched.
 //
 // Keys:
-//   - tat: string '<tat>/<interval>': TAT and emission interval in µs; expires when the TAT is reached
+//   - tat: string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range

@@ -34,11 +34,11 @@ const LeakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- a late call within the bound still finds it. So no clock can deny a key
 --- for longer than a full bucket takes to drain, plus 60 s, or keep it
 --- longer than that plus 60 s.
---- Changed limits apply from the call that carries them. The water left is
---- converted to units of the new rate and period, rounding up (a lower rate
---- never frees room, a higher one frees exactly what it drains), and capped
---- at a full bucket of the new capacity (a lowered capacity is full, never
---- locked out).
+--- Changed limits apply from the last pour: the water then is counted in
+--- units of the new rate and period, rounding up (a lower rate frees no
+--- room, a higher one frees what it drains), capped at a full bucket of the
+--- new capacity (a lowered capacity is full, never locked out), and drains
+--- at the new rate since.
 --- State: a hash with exactly the fields level (µs of water, 0..1e15), ts
 --- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
 --- at the key, of any type, is an error and the key is left untouched.
@@ -189,28 +189,33 @@ end
 
 -- A late caller is judged at the stored time; own is its clock, which its
 -- waits are measured from.
+-- A key that holds nothing is judged at the later of the caller's clock
+-- and the server's: a key the server's clock expired must not let a caller
+-- that lags it drain the same time again.
 local own = now
-if ts and now < ts then
+ts = ts or math.max(now, server)
+if now < ts then
   now = ts
 end
 
--- I.371's X' = X - (ta - LCT), floored at 0: the water left now, drained
--- at the unit it was poured at, then counted in the current unit: whole
--- units exactly and a part unit rounded up, capped at a full bucket.
-local water = 0
-if level and level > now - ts then
-  local left = level - (now - ts)
-  if was == unit then
-    water = math.min(left, full)
+-- A changed rate or capacity applies from the last pour: the level then is
+-- counted in units of the current rate (whole units exactly, a part unit
+-- rounded up) and capped at a full bucket. It depends on the stored state
+-- alone, so waits stay exact while denied calls change nothing.
+if level and (was ~= unit or level > full) then
+  local units = math.floor(level / was)
+  if units >= capacity then
+    level = full
   else
-    local units = math.floor(left / was)
-    if units >= capacity then
-      water = full
-    else
-      local q, r = muldiv(left - units * was, unit, was)
-      water = math.min(full, units * unit + (r > 0 and q + 1 or q))
-    end
+    local q, r = muldiv(level - units * was, unit, was)
+    level = math.min(full, units * unit + (r > 0 and q + 1 or q))
   end
+end
+-- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is an
+-- exact integer, so every wait below is exact too.
+local water = 0
+if level then
+  water = math.max(0, level - (now - ts))
 end
 
 local function ms(us)
@@ -296,11 +301,11 @@ type LeakyBucketResult struct {
 // a late call within the bound still finds it. So no clock can deny a key
 // for longer than a full bucket takes to drain, plus 60 s, or keep it
 // longer than that plus 60 s.
-// Changed limits apply from the call that carries them. The water left is
-// converted to units of the new rate and period, rounding up (a lower rate
-// never frees room, a higher one frees exactly what it drains), and capped
-// at a full bucket of the new capacity (a lowered capacity is full, never
-// locked out).
+// Changed limits apply from the last pour: the water then is counted in
+// units of the new rate and period, rounding up (a lower rate frees no
+// room, a higher one frees what it drains), capped at a full bucket of the
+// new capacity (a lowered capacity is full, never locked out), and drains
+// at the new rate since.
 // State: a hash with exactly the fields level (µs of water, 0..1e15), ts
 // (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
 // at the key, of any type, is an error and the key is left untouched.

@@ -181,7 +181,10 @@ local size = redis.pcall('HLEN', bucket)
 if type(size) ~= 'number' then
   return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
-local tokens, ts = capacity, now
+-- A key that holds nothing is a full bucket at the later of the caller's
+-- clock and the server's: a key the server's clock expired must not let a
+-- caller that lags it count the same time again.
+local tokens, ts = capacity, math.max(now, server)
 if size > 0 then
   local state = redis.call('HMGET', bucket, 'tokens', 'ts')
   tokens, ts = num(state[1], 0, 1e9), num(state[2], 0, 2^52)

@@ -175,7 +175,13 @@ local w = math.floor(now / window_us)
 -- start of the newest count's window, so the state never moves back.
 local at = now
 local c, p = 0, 0
-if s then
+if not s then
+  -- A key that holds nothing counts from the later of the caller's clock
+  -- and the server's: a key the server's clock expired must not let a
+  -- caller that lags it count in those windows again.
+  at = math.max(now, server)
+  w = math.floor(at / window_us)
+else
   local wt, ws = math.floor(t / window_us), math.floor((s - 1) / window_us)
   if wt > w then
     w, at = wt, wt * window_us

@@ -152,11 +152,13 @@ local function badstate()
   return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
 -- time returns the time of a member read WITHSCORES, or nil when the
--- member is not one this script writes.
+-- member is not one this script writes. The score is Redis's own text of a
+-- double (servers print it differently), so it is read with tonumber; the
+-- member's name is checked to the letter.
 local function time(member, score)
-  local us = num(score, 0, 2^52)
+  local us = tonumber(score)
   local at, n = string.match(type(member) == 'string' and member or '', '^(%d+)%-(%d+)$')
-  if us and num(at, us, us) and num(n, 1, 10000) then
+  if us and us >= 0 and us <= 2^52 and us == math.floor(us) and num(at, us, us) and num(n, 1, 10000) then
     return us
   end
   return nil
@@ -184,9 +186,15 @@ if size > 0 then
     end
   end
 end
+-- A late caller is judged at the newest member's time. A key that holds
+-- nothing is judged at the later of the caller's clock and the server's: a
+-- key the server's clock expired must not let a caller that lags it log in
+-- that window again.
 local own = now
 if last and now < last then
   now = last
+elseif not last then
+  now = math.max(now, server)
 end
 
 -- A member at gone or before has left the window. Counting instead of

@@ -67,9 +67,13 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				v.hash["name"] = "alice"
 				try("an extra field", v)
 			case "string":
-				for _, bad := range []string{"alice", "1767225600000000", "1767225600000000/", "/200000",
-					"1767225600000000/0", "1767225600000000/200000/1", "1767225600000000.5/200000", "-1/200000",
-					"1767225600000000/-5", " 1767225600000000/200000", "1767225600000000/200000 ", "99999999999999999/200000"} {
+				tat, _, _ := parseGCRA(good.str)
+				at := strings.Split(good.str, "/")[2]
+				for _, bad := range []string{"alice", "1767225600000000", "1767225600000000/200000", "//",
+					fmt.Sprintf("%d/0/%s", tat, at), fmt.Sprintf("%d/200000/%s/1", tat, at), fmt.Sprintf("%d.5/200000/%s", tat, at),
+					"-1/200000/" + at, fmt.Sprintf("%d/-5/%s", tat, at), fmt.Sprintf(" %d/200000/%s", tat, at),
+					fmt.Sprintf("%d/200000/%s ", tat, at), fmt.Sprintf("%d/200000/%d", tat, tat+1),
+					fmt.Sprintf("%d/200000/%d", tat+1000000000000001, tat), "99999999999999999/200000/" + at} {
 					try(fmt.Sprintf("%q", bad), &value{kind: "string", str: bad, expireAt: good.expireAt})
 				}
 			case "zset":

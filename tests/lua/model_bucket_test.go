@@ -46,7 +46,9 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens, ts := capacity, now
+	// A key that holds nothing is a full bucket at the later of the caller's
+	// clock and the server's.
+	tokens, ts := capacity, max(now, r.now)
 	if st != nil {
 		tokens, ts = st[0], st[1]
 	}
@@ -110,19 +112,20 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	}
 	own := now
 	var water int64
-	if st != nil {
+	if st == nil {
+		now = max(now, r.now)
+	} else {
 		level, ts, was := st[0], st[1], st[2]
 		now = max(now, ts)
-		if left := level - (now - ts); left > 0 {
-			// Units of the rate it was poured at: whole ones exactly, a part
-			// one rounded up, then no more than a full bucket.
-			units := left / was
-			if units >= capacity {
-				water = full
-			} else {
-				water = min(full, units*unit+mulDivCeil(left-units*was, unit, was))
-			}
+		// The level at the last pour in units of the current rate: whole
+		// ones exactly, a part one rounded up, then no more than a full
+		// bucket; it drains at the current rate since.
+		if units := level / was; units >= capacity {
+			level = full
+		} else {
+			level = min(full, units*unit+mulDivCeil(level-units*was, unit, was))
 		}
+		water = max(0, level-(now-ts))
 	}
 	remaining := (full - water) / unit
 	var reset int64
@@ -165,44 +168,59 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	own := now
+	v := r.get(keys[0])
+	if v == nil {
+		now = max(now, r.now)
+	}
 	theo := now
-	if v := r.get(keys[0]); v != nil {
+	if v != nil {
 		if v.kind != "string" {
 			return nil, ErrorReply(wrongType)
 		}
-		ts, is, _ := strings.Cut(v.str, "/")
-		tat, ok1 := decimal(ts, 0, maxTime+2e15)
-		was, ok2 := decimal(is, 1, 1e14)
-		if !ok1 || !ok2 || strings.Count(v.str, "/") != 1 {
-			return nil, ErrorReply(badState("a GCRA state <tat>/<interval>"))
+		f := strings.Split(v.str, "/")
+		var tat, was, at int64
+		ok := len(f) == 3
+		if ok {
+			var ok1, ok2, ok3 bool
+			tat, ok1 = decimal(f[0], 0, maxTime+1e15)
+			was, ok2 = decimal(f[1], 1, 1e14)
+			at, ok3 = decimal(f[2], 0, maxTime)
+			ok = ok1 && ok2 && ok3 && at <= tat && tat-at <= 1e15
 		}
-		// The lead over the later of now and the server's clock, in units
-		// of the interval it was written with, rounded up, then capped.
-		from := max(now, r.now)
-		if tat > from && was != interval {
-			lead := tat - from
-			if units := lead / was; units >= burst {
-				tat = from + tolerance
-			} else {
-				tat = from + units*interval + mulDivCeil(lead-units*was, interval, was)
-			}
+		if !ok {
+			return nil, ErrorReply(badState("a GCRA state <tat>/<interval>/<at>"))
 		}
-		theo = max(now, min(tat, r.now+maxSkew+tolerance))
+		// The lead on the last write's clock in intervals of the current
+		// rate: whole ones exactly, a part one rounded up, then no more than
+		// a full burst.
+		lead := tat - at
+		if units := lead / was; units >= burst {
+			lead = tolerance
+		} else {
+			lead = min(tolerance, units*interval+mulDivCeil(lead-units*was, interval, was))
+		}
+		theo = max(now, at+lead)
 	}
 	ahead := theo - now
 	left := func(d int64) int64 { return max(0, burst-ceilDiv(d, interval)) }
+	wait := func(d int64) int64 { return ms(d + now - own) }
+	var reset int64
+	if ahead > 0 {
+		reset = wait(ahead)
+	}
 	want := max(cost, 1)
 	switch {
 	case want > burst:
-		return []int64{0, left(ahead), -1, ms(ahead)}, nil
+		return []int64{0, left(ahead), -1, reset}, nil
 	case ahead+want*interval > tolerance:
-		return []int64{0, left(ahead), ms(ahead + want*interval - tolerance), ms(ahead)}, nil
+		return []int64{0, left(ahead), wait(ahead + want*interval - tolerance), reset}, nil
 	case cost == 0:
-		return []int64{1, left(ahead), 0, ms(ahead)}, nil
+		return []int64{1, left(ahead), 0, reset}, nil
 	}
 	theo += cost * interval
 	ahead += cost * interval
-	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("%d/%d", theo, interval),
+	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("%d/%d/%d", theo, interval, now),
 		expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
-	return []int64{1, left(ahead), 0, ms(ahead)}, nil
+	return []int64{1, left(ahead), 0, wait(ahead)}, nil
 }

@@ -34,16 +34,16 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	W := window * 1000
 	k := now / W
 	var n int64
-	t := now
+	t := max(now, r.now) // a key that holds nothing counts from the later clock
 	if st != nil {
 		// The count lives in the window of its newest call.
 		n, t = st[0], st[1]
-		switch kt := t / W; {
-		case kt > k:
-			k = kt
-		case kt < k:
-			n = 0
-		}
+	}
+	switch kt := t / W; {
+	case kt > k:
+		k = kt
+	case kt < k:
+		n = 0
 	}
 	end := (k + 1) * W
 	var reset int64
@@ -88,7 +88,12 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	W := window * 1000
 	w, at := now/W, now
 	var c, p int64
-	t := now
+	if st == nil {
+		// A key that holds nothing counts from the later clock.
+		at = max(now, r.now)
+		w = at / W
+	}
+	t := at
 	if st != nil {
 		// The current count sits at its newest call, the previous one just
 		// before the current count's window began: each counts in the window
@@ -215,6 +220,8 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 	own := now
 	if len(log) > 0 {
 		now = max(now, last)
+	} else {
+		now = max(now, r.now) // a key that holds nothing: the later clock
 	}
 	W := window * 1000
 	gone := now - W

@@ -97,13 +97,13 @@ func init() {
 				{At: 10500 * ms, Args: lb(2, 1, sec, 1), Want: R(false, 0, 1500, 2500), TTL: []int64{Grace + 2000}},
 				{At: 12 * sec, Args: lb(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
 				{At: 5 * sec, Args: lb(2, 1, sec, 0), Want: R(false, 0, 8000, 9000), TTL: []int64{Grace + 2000}},
-				// A new rate: 2 per 1 s, capacity 4. At 12.5 s 1.5 s of water at
-				// 1 s a unit is 1.5 units; at 0.5 s a unit that is 0.75 s, so 2
-				// whole units fit and one is poured (1.25 s).
-				// The late call after it is judged at 12.5 s, not 12.2 s: 1.75 s
-				// of water, empty at 14.25 s, 2.05 s after its own clock.
-				{At: 12500 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 1, 0, 1250), TTL: []int64{Grace + 1250}},
-				{At: 12200 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 0, 0, 2050), TTL: []int64{Grace + 1750}},
+				// A new rate, 2 per 1 s, and capacity 4, from the last pour: the
+				// 2 units poured by 12 s are 1 s of water at 0.5 s a unit, 0.5 s
+				// at 12.5 s, so 3 units fit and one is poured (1 s).
+				// The late call after it is judged at 12.5 s, not 12.2 s: 1.5 s
+				// of water, empty at 14 s, 1.8 s after its own clock.
+				{At: 12500 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 1000}},
+				{At: 12200 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 1, 0, 1800), TTL: []int64{Grace + 1500}},
 			},
 		},
 		Scenario{

@@ -34,14 +34,15 @@ func init() {
 		Steps: []Step{
 			// 10 units of 200 ms: 2 s of water.
 			{Args: Args(10, 5, sec, 10), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
-			// 1 s later 5 units are left. At 1 per s they are 5 s of water,
-			// not 1 s: a lower rate frees no room.
-			{At: sec, Args: Args(10, 1, sec, 1), Want: R(true, 4, 0, 6000), TTL: []int64{6000}},
-			// Capacity 3: 6 units are capped at a full bucket, 3 s, so the
-			// next unit waits 1 s, not 4.
-			{At: sec, Args: Args(3, 1, sec, 1), Want: R(false, 0, 1000, 3000), TTL: []int64{6000}},
-			// 10 per s: the 6 units drain in 600 ms, room for 4.
-			{At: sec, Args: Args(10, 10, sec, 4), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
+			// At 1 per s from the last pour, the 10 units poured then are 10 s
+			// of water, 9 s after 1 s: a lower rate frees no room.
+			{At: sec, Args: Args(10, 1, sec, 1), Want: R(true, 0, 0, 10000), TTL: []int64{10000}},
+			// Capacity 3: the 10 units are capped at a full bucket, 3 s, so
+			// the next unit waits 1 s, not 8.
+			{At: sec, Args: Args(3, 1, sec, 1), Want: R(false, 0, 1000, 3000), TTL: []int64{10000}},
+			// 10 per s: the 10 units are 1 s of water at 1 s (a full bucket),
+			// 500 ms at 1.5 s: room for 5.
+			{At: 1500 * ms, Args: Args(10, 10, sec, 4), Want: R(true, 1, 0, 900), TTL: []int64{900}},
 		},
 	})
 	register(Spec{Script: "gcra", CostArg: 3}, Scenario{
@@ -50,13 +51,15 @@ func init() {
 		Steps: []Step{
 			// TAT 2 s ahead: 10 intervals of 200 ms.
 			{Args: Args(10, 5, sec, 10), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
-			// 1 s later 5 intervals are left; at 1 per s they are 5 s.
-			{At: sec, Args: Args(10, 1, sec, 1), Want: R(true, 4, 0, 6000), TTL: []int64{6000}},
-			// Burst 3 keeps the backlog (6 s): the next request waits 4 s,
-			// never more than a full burst past the server's clock plus 60 s.
-			{At: sec, Args: Args(3, 1, sec, 1), Want: R(false, 0, 4000, 6000), TTL: []int64{6000}},
-			// 10 per s: 6 intervals of 100 ms, room for 4.
-			{At: sec, Args: Args(10, 10, sec, 4), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
+			// At 1 per s from the last write, its 10 intervals are 10 s: the
+			// TAT is 9 s ahead at 1 s. A lower rate frees no room.
+			{At: sec, Args: Args(10, 1, sec, 1), Want: R(true, 0, 0, 10000), TTL: []int64{10000}},
+			// Burst 3: the lead is capped at a full burst, 3 s, so the next
+			// request waits 1 s, not 8.
+			{At: sec, Args: Args(3, 1, sec, 1), Want: R(false, 0, 1000, 3000), TTL: []int64{10000}},
+			// 10 per s: the lead is 1 s (a full burst) from 1 s, 500 ms at
+			// 1.5 s: room for 5.
+			{At: 1500 * ms, Args: Args(10, 10, sec, 4), Want: R(true, 1, 0, 900), TTL: []int64{900}},
 		},
 	})
 	fw := func(limit int, window time.Duration, cost int) []string { return Args(limit, window, cost) }
@@ -70,10 +73,10 @@ func init() {
 			// A lowered one denies until the window ends, no longer.
 			{At: 500 * ms, Args: fw(4, sec, 1), Want: R(false, 0, 500, 500), TTL: []int64{500}},
 			// A longer window holds the 8 calls so far: no free burst.
-			{At: 600 * ms, Args: fw(10, time.Minute, 2), Want: R(true, 0, 0, 59400), TTL: []int64{59400}},
+			{At: 600 * ms, Args: fw(10, 10*sec, 2), Want: R(true, 0, 0, 9400), TTL: []int64{9400}},
 			// A shorter one counts them in its window that holds the newest
 			// (600 ms), and only there.
-			{At: 650 * ms, Args: fw(10, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{59350}},
+			{At: 650 * ms, Args: fw(10, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{9350}},
 			{At: 700 * ms, Args: fw(10, 100*ms, 1), Want: R(true, 9, 0, 100), TTL: []int64{100}},
 		},
 	})
@@ -88,10 +91,10 @@ func init() {
 			// window.
 			{At: 500 * ms, Args: fw(4, sec, 1), Want: R(false, 0, 1125, 1500), TTL: []int64{1500}},
 			// A longer window holds the 8 calls so far: no free burst.
-			{At: 600 * ms, Args: fw(10, time.Minute, 2), Want: R(true, 0, 0, 119400), TTL: []int64{119400}},
+			{At: 600 * ms, Args: fw(10, 10*sec, 2), Want: R(true, 0, 0, 19400), TTL: []int64{19400}},
 			// A shorter one counts them in its window that holds the newest
 			// (600 ms); they weigh as the previous count in the next.
-			{At: 650 * ms, Args: fw(10, 100*ms, 1), Want: R(false, 0, 60, 150), TTL: []int64{119350}},
+			{At: 650 * ms, Args: fw(10, 100*ms, 1), Want: R(false, 0, 60, 150), TTL: []int64{19350}},
 			{At: 750 * ms, Args: fw(10, 100*ms, 5), Want: R(true, 0, 0, 150), TTL: []int64{150}},
 		},
 	})
@@ -105,11 +108,11 @@ func init() {
 			// Lowered to 4: the 4th newest (of 0 s) must leave first.
 			{At: 500 * ms, Args: fw(4, sec, 1), Want: R(false, 0, 500, 1000), TTL: []int64{1000}},
 			// A longer window counts every member still in the log.
-			{At: 600 * ms, Args: fw(10, time.Minute, 2), Want: R(true, 0, 0, 60000), TTL: []int64{60000}},
+			{At: 600 * ms, Args: fw(10, 10*sec, 2), Want: R(true, 0, 0, 10000), TTL: []int64{10000}},
 			// A shorter one counts only what is inside it; an admit then drops
 			// the members that left it, for good.
 			{At: 650 * ms, Args: fw(10, 100*ms, 1), Want: R(true, 7, 0, 100), TTL: []int64{100}},
-			{At: 700 * ms, Args: fw(10, time.Minute, 10), Want: R(false, 7, 59950, 59950), TTL: []int64{50}},
+			{At: 700 * ms, Args: fw(10, 10*sec, 10), Want: R(false, 7, 9950, 9950), TTL: []int64{50}},
 		},
 	})
 }

@@ -151,3 +151,39 @@ func Scripts() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Span is how far ahead of its first instant a scenario's steps reach: on a
+// real server, where the clock keeps its own pace, about how far its
+// caller clocks run ahead of TIME.
+func (sc Scenario) Span() time.Duration {
+	var span time.Duration
+	for _, st := range sc.Steps {
+		span = max(span, st.At)
+	}
+	return span
+}
+
+// Align is the span a scenario's first instant must be a multiple of: the
+// windows its steps count in are aligned to the epoch, and its replies were
+// worked out from T0, which sits on a whole day.
+func (sc Scenario) Align() time.Duration {
+	lcm := int64(1)
+	if sc.Script == "fixed_window" || sc.Script == "sliding_window_counter" {
+		for _, st := range sc.Steps {
+			var ms int64
+			if len(st.Args) < 2 || st.Err != "" {
+				continue
+			}
+			if _, err := fmt.Sscanf(st.Args[1], "%d", &ms); err != nil || ms <= 0 || fmt.Sprint(ms) != st.Args[1] {
+				continue
+			}
+			us := ms * 1000
+			a, b := lcm, us
+			for b != 0 {
+				a, b = b, a%b
+			}
+			lcm = lcm / a * us
+		}
+	}
+	return time.Duration(lcm) * time.Microsecond
+}

@@ -393,3 +393,27 @@ func (r *Redis) Clone() *Redis {
 	}
 	return c
 }
+
+// Content is a key's type and value on one line, fields and members in
+// order ("" when the key does not exist): what a real server holding the
+// same key reads as, so tiers can compare state.
+func (r *Redis) Content(key string) string {
+	v := r.get(key)
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case "string":
+		return "string " + v.str
+	case "hash":
+		return "hash " + sortedMap(v.hash)
+	case "zset":
+		parts := make([]string, 0, len(v.zset))
+		for m, s := range v.zset {
+			parts = append(parts, m+"="+strconv.FormatFloat(s, 'f', -1, 64))
+		}
+		sort.Strings(parts)
+		return "zset " + strings.Join(parts, " ")
+	}
+	return v.kind
+}

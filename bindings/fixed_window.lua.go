@@ -22,13 +22,17 @@ const FixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- peeks: it answers for a cost of 1 and writes nothing. A cost above limit
 --- can never pass: it is denied with retry_after -1. Denied calls change
 --- nothing. Arithmetic is exact for every accepted input.
---- Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
---- when it is more than 60 s from TIME. A caller clock in an earlier window
---- than the newest counted call is counted in that call's window, so the
---- count never moves back; its waits are measured from its own clock. A
---- write with a caller clock keeps the key 60 s past the window's end, so a
---- late call within the bound still finds it. So no clock can deny a key for
---- longer than a window plus 60 s, or keep it longer than that plus 60 s.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the window plus 60 s, a key
+--- lives at most the window plus 120 s, and waits count from the caller's own
+--- clock. A caller clock in an earlier window than the newest counted call is
+--- counted in that call's window, so the count never moves back.
 --- Changed limits: the state keeps the count and the time of the newest call
 --- it counts, not a window number. A new limit applies to the count at once
 --- (lowered: denied until the window ends; raised: the difference passes).
@@ -252,13 +256,17 @@ type FixedWindowResult struct {
 // peeks: it answers for a cost of 1 and writes nothing. A cost above limit
 // can never pass: it is denied with retry_after -1. Denied calls change
 // nothing. Arithmetic is exact for every accepted input.
-// Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
-// when it is more than 60 s from TIME. A caller clock in an earlier window
-// than the newest counted call is counted in that call's window, so the
-// count never moves back; its waits are measured from its own clock. A
-// write with a caller clock keeps the key 60 s past the window's end, so a
-// late call within the bound still finds it. So no clock can deny a key for
-// longer than a window plus 60 s, or keep it longer than that plus 60 s.
+// Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+// caller clock (now > 0) is refused with BADARG when it is more than 60 s
+// from TIME. A write with a caller clock keeps its key 60 s past the instant
+// its state is spent on the server's clock, so a call whose clock lags TIME
+// by up to 60 s still finds the state; a call that finds no state is judged
+// at the later of its clock and TIME, so a key that expired never hands the
+// same time out twice. So no clock dates state more than 60 s past TIME: a
+// call with the server's clock waits at most the window plus 60 s, a key
+// lives at most the window plus 120 s, and waits count from the caller's own
+// clock. A caller clock in an earlier window than the newest counted call is
+// counted in that call's window, so the count never moves back.
 // Changed limits: the state keeps the count and the time of the newest call
 // it counts, not a window number. A new limit applies to the count at once
 // (lowered: denied until the window ends; raised: the difference passes).

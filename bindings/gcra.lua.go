@@ -27,13 +27,17 @@ const GCRASource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- for a cost of 1 and writes nothing. A cost above burst can never pass: it
 --- is denied with retry_after -1. Denied calls change nothing, and the TAT
 --- never moves back. Arithmetic is exact for every accepted input.
---- Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
---- when it is more than 60 s from TIME. A caller clock that runs behind is
---- judged at its own time against the TAT, so it only waits longer. A write
---- with a caller clock keeps the key 60 s past the TAT, so a late call within
---- the bound still finds it. So no clock can deny a key for longer than a
---- full burst takes to pass, plus 60 s, or keep it longer than that plus
---- 60 s.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time a full burst takes
+--- plus 60 s, a key lives at most the time a full burst takes plus 120 s, and
+--- waits count from the caller's own clock. A caller clock behind the TAT is
+--- judged at its own time against it, so it only waits longer.
 --- Changed limits apply from the last write: the TAT's lead on that write's
 --- clock is counted in intervals of the new rate and period, rounding up (a
 --- lower rate frees no room, a higher one frees what it drains), and capped
@@ -299,13 +303,17 @@ type GCRAResult struct {
 // for a cost of 1 and writes nothing. A cost above burst can never pass: it
 // is denied with retry_after -1. Denied calls change nothing, and the TAT
 // never moves back. Arithmetic is exact for every accepted input.
-// Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
-// when it is more than 60 s from TIME. A caller clock that runs behind is
-// judged at its own time against the TAT, so it only waits longer. A write
-// with a caller clock keeps the key 60 s past the TAT, so a late call within
-// the bound still finds it. So no clock can deny a key for longer than a
-// full burst takes to pass, plus 60 s, or keep it longer than that plus
-// 60 s.
+// Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+// caller clock (now > 0) is refused with BADARG when it is more than 60 s
+// from TIME. A write with a caller clock keeps its key 60 s past the instant
+// its state is spent on the server's clock, so a call whose clock lags TIME
+// by up to 60 s still finds the state; a call that finds no state is judged
+// at the later of its clock and TIME, so a key that expired never hands the
+// same time out twice. So no clock dates state more than 60 s past TIME: a
+// call with the server's clock waits at most the time a full burst takes
+// plus 60 s, a key lives at most the time a full burst takes plus 120 s, and
+// waits count from the caller's own clock. A caller clock behind the TAT is
+// judged at its own time against it, so it only waits longer.
 // Changed limits apply from the last write: the TAT's lead on that write's
 // clock is counted in intervals of the new rate and period, rounding up (a
 // lower rate frees no room, a higher one frees what it drains), and capped

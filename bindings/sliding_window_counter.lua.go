@@ -30,14 +30,18 @@ const SlidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
 --- accepted input (count times window goes through muldiv). Both counts live
 --- in one key, so it runs on Redis Cluster.
---- Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
---- when it is more than 60 s from TIME. A caller clock in an earlier window
---- than the newest counted call is judged at the start of that call's
---- window, where the previous count weighs most; its waits are measured from
---- its own clock. A write with a caller clock keeps the key 60 s past the
---- instant both counts weigh 0, so a late call within the bound still finds
---- them. So no clock can deny a key for longer than two windows plus 60 s,
---- or keep it longer than that plus 60 s.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the two windows plus 60 s, a
+--- key lives at most the two windows plus 120 s, and waits count from the
+--- caller's own clock. A caller clock in an earlier window than the newest
+--- counted call is judged at the start of that call's window, where the
+--- previous count weighs most.
 --- Changed limits: a new limit applies to the counts at once (lowered: no
 --- free burst; raised: the difference passes). The state keeps times, not
 --- window numbers: the current count is placed at the newest call it counts
@@ -327,14 +331,18 @@ type SlidingWindowCounterResult struct {
 // retry_after -1. Denied calls change nothing. Arithmetic is exact for every
 // accepted input (count times window goes through muldiv). Both counts live
 // in one key, so it runs on Redis Cluster.
-// Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
-// when it is more than 60 s from TIME. A caller clock in an earlier window
-// than the newest counted call is judged at the start of that call's
-// window, where the previous count weighs most; its waits are measured from
-// its own clock. A write with a caller clock keeps the key 60 s past the
-// instant both counts weigh 0, so a late call within the bound still finds
-// them. So no clock can deny a key for longer than two windows plus 60 s,
-// or keep it longer than that plus 60 s.
+// Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+// caller clock (now > 0) is refused with BADARG when it is more than 60 s
+// from TIME. A write with a caller clock keeps its key 60 s past the instant
+// its state is spent on the server's clock, so a call whose clock lags TIME
+// by up to 60 s still finds the state; a call that finds no state is judged
+// at the later of its clock and TIME, so a key that expired never hands the
+// same time out twice. So no clock dates state more than 60 s past TIME: a
+// call with the server's clock waits at most the two windows plus 60 s, a
+// key lives at most the two windows plus 120 s, and waits count from the
+// caller's own clock. A caller clock in an earlier window than the newest
+// counted call is judged at the start of that call's window, where the
+// previous count weighs most.
 // Changed limits: a new limit applies to the counts at once (lowered: no
 // free burst; raised: the difference passes). The state keeps times, not
 // window numbers: the current count is placed at the newest call it counts

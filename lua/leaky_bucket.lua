@@ -12,14 +12,18 @@
 --- a cost of 1 and writes nothing. A cost above capacity can never pass: it is
 --- denied with retry_after -1. Denied calls change nothing. Arithmetic is
 --- exact for every accepted input.
---- Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
---- when it is more than 60 s from TIME. A caller clock behind the stored
---- state is judged at the stored time, so out-of-order calls never drain the
---- same time twice; its waits are measured from its own clock. A write with
---- a caller clock keeps the key 60 s past the instant the bucket is empty, so
---- a late call within the bound still finds it. So no clock can deny a key
---- for longer than a full bucket takes to drain, plus 60 s, or keep it
---- longer than that plus 60 s.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time to drain a full bucket
+--- plus 60 s, a key lives at most the time to drain a full bucket plus 120 s,
+--- and waits count from the caller's own clock. A caller clock behind the
+--- stored state is judged at the stored time, so out-of-order calls never
+--- drain the same time twice.
 --- Changed limits apply from the last pour: the water then is counted in
 --- units of the new rate and period, rounding up (a lower rate frees no
 --- room, a higher one frees what it drains), capped at a full bucket of the

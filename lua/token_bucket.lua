@@ -7,18 +7,22 @@
 --- nothing. A cost above capacity can never pass: it is denied with
 --- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
 --- accepted input (products that could pass 2^53 go through muldiv).
---- Clocks: now = 0 uses the server's TIME. A caller clock is refused (BADARG)
---- when it is more than 60 s from TIME. A caller clock behind the stored
---- state is judged at the stored time, so out-of-order calls never move the
---- bucket back or credit the same time twice; its waits are measured from
---- its own clock. A write with a caller clock keeps the key 60 s past the
---- instant the bucket is full, so a late call within the bound still finds
---- it. So no clock can deny a key for longer than it takes to fill, plus
---- 60 s, or keep it longer than that plus 60 s.
---- Changed limits apply from the call that carries them: tokens above a
---- lowered capacity are dropped (no free burst), a raised capacity keeps the
---- tokens and fills at the new rate from the last credit, and a new rate or
---- period credits from the last credit at the new pace.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time to fill plus 60 s, a
+--- key lives at most the time to fill plus 120 s, and waits count from the
+--- caller's own clock. A caller clock behind the stored state is judged at
+--- the stored time, so out-of-order calls never move the bucket back or
+--- credit the same time twice.
+--- Changed limits apply from the last credit: tokens above a lowered
+--- capacity are dropped (no free burst, no lockout: a full bucket of the new
+--- size), a raised capacity keeps the tokens and fills on, and a new rate or
+--- period credits at its own pace from the last credit.
 --- State: a hash with exactly the fields tokens (0..1e9) and ts (µs, the
 --- instant tokens were credited up to); anything else at the key, of any
 --- type, is an error and the key is left untouched.

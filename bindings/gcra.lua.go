@@ -203,16 +203,17 @@ if stored then
   end
   -- A changed rate or burst applies from the last write, at: the lead the
   -- TAT had then is counted in intervals of the current rate (whole ones
-  -- exactly, a part one rounded up) and capped at a full burst. It depends
-  -- on the stored state alone, so waits stay exact while denied calls
-  -- change nothing.
+  -- exactly, a part one rounded up) and capped at a full burst (fewer than
+  -- burst whole intervals and a part one never pass it). It depends on the
+  -- stored state alone, so waits stay exact while denied calls change
+  -- nothing.
   if was ~= interval or v - at > tolerance then
     local units = math.floor((v - at) / was)
     if units >= burst then
       v = at + tolerance
     else
       local q, r = muldiv(v - at - units * was, interval, was)
-      v = at + math.min(tolerance, units * interval + (r > 0 and q + 1 or q))
+      v = at + units * interval + (r > 0 and q + 1 or q)
     end
   end
   theo = math.max(now, v)

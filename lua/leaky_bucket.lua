@@ -190,15 +190,16 @@ end
 
 -- A changed rate or capacity applies from the last pour: the level then is
 -- counted in units of the current rate (whole units exactly, a part unit
--- rounded up) and capped at a full bucket. It depends on the stored state
--- alone, so waits stay exact while denied calls change nothing.
+-- rounded up) and capped at a full bucket (fewer than capacity whole units
+-- and a part one never pass it). It depends on the stored state alone, so
+-- waits stay exact while denied calls change nothing.
 if level and (was ~= unit or level > full) then
   local units = math.floor(level / was)
   if units >= capacity then
     level = full
   else
     local q, r = muldiv(level - units * was, unit, was)
-    level = math.min(full, units * unit + (r > 0 and q + 1 or q))
+    level = units * unit + (r > 0 and q + 1 or q)
   end
 end
 -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is an

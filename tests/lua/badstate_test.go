@@ -2,6 +2,7 @@ package luatest
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +67,17 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				v := good.clone()
 				v.hash["name"] = "alice"
 				try("an extra field", v)
+				if name == "sliding_window_counter" {
+					// Fields that are integers in range but do not fit
+					// together: the newest call before its window began, or
+					// further after it than any window is long.
+					s, _ := strconv.ParseInt(good.hash["s"], 10, 64)
+					for _, tv := range []int64{s - 1, s + 1e14} {
+						v := good.clone()
+						v.hash["t"] = strconv.FormatInt(tv, 10)
+						try(fmt.Sprintf("t=%d with s=%d", tv, s), v)
+					}
+				}
 			case "string":
 				tat, _, _ := parseGCRA(good.str)
 				at := strings.Split(good.str, "/")[2]

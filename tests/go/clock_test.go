@@ -146,9 +146,10 @@ func TestCallerClockGraceOnRealServers(t *testing.T) {
 				}
 				pttl := c.(redis.Cmdable).PTTL(ctx, key).Val().Milliseconds()
 				// Spent at own + reset_after; kept 60 s past that on the
-				// server's clock, which read s just before.
+				// server's clock, which read s just before (5 s of slack for
+				// a loaded machine: without the grace the PTTL is 1 ms).
 				want := (own-s)/1000 + first[3] + 60000
-				if pttl > want+1 || pttl < want-ttlSlack {
+				if pttl > want+1 || pttl < want-5000 {
 					t.Fatalf("PTTL %d ms after a write 30 s late with reset_after %d ms, want about %d", pttl, first[3], want)
 				}
 				time.Sleep(20 * time.Millisecond)

@@ -113,6 +113,7 @@ func adversarial(script string) []config {
 func TestScriptsAreExact(t *testing.T) {
 	for _, script := range scenario.Scripts() {
 		t.Run(script, func(t *testing.T) {
+			t.Parallel() // each twin has its own servers and Lua states
 			cfgs := adversarial(script)
 			rng := rand.New(rand.NewSource(1))
 			accepted, calls := 0, 0

@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua generate check-generated lint bench demo screenshot ci fuzz-luagen
+.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci fuzz-luagen
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit): the demo page in headless
@@ -22,6 +22,25 @@ test-redis:
 # The scripts alone, in gopher-lua (fast).
 test-lua:
 	$(GO) test ./tests/lua/...
+
+# The scripts' fuzz targets (tests/lua/fuzz_test.go), one after another:
+# go test -fuzz takes one target at a time. Plain go test runs their seeds.
+# fuzz-ci is the bounded run for CI; make fuzz runs longer, and FUZZTIME
+# sets the time per target either way.
+FUZZ_TARGETS = FuzzTokenBucket FuzzLeakyBucket FuzzGCRA FuzzFixedWindow FuzzSlidingWindowCounter FuzzSlidingWindowLog
+
+fuzz-ci: FUZZTIME ?= 10s
+fuzz-ci: fuzz-run
+
+fuzz: FUZZTIME ?= 5m
+fuzz: fuzz-run
+
+.PHONY: fuzz-run
+fuzz-run:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "$$t ($(FUZZTIME))"; \
+		$(GO) test ./tests/lua -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 generate:
 	$(GO) generate ./bindings/...

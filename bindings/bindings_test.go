@@ -19,6 +19,9 @@ import (
 func newServer(t *testing.T) (*miniredis.Miniredis, *redis.Client) {
 	t.Helper()
 	m := miniredis.RunT(t)
+	// The scripts take a caller clock only within 60 s of the server's
+	// TIME; the tests' clocks are near this instant.
+	m.SetTime(time.Unix(1_700_000_000, 0))
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { c.Close() })
 	return m, c
@@ -189,6 +192,7 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 // CLUSTER SLOTS as a one-node cluster.
 func TestBatchClusterClient(t *testing.T) {
 	m := miniredis.RunT(t)
+	m.SetTime(time.Unix(3600, 0)) // the clock bucketParams sends
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{m.Addr()}})
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()

@@ -15,11 +15,15 @@ import (
 )
 
 // ErrBadArg matches, with errors.Is, a *ScriptError with code BADARG.
-// BADARG: an argument is missing, not a number, or out of range.
+// BADARG: an argument is missing, extra, not a plain decimal integer, or out of range.
 var ErrBadArg = errors.New("BADARG")
 
+// ErrBadState matches, with errors.Is, a *ScriptError with code BADSTATE.
+// BADSTATE: the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched.
+var ErrBadState = errors.New("BADSTATE")
+
 // ErrWrongType matches, with errors.Is, a *ScriptError with code WRONGTYPE.
-// WRONGTYPE: the key holds another kind of value (from Redis); it is left alone.
+// WRONGTYPE: the key holds another type of value; it is left untouched.
 var ErrWrongType = errors.New("WRONGTYPE")
 
 // ErrPipeline is returned by a call made on a redis.Pipeliner (Pipeline,
@@ -33,6 +37,7 @@ var ErrPipeline = errors.New("luagen: a call on a redis.Pipeliner has no reply u
 // script forgot to declare still matches the sentinel another declares.
 var errorCodes = map[string]error{
 	"BADARG":    ErrBadArg,
+	"BADSTATE":  ErrBadState,
 	"WRONGTYPE": ErrWrongType,
 }
 

@@ -30,32 +30,130 @@ redis.register_function{
 --- ceil(d/window)+1 windows and admits at most limit in each. A cost of 0
 --- peeks: it answers for a cost of 1 and writes nothing. A cost above limit
 --- can never pass: it is denied with retry_after -1. Denied calls change
---- nothing. A caller clock that runs behind the stored window is counted in
---- the stored window, so the count never moves back to an earlier window; its
---- waits are measured from its own clock, so they are never too short for it.
---- The key lasts until the window ends by the caller's clock and by the
---- server's, which expires it, so a server clock that lags never drops a
---- count; with a caller clock, a window more, for calls that reach Redis late.
---- @key    counter      hash {n, w}: n counted in window number w; expires when that window ends
+--- nothing. Arithmetic is exact for every accepted input.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the window plus 60 s, a key
+--- lives at most the window plus 120 s, and waits count from the caller's own
+--- clock. A caller clock in an earlier window than the newest counted call is
+--- counted in that call's window, so the count never moves back.
+--- Changed limits: the state keeps the count and the time of the newest call
+--- it counts, not a window number. A new limit applies to the count at once
+--- (lowered: denied until the window ends; raised: the difference passes).
+--- A new window length counts the stored calls in the new window that holds
+--- the newest of them, and nowhere else: a longer window never forgets them
+--- (no free burst), a shorter one may count them once in its current window.
+--- State: a hash with exactly the fields n (0..1e9) and t (µs); anything else
+--- at the key, of any type, is an error and the key is left untouched.
+--- @key    counter      hash {n, t}: n counted in the window that holds t, the newest counted call; expires when that window ends
 --- @arg    limit        int     most cost admitted per window (1..1e9)
 --- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
 --- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     cost still admitted in this window, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until the window ends; 0 when nothing is counted
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local counter = KEYS[1]
 local limit   = int(ARGV[1], 'limit', 1, 1e9)
@@ -63,65 +161,67 @@ local window  = int(ARGV[2], 'window', 1, 1e11)
 local cost    = int(ARGV[3], 'cost', 0, 1e9)
 local now     = int(ARGV[4], 'now', 0, 2^52)
 if counter == nil then bad = bad or 'BADARG counter key is missing' end
+exactly(1, 4)
 if bad then return redis.error_reply(bad) end
 
-local function server_time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+local size = redis.pcall('HLEN', counter)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
-local server
-local caller = now ~= 0
-if not caller then
-  server = server_time()
-  now = server
+local n, t = 0, nil
+if size > 0 then
+  local state = redis.call('HMGET', counter, 'n', 't')
+  n, t = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
+  if size ~= 2 or n == nil or t == nil then
+    return redis.error_reply('BADSTATE the key is not a fixed window {n, t}; it is left untouched')
+  end
 end
 
--- now <= 2^52 and window_us <= 1e14 keep every product below 2^53, and
--- floor(now / window_us) is exact for integers whose sum is below 2^53, so
--- no argument combination needs a bound of its own.
+-- Times stay below 2^52 + 1e14 < 2^53, and floor(x / y) of integers below
+-- 2^53 is exact, so the windows need no mul-div.
 local window_us = window * 1000
-local w = math.floor(now / window_us)
-
-local state = redis.call('HMGET', counter, 'n', 'w')
-local n, stored = tonumber(state[1]), tonumber(state[2])
-if n == nil or stored == nil then
-  n, stored = 0, w
-end
--- A late caller counts in the stored window. A stale window counts as
--- empty: the key outlives its window when the TTL was set from a clock that
--- lagged (the server's or a late caller's).
-if stored > w then
-  w = stored
-elseif stored < w then
+-- The stored calls count in the window that holds the newest of them, t; a
+-- late caller counts there too, and a later window starts from 0. A key
+-- that holds nothing counts from the later of the caller's clock and the
+-- server's: a key the server's clock expired must not let a caller that
+-- lags it count in that window again.
+t = t or math.max(now, server)
+local k, kt = math.floor(now / window_us), math.floor(t / window_us)
+if kt > k then
+  k = kt
+elseif kt < k then
   n = 0
 end
 
-local end_ms = math.ceil(((w + 1) * window_us - now) / 1000)
-local reset_ms = n > 0 and end_ms or 0
+local function ms(us)
+  return math.ceil(us / 1000)
+end
+local end_at = (k + 1) * window_us
+local reset_ms = n > 0 and ms(end_at - now) or 0
 local want = math.max(cost, 1)
 if want > limit then
   return {0, math.max(0, limit - n), -1, reset_ms}
 elseif n + want > limit then
-  return {0, math.max(0, limit - n), end_ms, reset_ms}
+  return {0, math.max(0, limit - n), ms(end_at - now), reset_ms}
 elseif cost == 0 then
   return {1, limit - n, 0, reset_ms}
 end
 
--- The server's clock expires the key. When it lags the caller's, the key
--- must still last until the window ends by the server's clock, or callers
--- whose clocks are still inside the window would find it gone and start the
--- count again. With a caller clock it lasts one window more, so a call that
--- reaches Redis up to a window after its own timestamp still finds it.
-server = server or server_time()
-local ttl_us = (w + 1) * window_us - math.min(now, server)
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the window's end, so a call whose clock lags the server's
+-- by up to max_skew still finds the count.
+local ttl_us = end_at - server
 if caller then
-  ttl_us = ttl_us + window_us
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.ceil(ttl_us / 1000)
 n = n + cost
-redis.call('HSET', counter, 'n', string.format('%d', n), 'w', string.format('%d', w))
-redis.call('PEXPIRE', counter, string.format('%d', math.max(1, ttl_ms)))
-return {1, limit - n, 0, end_ms}
+redis.call('HSET', counter, 'n', string.format('%d', n), 't', string.format('%d', math.max(t, now)))
+redis.call('PEXPIRE', counter, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, limit - n, 0, ms(end_at - now)}
 end,
 }
 
@@ -139,34 +239,136 @@ redis.register_function{
 --- period/rate rounded up to a whole µs, so the TAT stays an integer, a full
 --- burst always passes at once, and a rate that does not divide the period is
 --- met from below (by under 1 µs per request); a rate above one per µs is
---- refused (token_bucket takes it). Known weaknesses: the TAT is all it keeps, so it cannot
---- tell how many requests came, and a caller clock that runs behind is judged
---- at its own time against the TAT, so it only waits longer. A cost of 0
---- peeks: it answers for a cost of 1 and writes nothing. A cost above burst
---- can never pass: it is denied with retry_after -1. Denied calls change
---- nothing, and the TAT never moves back. With a caller clock the key lives
---- until the TAT has passed by the server's clock too, and a period more.
---- @key    tat          string TAT in µs since the epoch; expires when now reaches it
+--- refused (token_bucket takes it). Known weakness: the TAT is all it keeps,
+--- so it cannot tell how many requests came. A cost of 0 peeks: it answers
+--- for a cost of 1 and writes nothing. A cost above burst can never pass: it
+--- is denied with retry_after -1. Denied calls change nothing, and the TAT
+--- never moves back. Arithmetic is exact for every accepted input.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time a full burst takes
+--- plus 60 s, a key lives at most the time a full burst takes plus 120 s, and
+--- waits count from the caller's own clock. A caller clock behind the TAT is
+--- judged at its own time against it, so it only waits longer.
+--- Changed limits apply from the last write: the TAT's lead on that write's
+--- clock is counted in intervals of the new rate and period, rounding up (a
+--- lower rate frees no room, a higher one frees what it drains), and capped
+--- at a full burst of the new size (a lowered burst is full, never locked
+--- out).
+--- State: a string '<tat>/<interval>/<at>': the TAT, the emission interval
+--- it counts in, and the clock of the write that set it, all in µs, the TAT
+--- at most 1e15 µs past <at>; anything else at the key, of any type, is an
+--- error and the key is left untouched.
+--- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
 --- @arg    burst        int     requests that may pass at once (1..1e9)
---- @arg    rate         int     requests per period at the steady pace (1..1e9)
---- @arg    period       ms      the period of rate (1..1e11 ms)
+--- @arg    rate         int     requests per period at the steady pace (1..1e9), at most one per µs
+--- @arg    period       ms      the period of rate (1..1e11 ms); burst*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int     requests this call counts for (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     whole requests that would still pass now, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms      until the TAT is reached and a full burst passes again
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value, or a string that is not a TAT; it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local tat    = KEYS[1]
 local burst  = int(ARGV[1], 'burst', 1, 1e9)
@@ -175,74 +377,100 @@ local period = int(ARGV[3], 'period', 1, 1e11)
 local cost   = int(ARGV[4], 'cost', 0, 1e9)
 local now    = int(ARGV[5], 'now', 0, 2^52)
 if tat == nil then bad = bad or 'BADARG tat key is missing' end
+exactly(1, 5)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
 if bad then return redis.error_reply(bad) end
 
--- The emission interval T in whole µs, rounded up. The ceil is exact: a
--- quotient that is not whole is at least 1/rate away from the next integer,
--- and with period*1000 < 2^53 the division errs by less than half of that.
+-- The emission interval T in whole µs, rounded up (exact: period*1000 is
+-- below 2^53). The tolerance burst*T bounds how far an admitted TAT runs
+-- ahead of now, so keeping it at most 1e15 µs (31 years) keeps every
+-- instant below 2^53.
 local interval = math.ceil(period * 1000 / rate)
--- The tolerance burst*T bounds how far an admitted TAT runs ahead of now, so
--- keeping it under 1e15 µs (31 years) keeps all arithmetic exact in doubles.
 local tolerance = burst * interval
 if tolerance > 1e15 then
   return redis.error_reply('BADARG burst*period/rate must be at most 1e15 µs (31 years)')
 end
 
-local function server_time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local caller_clock = now ~= 0
-if not caller_clock then
-  now = server_time()
-end
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
 
--- A missing key is a TAT at or before now; a TAT behind now counts as now,
--- so idle time never banks more than a burst. A caller clock behind the TAT
--- leaves it where it is: it only sees the TAT further ahead.
-local stored = redis.call('GET', tat)
+local stored = redis.pcall('GET', tat)
+if type(stored) == 'table' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+end
+-- A call is judged at its own clock against the stored TAT; a key that
+-- holds nothing is judged at the later of the caller's clock and the
+-- server's: a key the server's clock expired must not let a caller that
+-- lags it schedule that time again. own is the caller's clock, which its
+-- waits are measured from. A missing key is a TAT at or before now; a TAT
+-- behind now counts as now, so idle time never banks more than a burst.
+local own = now
+if not stored then
+  now = math.max(now, server)
+end
 local theo = now
 if stored then
-  local v = tonumber(stored)
-  if v == nil or v ~= v or v % 1 ~= 0 or v < 0 or v > 2^53 then
-    return redis.error_reply('WRONGTYPE the key does not hold a TAT in whole µs')
+  local a, b, c = string.match(stored, '^([^/]*)/([^/]*)/([^/]*)$')
+  local v, was, at = num(a, 0, 2^52 + 1e15), num(b, 1, 1e14), num(c, 0, 2^52)
+  if v == nil or was == nil or at == nil or v < at or v - at > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a GCRA state <tat>/<interval>/<at>; it is left untouched')
   end
-  theo = math.max(v, now)
+  -- A changed rate or burst applies from the last write, at: the lead the
+  -- TAT had then is counted in intervals of the current rate (whole ones
+  -- exactly, a part one rounded up) and capped at a full burst (fewer than
+  -- burst whole intervals and a part one never pass it). It depends on the
+  -- stored state alone, so waits stay exact while denied calls change
+  -- nothing.
+  if was ~= interval or v - at > tolerance then
+    local units = math.floor((v - at) / was)
+    if units >= burst then
+      v = at + tolerance
+    else
+      local q, r = muldiv(v - at - units * was, interval, was)
+      v = at + units * interval + (r > 0 and q + 1 or q)
+    end
+  end
+  theo = math.max(now, v)
 end
 
 -- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
 -- while ahead + n*T <= burst*T.
 local ahead = theo - now
+local function ms(us)
+  return math.ceil(us / 1000)
+end
 local function left(d)
   return math.max(0, burst - math.ceil(d / interval))
 end
 
-local want = math.max(cost, 1)
-local retry_us = -1000
-if want <= burst then
-  retry_us = math.max(0, ahead - (burst - want) * interval)
+-- Waits count from the caller's own clock.
+local function wait(us)
+  return math.ceil((us + now - own) / 1000)
 end
-if retry_us ~= 0 then
-  return {0, left(ahead), math.ceil(retry_us / 1000), math.ceil(ahead / 1000)}
+local reset = ahead > 0 and wait(ahead) or 0
+local want = math.max(cost, 1)
+if want > burst then
+  return {0, left(ahead), -1, reset}
+elseif ahead + want * interval > tolerance then
+  return {0, left(ahead), wait(ahead + want * interval - tolerance), reset}
 elseif cost == 0 then
-  return {1, left(ahead), 0, math.ceil(ahead / 1000)}
+  return {1, left(ahead), 0, reset}
 end
 
 theo = theo + cost * interval
 ahead = ahead + cost * interval
--- Keys expire by the server's clock. With a caller clock the key lasts until
--- the TAT has passed by the server's clock too, and one period more, so a
--- call that reaches Redis up to a period after its own timestamp still finds
--- the TAT it is judged against.
-local ttl_us = ahead
-if caller_clock then
-  ttl_us = math.max(ahead, theo - server_time()) + period * 1000
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the TAT, so a call whose clock lags the server's by up to
+-- max_skew still finds it.
+local ttl_us = theo - server
+if caller then
+  ttl_us = ttl_us + max_skew
 end
-redis.call('SET', tat, string.format('%d', theo), 'PX', string.format('%d', math.ceil(ttl_us / 1000)))
-return {1, left(ahead), 0, math.ceil(ahead / 1000)}
+redis.call('SET', tat, string.format('%d/%d/%d', theo, interval, now), 'PX', string.format('%d', math.max(1, ms(ttl_us))))
+return {1, left(ahead), 0, wait(ahead)}
 end,
 }
 
@@ -262,32 +490,133 @@ redis.register_function{
 --- integer, a full burst of capacity units always fits, and a rate that does
 --- not divide the period is met from below. A cost of 0 peeks: it answers for
 --- a cost of 1 and writes nothing. A cost above capacity can never pass: it is
---- denied with retry_after -1. Denied calls change nothing. A caller clock
---- that runs behind the stored state is treated as the stored time, so
---- out-of-order calls never drain the same time twice. With a caller clock
---- the key lives until the bucket is empty by the server's clock too, and a
---- period more, for calls that reach Redis late.
---- @key    bucket       hash {level, ts}: µs of water at ts, the last time water was poured; expires once empty
+--- denied with retry_after -1. Denied calls change nothing. Arithmetic is
+--- exact for every accepted input.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time to drain a full bucket
+--- plus 60 s, a key lives at most the time to drain a full bucket plus 120 s,
+--- and waits count from the caller's own clock. A caller clock behind the
+--- stored state is judged at the stored time, so out-of-order calls never
+--- drain the same time twice.
+--- Changed limits apply from the last pour: the water then is counted in
+--- units of the new rate and period, rounding up (a lower rate frees no
+--- room, a higher one frees what it drains), capped at a full bucket of the
+--- new capacity (a lowered capacity is full, never locked out), and drains
+--- at the new rate since.
+--- State: a hash with exactly the fields level (µs of water, 0..1e15), ts
+--- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
+--- at the key, of any type, is an error and the key is left untouched.
+--- @key    bucket       hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int     units the bucket holds (1..1e9)
---- @arg    rate         int     units drained per period (1..1e9)
---- @arg    period       ms      drain period (1..1e11 ms)
+--- @arg    rate         int     units drained per period (1..1e9), at most one per µs
+--- @arg    period       ms      drain period (1..1e11 ms); capacity*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int     units to pour (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     whole units that still fit, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms      until the bucket is empty
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local bucket   = KEYS[1]
 local capacity = int(ARGV[1], 'capacity', 1, 1e9)
@@ -296,73 +625,96 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local cost     = int(ARGV[4], 'cost', 0, 1e9)
 local now      = int(ARGV[5], 'now', 0, 2^52)
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
+exactly(1, 5)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
 if bad then return redis.error_reply(bad) end
 
--- I.371's increment I: the µs one unit takes to drain.
-local unit_us = math.ceil(period * 1000 / rate)
--- A full bucket bounds every level below, so keeping it under 1e15 µs
--- (31 years) keeps all arithmetic exact in doubles.
-local full_us = capacity * unit_us
-if full_us > 1e15 then
+-- I.371's increment I: the µs one unit takes to drain. A full bucket bounds
+-- every level, so keeping it at most 1e15 µs (31 years) keeps every instant
+-- below 2^53.
+local unit = math.ceil(period * 1000 / rate)
+local full = capacity * unit
+if full > 1e15 then
   return redis.error_reply('BADARG capacity*period/rate must be at most 1e15 µs (31 years)')
 end
 
--- The server's clock, read at most once: keys expire by it.
-local server
-local function clock()
-  if server == nil then
-    local t = redis.call('TIME')
-    server = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return server
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+local size = redis.pcall('HLEN', bucket)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
-local caller = now ~= 0
-if not caller then
-  now = clock()
+local level, ts, was
+if size > 0 then
+  local state = redis.call('HMGET', bucket, 'level', 'ts', 'unit')
+  level, ts, was = num(state[1], 0, 1e15), num(state[2], 0, 2^52), num(state[3], 1, 1e14)
+  if size ~= 3 or level == nil or ts == nil or was == nil then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket {level, ts, unit}; it is left untouched')
+  end
 end
 
-local state = redis.call('HMGET', bucket, 'level', 'ts')
-local level, ts = tonumber(state[1]), tonumber(state[2])
-if level == nil or ts == nil then
-  level, ts = 0, now
-end
+-- A late caller is judged at the stored time; own is its clock, which its
+-- waits are measured from.
+-- A key that holds nothing is judged at the later of the caller's clock
+-- and the server's: a key the server's clock expired must not let a caller
+-- that lags it drain the same time again.
+local own = now
+ts = ts or math.max(now, server)
 if now < ts then
   now = ts
 end
 
+-- A changed rate or capacity applies from the last pour: the level then is
+-- counted in units of the current rate (whole units exactly, a part unit
+-- rounded up) and capped at a full bucket (fewer than capacity whole units
+-- and a part one never pass it). It depends on the stored state alone, so
+-- waits stay exact while denied calls change nothing.
+if level and (was ~= unit or level > full) then
+  local units = math.floor(level / was)
+  if units >= capacity then
+    level = full
+  else
+    local q, r = muldiv(level - units * was, unit, was)
+    level = units * unit + (r > 0 and q + 1 or q)
+  end
+end
 -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is an
 -- exact integer, so every wait below is exact too.
-local water = math.max(0, level - (now - ts))
-local remaining = math.max(0, math.floor((full_us - water) / unit_us))
+local water = 0
+if level then
+  water = math.max(0, level - (now - ts))
+end
 
+local function ms(us)
+  return math.ceil(us / 1000)
+end
+local remaining = math.floor((full - water) / unit)
+local reset_ms = water > 0 and ms(now + water - own) or 0
 local want = math.max(cost, 1)
-local retry_us = -1000
-if want <= capacity then
-  retry_us = math.max(0, water + want * unit_us - full_us)
-end
-if retry_us ~= 0 then
-  return {0, remaining, math.ceil(retry_us / 1000), math.ceil(water / 1000)}
+if want > capacity then
+  return {0, remaining, -1, reset_ms}
+elseif water + want * unit > full then
+  return {0, remaining, ms(now + water + want * unit - full - own), reset_ms}
 elseif cost == 0 then
-  return {1, remaining, 0, math.ceil(water / 1000)}
+  return {1, remaining, 0, reset_ms}
 end
 
-water = water + cost * unit_us
-local reset_ms = math.ceil(water / 1000)
--- Keys expire by the server's clock. With a caller clock the key lasts until
--- the caller's instant now+reset has passed by the server's clock too, and
--- one period more, so a call that reaches Redis up to a period after its own
--- timestamp still finds the state it is judged against.
-local ttl_us = water
+water = water + cost * unit
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the instant the bucket is empty, so a call whose clock
+-- lags the server's by up to max_skew still finds the water.
+local ttl_us = now + water - server
 if caller then
-  ttl_us = math.max(water, now + water - clock()) + period * 1000
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.ceil(ttl_us / 1000)
-redis.call('HSET', bucket, 'level', string.format('%d', water), 'ts', string.format('%d', now))
-redis.call('PEXPIRE', bucket, string.format('%d', ttl_ms))
-return {1, remaining - cost, 0, reset_ms}
+redis.call('HSET', bucket, 'level', string.format('%d', water), 'ts', string.format('%d', now),
+  'unit', string.format('%d', unit))
+redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, remaining - cost, 0, ms(now + water - own)}
 end,
 }
 
@@ -385,33 +737,136 @@ redis.register_function{
 --- of d µs (d >= 1). The weighted count is rounded up, so it never admits more
 --- than the estimate allows. A cost of 0 peeks: it answers for a cost of 1
 --- and writes nothing. A cost above limit can never pass: it is denied with
---- retry_after -1. Denied calls change nothing. A caller clock that runs
---- behind the stored window is judged at the start of the stored window,
---- where the previous count weighs most; its waits are measured from its own
---- clock. The key lasts until both counts weigh 0 by the caller's clock and
---- by the server's, which expires it, so a server clock that lags never drops
---- a count; with a caller clock, a window more, for calls that reach Redis
---- late. Both counts live in one key, so it runs on Redis Cluster.
---- @key    counts       hash {w, cur, prev}: counts of window number w and w-1; expires when both weigh 0
+--- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
+--- accepted input (count times window goes through muldiv). Both counts live
+--- in one key, so it runs on Redis Cluster.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the two windows plus 60 s, a
+--- key lives at most the two windows plus 120 s, and waits count from the
+--- caller's own clock. A caller clock in an earlier window than the newest
+--- counted call is judged at the start of that call's window, where the
+--- previous count weighs most.
+--- Changed limits: a new limit applies to the counts at once (lowered: no
+--- free burst; raised: the difference passes). The state keeps times, not
+--- window numbers: the current count is placed at the newest call it counts
+--- and the previous count just before the current window began, and both are
+--- counted in whichever window of the new length holds them. A longer window
+--- never forgets them (no free burst); a shorter one may count them once
+--- more than it would have (never over two windows).
+--- State: a hash with exactly the fields s (µs, the start of the current
+--- count's window), t (µs, its newest call, at most 1e14 µs after s), cur
+--- (0..1e9) and prev (0..2e9: counts from two windows can merge); anything
+--- else at the key, of any type, is an error and the key is left untouched.
+--- @key    counts       hash {s, t, cur, prev}: counts of the window from s and the one before; expires when both weigh 0
 --- @arg    limit        int     most cost the estimate admits (1..1e9)
 --- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
 --- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     most cost admitted right now, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until both counts weigh 0
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local counts = KEYS[1]
 local limit  = int(ARGV[1], 'limit', 1, 1e9)
@@ -419,135 +874,122 @@ local window = int(ARGV[2], 'window', 1, 1e11)
 local cost   = int(ARGV[3], 'cost', 0, 1e9)
 local now    = int(ARGV[4], 'now', 0, 2^52)
 if counts == nil then bad = bad or 'BADARG counts key is missing' end
+exactly(1, 4)
 if bad then return redis.error_reply(bad) end
 
-local function server_time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+local size = redis.pcall('HLEN', counts)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
-local server
-local caller = now ~= 0
-if not caller then
-  server = server_time()
-  now = server
+local s, t, cur, prev
+if size > 0 then
+  local state = redis.call('HMGET', counts, 's', 't', 'cur', 'prev')
+  s, t = num(state[1], 0, 2^52), num(state[2], 0, 2^52)
+  cur, prev = num(state[3], 0, 1e9), num(state[4], 0, 2e9)
+  if size ~= 4 or s == nil or t == nil or cur == nil or prev == nil or t < s or t - s >= 1e14 then
+    return redis.error_reply('BADSTATE the key is not a sliding window counter {s, t, cur, prev}; it is left untouched')
+  end
 end
 
--- Times stay below 2^52 + 2e14 < 2^53, and floor(x / y) is exact for
--- integers whose sum is below 2^53. A count times a window (up to 1e23) is
--- not exact in a double, so those products go through muldiv instead of
--- needing a bound on limit * window.
+-- Times stay below 2^52 + 2e14 < 2^53, and floor(x / y) of integers below
+-- 2^53 is exact.
 local window_us = window * 1000
 local w = math.floor(now / window_us)
-
--- floor(a * b / c) and a * b mod c for integers a, b >= 0 and c >= 1,
--- taking a one bit at a time so that no intermediate exceeds 3 * c or the
--- quotient.
-local function muldiv(a, b, c)
-  local bq, br = math.floor(b / c), b % c
-  local bit = 1
-  while bit * 2 <= a do
-    bit = bit * 2
-  end
-  local q, r = 0, 0
-  while bit >= 1 do
-    q = q * 2 + (a >= bit and bq or 0)
-    r = r * 2 + (a >= bit and br or 0)
-    if a >= bit then
-      a = a - bit
-    end
-    local carry = math.floor(r / c)
-    q = q + carry
-    r = r - carry * c
-    bit = bit / 2
-  end
-  return q, r
-end
-
-local state = redis.call('HMGET', counts, 'w', 'cur', 'prev')
-local stored, cur, prev = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
-if stored == nil or cur == nil or prev == nil then
-  stored, cur, prev = w, 0, 0
-end
 -- at is the instant the call is judged at: a late caller is judged at the
--- start of the stored window, so the state never moves back.
+-- start of the newest count's window, so the state never moves back.
 local at = now
-if stored > w then
-  w, at = stored, stored * window_us
-elseif stored == w - 1 then
-  -- Not "cur, prev = 0, cur": gopher-lua (the test tier) assigns a multiple
-  -- assignment's targets one by one, so the second would read the new cur.
-  prev = cur
-  cur = 0
-elseif stored < w - 1 then
-  cur, prev = 0, 0
+local c, p = 0, 0
+if not s then
+  -- A key that holds nothing counts from the later of the caller's clock
+  -- and the server's: a key the server's clock expired must not let a
+  -- caller that lags it count in those windows again.
+  at = math.max(now, server)
+  w = math.floor(at / window_us)
+else
+  local wt, ws = math.floor(t / window_us), math.floor((s - 1) / window_us)
+  if wt > w then
+    w, at = wt, wt * window_us
+  end
+  if wt == w then
+    c = c + cur
+  elseif wt == w - 1 then
+    p = p + cur
+  end
+  if ws == w then
+    c = c + prev
+  elseif ws == w - 1 then
+    p = p + prev
+  end
+  p = math.min(p, 2e9)
 end
 local start = w * window_us
 local want = math.max(cost, 1)
 
--- ceil(p * (window - elapsed) / window): the previous count's weight.
-local function weighted(p, elapsed)
-  local q, r = muldiv(p, window_us - elapsed, window_us)
+-- ceil(n * (window - elapsed) / window): the previous count's weight.
+local function weighted(n, elapsed)
+  local q, r = muldiv(n, window_us - elapsed, window_us)
   return r > 0 and q + 1 or q
 end
 
--- The first instant from t on, inside the window that begins at ws, at which
--- c + want + weighted(p) <= limit; nil when there is none in that window.
--- weighted(p, e) <= room  <=>  p * (window - e) <= room * window
---                         <=>  e >= window - floor(room * window / p).
-local function first(c, p, ws, t)
-  local room = limit - c - want
+-- The first instant from x on, inside the window that begins at ws, at which
+-- cn + want + weighted(pn) <= limit; nil when there is none in that window.
+-- weighted(pn, e) <= room  <=>  pn * (window - e) <= room * window
+--                          <=>  e >= window - floor(room * window / pn).
+local function first(cn, pn, ws, x)
+  local room = limit - cn - want
   if room < 0 then
     return nil
-  elseif room >= p then
-    return t
+  elseif room >= pn then
+    return x
   end
-  local e = window_us - muldiv(room, window_us, p)
+  local e = window_us - muldiv(room, window_us, pn)
   if e >= window_us then
     return nil
   end
-  return math.max(t, ws + e)
+  return math.max(x, ws + e)
 end
 
-local remaining = math.max(0, limit - cur - weighted(prev, at - start))
+local function ms(us)
+  return math.ceil(us / 1000)
+end
+local remaining = math.max(0, limit - c - weighted(p, at - start))
 local until_us = 0
-if cur > 0 then
+if c > 0 then
   until_us = start + 2 * window_us - now
-elseif prev > 0 then
+elseif p > 0 then
   until_us = start + window_us - now
 end
-local reset_ms = math.ceil(until_us / 1000)
+local reset_ms = ms(until_us)
 
 if want > limit then
   return {0, remaining, -1, reset_ms}
 end
 -- The estimate only falls while nothing is admitted, and two windows on
 -- both counts weigh 0, so the first admitting instant is one of these.
-local ok_at = first(cur, prev, start, at)
-  or first(0, cur, start + window_us, start + window_us)
+local ok_at = first(c, p, start, at)
+  or first(0, c, start + window_us, start + window_us)
   or start + 2 * window_us
 if ok_at > at then
-  return {0, remaining, math.ceil((ok_at - now) / 1000), reset_ms}
+  return {0, remaining, ms(ok_at - now), reset_ms}
 elseif cost == 0 then
   return {1, remaining, 0, reset_ms}
 end
 
--- The server's clock expires the key. When it lags the caller's, the key
--- must still last until the counts weigh 0 by the server's clock, or callers
--- whose clocks are not there yet would find them gone. With a caller clock
--- it lasts one window more, so a call that reaches Redis up to a window after
--- its own timestamp still finds them.
-server = server or server_time()
-local ttl_us = start + 2 * window_us - math.min(now, server)
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the instant both counts weigh 0, so a call whose clock
+-- lags the server's by up to max_skew still finds them.
+local ttl_us = start + 2 * window_us - server
 if caller then
-  ttl_us = ttl_us + window_us
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.ceil(ttl_us / 1000)
-cur = cur + cost
-reset_ms = math.ceil((start + 2 * window_us - now) / 1000)
-redis.call('HSET', counts, 'w', string.format('%d', w), 'cur', string.format('%d', cur),
-  'prev', string.format('%d', prev))
-redis.call('PEXPIRE', counts, string.format('%d', math.max(1, ttl_ms)))
-return {1, remaining - cost, 0, reset_ms}
+redis.call('HSET', counts, 's', string.format('%d', start), 't', string.format('%d', math.max(t or at, at)),
+  'cur', string.format('%d', c + cost), 'prev', string.format('%d', p))
+redis.call('PEXPIRE', counts, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, remaining - cost, 0, ms(start + 2 * window_us - now)}
 end,
 }
 
@@ -560,35 +1002,138 @@ redis.register_function{
 --- its time t satisfies t > now - window; a call is admitted when the live
 --- members plus its cost fit within limit. There is no boundary burst and no
 --- approximation, at a price: memory and work per call grow with limit. The
---- set never holds more than limit members and an admit removes and adds at
---- most limit, so limit is capped at 10000; above that, use
---- sliding_window_counter. A cost of 0 peeks: it answers for a cost of 1 and
---- writes nothing. A cost above limit can never pass: it is denied with
---- retry_after -1. Denied calls change nothing: expired members are removed
---- only by an admit. A caller clock that runs behind the newest member is
---- treated as that member's time, so the log stays in time order. With a
---- caller clock the key lives until its newest member leaves the window by
---- the server's clock too, and a window more, for calls that reach Redis late.
+--- set never holds more than limit members, so limit is capped at 10000. At
+--- the cap a key takes 1.29 MB (about 129 bytes a member), and an admit of
+--- cost 10000 keeps Redis busy 12 to 18 ms (Redis 7.0, MEMORY USAGE and
+--- INFO commandstats on a 2-core machine); an admit of cost c adds c members
+--- and removes those that left. Where that matters, use
+--- sliding_window_counter. A cost of 0 peeks: it
+--- answers for a cost of 1 and writes nothing. A cost above limit can never
+--- pass: it is denied with retry_after -1. Denied calls change nothing:
+--- expired members are removed only by an admit.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the window plus 60 s, a key
+--- lives at most the window plus 120 s, and waits count from the caller's own
+--- clock. A caller clock behind the newest member is judged at that member's
+--- time, so the log stays in time order.
+--- Changed limits are exact: the log holds the times themselves, so a new
+--- limit or window applies to them at once (lowered: denied until enough
+--- members leave; raised: the difference passes).
+--- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
+--- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
+--- with more members, or one whose oldest or newest member is not of that
+--- form is an error and the key is left untouched (members in between are
+--- not read: that would cost O(limit) per call).
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int     most cost admitted within any window (1..10000)
 --- @arg    window       ms      window length (1..1e11 ms)
 --- @arg    cost         int     units to admit (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     units that still fit in the window, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until the newest member leaves the window
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local log    = KEYS[1]
 local limit  = int(ARGV[1], 'limit', 1, 10000)
@@ -596,60 +1141,96 @@ local window = int(ARGV[2], 'window', 1, 1e11)
 local cost   = int(ARGV[3], 'cost', 0, 1e9)
 local now    = int(ARGV[4], 'now', 0, 2^52)
 if log == nil then bad = bad or 'BADARG log key is missing' end
+exactly(1, 4)
 if bad then return redis.error_reply(bad) end
 
--- now (<= 2^52) plus the window (<= 1e14 µs) stays below 2^53, so every time
--- below is exact in a double without a derived bound.
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+-- now (<= 2^52 + 6e7) plus the window (<= 1e14 µs) stays below 2^53, so
+-- every time below is exact in a double.
 local window_us = window * 1000
 
--- The server's clock, read at most once: keys expire by it.
-local server
-local function clock()
-  if server == nil then
-    local t = redis.call('TIME')
-    server = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return server
+local function badstate()
+  return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
-local caller = now ~= 0
-if not caller then
-  now = clock()
+-- time returns the time of a member read WITHSCORES, or nil when the
+-- member is not one this script writes. The score is Redis's own text of a
+-- double (servers print it differently), so it is read with tonumber; the
+-- member's name is checked to the letter.
+local function time(member, score)
+  local us = tonumber(score)
+  local at, n = string.match(type(member) == 'string' and member or '', '^(%d+)%-(%d+)$')
+  if us and us >= 0 and us <= 2^52 and us == math.floor(us) and num(at, us, us) and num(n, 1, 10000) then
+    return us
+  end
+  return nil
 end
 
--- Members are added at the newest time or later, so the log's last member
--- holds its newest time; a late caller is judged at that time.
-local last = tonumber(redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')[2])
-if last ~= nil and now < last then
+local size = redis.pcall('ZCARD', log)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+elseif size > 10000 then
+  return badstate()
+end
+-- Members are added at the newest time or later, so the last member holds
+-- the newest time; a late caller is judged at that time.
+local last
+if size > 0 then
+  local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
+  last = time(newest[1], newest[2])
+  if last == nil then
+    return badstate()
+  end
+  if size > 1 then
+    local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
+    if time(oldest[1], oldest[2]) == nil then
+      return badstate()
+    end
+  end
+end
+-- A late caller is judged at the newest member's time. A key that holds
+-- nothing is judged at the later of the caller's clock and the server's: a
+-- key the server's clock expired must not let a caller that lags it log in
+-- that window again.
+local own = now
+if last and now < last then
   now = last
+elseif not last then
+  now = math.max(now, server)
 end
 
 -- A member at gone or before has left the window. Counting instead of
 -- trimming keeps denied calls and peeks free of writes.
 local gone = now - window_us
 local live = 0
-if last ~= nil and last > gone then
+if last and last > gone then
   live = redis.call('ZCOUNT', log, '(' .. string.format('%d', gone), '+inf')
 end
 
+local function ms(us)
+  return math.ceil(us / 1000)
+end
 local reset_ms = 0
 if live > 0 then
-  reset_ms = math.ceil((last + window_us - now) / 1000)
+  reset_ms = ms(last + window_us - own)
 end
 local remaining = math.max(0, limit - live)
 
 local want = math.max(cost, 1)
-local retry_us = -1000
-if want <= limit then
-  retry_us = 0
-  if live + want > limit then
-    -- No member is newer than now, so the live ones are the newest: the
-    -- call fits once the (limit-want+1)-th newest has left, older ones first.
-    local at = string.format('%d', want - limit - 1)
-    retry_us = tonumber(redis.call('ZRANGE', log, at, at, 'WITHSCORES')[2]) + window_us - now
+if want > limit then
+  return {0, remaining, -1, reset_ms}
+elseif live + want > limit then
+  -- No member is newer than now, so the live ones are the newest: the call
+  -- fits once the (limit-want+1)-th newest has left, older ones first.
+  local i = string.format('%d', want - limit - 1)
+  local m = redis.call('ZRANGE', log, i, i, 'WITHSCORES')
+  local us = time(m[1], m[2])
+  if us == nil then
+    return badstate()
   end
-end
-if retry_us ~= 0 then
-  return {0, remaining, math.ceil(retry_us / 1000), reset_ms}
+  return {0, remaining, ms(us + window_us - own), reset_ms}
 elseif cost == 0 then
   return {1, remaining, 0, reset_ms}
 end
@@ -663,28 +1244,26 @@ if last == now then
   n = redis.call('ZCOUNT', log, stamp, stamp)
 end
 -- unpack is limited by Lua's C stack (about 8000 values): add in chunks.
-local batch, size = {}, 0
+local batch, used = {}, 0
 for i = 1, cost do
-  batch[size + 1] = stamp
-  batch[size + 2] = stamp .. '-' .. string.format('%d', n + i)
-  size = size + 2
-  if size == 2000 or i == cost then
-    redis.call('ZADD', log, unpack(batch, 1, size))
-    size = 0
+  batch[used + 1] = stamp
+  batch[used + 2] = stamp .. '-' .. string.format('%d', n + i)
+  used = used + 2
+  if used == 2000 or i == cost then
+    redis.call('ZADD', log, unpack(batch, 1, used))
+    used = 0
   end
 end
--- The log is over once its newest member leaves the window.
--- Keys expire by the server's clock. With a caller clock the key lasts until
--- the caller's instant now+window has passed by the server's clock too, and
--- one window more, so a call that reaches Redis up to a window after its own
--- timestamp still finds the state it is judged against.
-local ttl_us = window_us
+-- Keys expire by the server's clock: the log is over once its newest
+-- member leaves the window. A caller's write keeps the key max_skew
+-- longer, so a call whose clock lags the server's by up to max_skew still
+-- finds it.
+local ttl_us = now + window_us - server
 if caller then
-  ttl_us = math.max(window_us, now + window_us - clock()) + window_us
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.ceil(ttl_us / 1000)
-redis.call('PEXPIRE', log, string.format('%d', ttl_ms))
-return {1, remaining - cost, 0, window}
+redis.call('PEXPIRE', log, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, remaining - cost, 0, ms(now + window_us - own)}
 end,
 }
 
@@ -699,33 +1278,133 @@ redis.register_function{
 --- tokens at once each time a whole period has passed (the two styles in the
 --- Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
 --- nothing. A cost above capacity can never pass: it is denied with
---- retry_after -1. Denied calls change nothing. A caller clock that runs
---- behind the stored state is treated as the stored time, so out-of-order
---- calls never move the bucket backwards or credit the same time twice. With
---- a caller clock the key lives until the bucket is full by the server's
---- clock too, and a period more, for calls that reach Redis late.
+--- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
+--- accepted input (products that could pass 2^53 go through muldiv).
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time to fill plus 60 s, a
+--- key lives at most the time to fill plus 120 s, and waits count from the
+--- caller's own clock. A caller clock behind the stored state is judged at
+--- the stored time, so out-of-order calls never move the bucket back or
+--- credit the same time twice.
+--- Changed limits apply from the last credit: tokens above a lowered
+--- capacity are dropped (no free burst, no lockout: a full bucket of the new
+--- size), a raised capacity keeps the tokens and fills on, and a new rate or
+--- period credits at its own pace from the last credit.
+--- State: a hash with exactly the fields tokens (0..1e9) and ts (µs, the
+--- instant tokens were credited up to); anything else at the key, of any
+--- type, is an error and the key is left untouched.
 --- @key    bucket       hash {tokens, ts}; expires once full
 --- @arg    capacity     int     maximum tokens (1..1e9)
 --- @arg    rate         int     tokens added per period (1..1e9)
---- @arg    period       ms      refill period (1..1e11 ms)
+--- @arg    period       ms      refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       string  "smooth" or "interval"
 --- @arg    cost         int     tokens to take (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     tokens left, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms      until the bucket is full again
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local bucket   = KEYS[1]
 local capacity = int(ARGV[1], 'capacity', 1, 1e9)
@@ -734,97 +1413,113 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local refill   = ARGV[4]
 local cost     = int(ARGV[5], 'cost', 0, 1e9)
 local now      = int(ARGV[6], 'now', 0, 2^52)
-if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
 if refill ~= 'smooth' and refill ~= 'interval' then
   bad = bad or "BADARG refill must be 'smooth' or 'interval'"
 end
+if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
+exactly(1, 6)
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
 local smooth = refill == 'smooth'
 
--- The longest time the bucket needs to fill bounds every sum below, so
--- keeping it under 1e15 µs (31 years) keeps all arithmetic exact in doubles.
-local fill_us = smooth and capacity * period_us / rate or math.ceil(capacity / rate) * period_us
+-- The time an empty bucket takes to fill bounds every wait, so keeping it
+-- at most 1e15 µs (31 years) keeps every instant below 2^53.
+local fill_us
+if smooth then
+  local q, r = muldiv(capacity, period_us, rate)
+  fill_us = r > 0 and q + 1 or q
+else
+  fill_us = math.ceil(capacity / rate) * period_us
+end
 if fill_us > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 
--- The server's clock, read at most once: keys expire by it.
-local server
-local function clock()
-  if server == nil then
-    local t = redis.call('TIME')
-    server = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return server
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+local size = redis.pcall('HLEN', bucket)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
-local caller = now ~= 0
-if not caller then
-  now = clock()
+-- A key that holds nothing is a full bucket at the later of the caller's
+-- clock and the server's: a key the server's clock expired must not let a
+-- caller that lags it count the same time again.
+local tokens, ts = capacity, math.max(now, server)
+if size > 0 then
+  local state = redis.call('HMGET', bucket, 'tokens', 'ts')
+  tokens, ts = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
+  if size ~= 2 or tokens == nil or ts == nil then
+    return redis.error_reply('BADSTATE the key is not a token bucket {tokens, ts}; it is left untouched')
+  end
 end
 
-local state = redis.call('HMGET', bucket, 'tokens', 'ts')
-local tokens, ts = tonumber(state[1]), tonumber(state[2])
-if tokens == nil or ts == nil then
-  tokens, ts = capacity, now
-end
+-- A late caller is judged at the stored time; own is its clock, which its
+-- waits are measured from.
+local own = now
 if now < ts then
   now = ts
 end
 
--- µs from now until a bucket that held have tokens, credited up to mark,
--- holds n (n <= capacity). Deciding from the stored state rather than from a
+-- The instant a bucket that held have tokens, credited up to mark, holds n
+-- (have < n <= capacity). Deciding from the stored state rather than from a
 -- refilled copy keeps retry_after exact: refilling rounds, a wait does not.
-local function wait(have, mark, n)
-  if have >= n then
-    return 0
-  elseif smooth then
-    return math.max(0, mark + math.ceil((n - have) * period_us / rate) - now)
+local function at(have, mark, n)
+  if smooth then
+    local q, r = muldiv(n - have, period_us, rate)
+    return mark + (r > 0 and q + 1 or q)
   end
-  return math.max(0, mark + math.ceil((n - have) / rate) * period_us - now)
+  return mark + math.ceil((n - have) / rate) * period_us
 end
 
--- Refill up to now. ts moves only by the time the credited tokens took, so
--- no interval counts twice; a full bucket restarts its clock at now.
-local held, mark = tokens, ts
-if tokens >= capacity then
-  held, mark = capacity, now
-elseif smooth then
-  local added = math.floor((now - ts) * rate / period_us)
-  held, mark = tokens + added, ts + math.ceil(added * period_us / rate)
-else
-  local steps = math.floor((now - ts) / period_us)
-  held, mark = tokens + steps * rate, ts + steps * period_us
-end
-if held >= capacity then
-  held, mark = capacity, now
+-- Refill up to now. mark moves only by the time the credited tokens took,
+-- so no interval counts twice; a full bucket restarts its clock at now.
+local have = math.min(tokens, capacity)
+local held, mark = capacity, now
+if have < capacity and now < at(have, ts, capacity) then
+  if smooth then
+    local added = muldiv(now - ts, rate, period_us)
+    local q, r = muldiv(added, period_us, rate)
+    held, mark = have + added, ts + (r > 0 and q + 1 or q)
+  else
+    local steps = math.floor((now - ts) / period_us)
+    held, mark = have + steps * rate, ts + steps * period_us
+  end
 end
 
+local function ms(us)
+  return math.ceil(us / 1000)
+end
+local reset_us = 0
+if have < capacity and at(have, ts, capacity) > now then
+  reset_us = at(have, ts, capacity) - own
+end
 local want = math.max(cost, 1)
-local retry_us = -1000
-if want <= capacity then
-  retry_us = wait(math.min(tokens, capacity), ts, want)
+if want > capacity then
+  return {0, held, -1, ms(reset_us)}
+elseif have < want then
+  local ok_at = at(have, ts, want)
+  if ok_at > now then
+    return {0, held, ms(ok_at - own), ms(reset_us)}
+  end
 end
-if retry_us ~= 0 then
-  return {0, held, math.ceil(retry_us / 1000), math.ceil(wait(tokens, ts, capacity) / 1000)}
-elseif cost == 0 then
-  return {1, held, 0, math.ceil(wait(tokens, ts, capacity) / 1000)}
+if cost == 0 then
+  return {1, held, 0, ms(reset_us)}
 end
 
 held = held - cost
-local reset_us = wait(held, mark, capacity)
--- Keys expire by the server's clock. With a caller clock the key lasts until
--- the caller's instant now+reset has passed by the server's clock too, and
--- one period more, so a call that reaches Redis up to a period after its own
--- timestamp still finds the state it is judged against.
-local ttl_us = reset_us
+local full_at = at(held, mark, capacity)
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the instant the bucket is full, so a call whose clock lags
+-- the server's by up to max_skew still finds the state it is judged against.
+local ttl_us = full_at - server
 if caller then
-  ttl_us = math.max(reset_us, now + reset_us - clock()) + period_us
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.max(1, math.ceil(ttl_us / 1000))
 redis.call('HSET', bucket, 'tokens', string.format('%d', held), 'ts', string.format('%d', mark))
-redis.call('PEXPIRE', bucket, string.format('%d', ttl_ms))
-return {1, held, 0, math.ceil(reset_us / 1000)}
+redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, held, 0, ms(full_at - own)}
 end,
 }

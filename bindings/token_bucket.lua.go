@@ -25,13 +25,13 @@ type TokenBucketParams struct {
 	Capacity int64
 	// Rate (ARGV[2]): tokens added per period (1..1e9)
 	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): refill period (1..1e11 ms)
+	// Period (ARGV[3], sent in whole milliseconds): refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
 	Period time.Duration
 	// Refill (ARGV[4]): "smooth" or "interval"
 	Refill string
 	// Cost (ARGV[5]): tokens to take (0..1e9); 0 only peeks
 	Cost int64
-	// Now (ARGV[6], sent in whole microseconds): caller clock in µs since the epoch; 0 uses the server's TIME
+	// Now (ARGV[6], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 	Now time.Duration
 }
 
@@ -54,11 +54,27 @@ type TokenBucketResult struct {
 // tokens at once each time a whole period has passed (the two styles in the
 // Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
 // nothing. A cost above capacity can never pass: it is denied with
-// retry_after -1. Denied calls change nothing. A caller clock that runs
-// behind the stored state is treated as the stored time, so out-of-order
-// calls never move the bucket backwards or credit the same time twice. With
-// a caller clock the key lives until the bucket is full by the server's
-// clock too, and a period more, for calls that reach Redis late.
+// retry_after -1. Denied calls change nothing. Arithmetic is exact for every
+// accepted input (products that could pass 2^53 go through muldiv).
+// Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+// caller clock (now > 0) is refused with BADARG when it is more than 60 s
+// from TIME. A write with a caller clock keeps its key 60 s past the instant
+// its state is spent on the server's clock, so a call whose clock lags TIME
+// by up to 60 s still finds the state; a call that finds no state is judged
+// at the later of its clock and TIME, so a key that expired never hands the
+// same time out twice. So no clock dates state more than 60 s past TIME: a
+// call with the server's clock waits at most the time to fill plus 60 s, a
+// key lives at most the time to fill plus 120 s, and waits count from the
+// caller's own clock. A caller clock behind the stored state is judged at
+// the stored time, so out-of-order calls never move the bucket back or
+// credit the same time twice.
+// Changed limits apply from the last credit: tokens above a lowered
+// capacity are dropped (no free burst, no lockout: a full bucket of the new
+// size), a raised capacity keeps the tokens and fills on, and a new rate or
+// period credits at its own pace from the last credit.
+// State: a hash with exactly the fields tokens (0..1e9) and ts (µs, the
+// instant tokens were credited up to); anything else at the key, of any
+// type, is an error and the key is left untouched.
 //
 // It runs token_bucket.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
@@ -68,8 +84,9 @@ type TokenBucketResult struct {
 //   - bucket: hash {tokens, ts}; expires once full
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, not a number, or out of range
-//   - ErrWrongType for WRONGTYPE: the key holds another kind of value (from Redis); it is left alone
+//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
+//   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
+//   - ErrBadState for BADSTATE: the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
 func TokenBucket(ctx context.Context, c redis.Scripter, bucket string, p TokenBucketParams) (TokenBucketResult, error) {
 	return run(ctx, c, tokenBucketCall(bucket, p), tokenBucketDecode)
 }
@@ -113,33 +130,133 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- tokens at once each time a whole period has passed (the two styles in the
 --- Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
 --- nothing. A cost above capacity can never pass: it is denied with
---- retry_after -1. Denied calls change nothing. A caller clock that runs
---- behind the stored state is treated as the stored time, so out-of-order
---- calls never move the bucket backwards or credit the same time twice. With
---- a caller clock the key lives until the bucket is full by the server's
---- clock too, and a period more, for calls that reach Redis late.
+--- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
+--- accepted input (products that could pass 2^53 go through muldiv).
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the time to fill plus 60 s, a
+--- key lives at most the time to fill plus 120 s, and waits count from the
+--- caller's own clock. A caller clock behind the stored state is judged at
+--- the stored time, so out-of-order calls never move the bucket back or
+--- credit the same time twice.
+--- Changed limits apply from the last credit: tokens above a lowered
+--- capacity are dropped (no free burst, no lockout: a full bucket of the new
+--- size), a raised capacity keeps the tokens and fills on, and a new rate or
+--- period credits at its own pace from the last credit.
+--- State: a hash with exactly the fields tokens (0..1e9) and ts (µs, the
+--- instant tokens were credited up to); anything else at the key, of any
+--- type, is an error and the key is left untouched.
 --- @key    bucket       hash {tokens, ts}; expires once full
 --- @arg    capacity     int     maximum tokens (1..1e9)
 --- @arg    rate         int     tokens added per period (1..1e9)
---- @arg    period       ms      refill period (1..1e11 ms)
+--- @arg    period       ms      refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       string  "smooth" or "interval"
 --- @arg    cost         int     tokens to take (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     tokens left, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms      until the bucket is full again
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local bucket   = KEYS[1]
 local capacity = int(ARGV[1], 'capacity', 1, 1e9)
@@ -148,96 +265,112 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local refill   = ARGV[4]
 local cost     = int(ARGV[5], 'cost', 0, 1e9)
 local now      = int(ARGV[6], 'now', 0, 2^52)
-if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
 if refill ~= 'smooth' and refill ~= 'interval' then
   bad = bad or "BADARG refill must be 'smooth' or 'interval'"
 end
+if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
+exactly(1, 6)
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
 local smooth = refill == 'smooth'
 
--- The longest time the bucket needs to fill bounds every sum below, so
--- keeping it under 1e15 µs (31 years) keeps all arithmetic exact in doubles.
-local fill_us = smooth and capacity * period_us / rate or math.ceil(capacity / rate) * period_us
+-- The time an empty bucket takes to fill bounds every wait, so keeping it
+-- at most 1e15 µs (31 years) keeps every instant below 2^53.
+local fill_us
+if smooth then
+  local q, r = muldiv(capacity, period_us, rate)
+  fill_us = r > 0 and q + 1 or q
+else
+  fill_us = math.ceil(capacity / rate) * period_us
+end
 if fill_us > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 
--- The server's clock, read at most once: keys expire by it.
-local server
-local function clock()
-  if server == nil then
-    local t = redis.call('TIME')
-    server = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return server
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+local size = redis.pcall('HLEN', bucket)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 end
-local caller = now ~= 0
-if not caller then
-  now = clock()
+-- A key that holds nothing is a full bucket at the later of the caller's
+-- clock and the server's: a key the server's clock expired must not let a
+-- caller that lags it count the same time again.
+local tokens, ts = capacity, math.max(now, server)
+if size > 0 then
+  local state = redis.call('HMGET', bucket, 'tokens', 'ts')
+  tokens, ts = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
+  if size ~= 2 or tokens == nil or ts == nil then
+    return redis.error_reply('BADSTATE the key is not a token bucket {tokens, ts}; it is left untouched')
+  end
 end
 
-local state = redis.call('HMGET', bucket, 'tokens', 'ts')
-local tokens, ts = tonumber(state[1]), tonumber(state[2])
-if tokens == nil or ts == nil then
-  tokens, ts = capacity, now
-end
+-- A late caller is judged at the stored time; own is its clock, which its
+-- waits are measured from.
+local own = now
 if now < ts then
   now = ts
 end
 
--- µs from now until a bucket that held have tokens, credited up to mark,
--- holds n (n <= capacity). Deciding from the stored state rather than from a
+-- The instant a bucket that held have tokens, credited up to mark, holds n
+-- (have < n <= capacity). Deciding from the stored state rather than from a
 -- refilled copy keeps retry_after exact: refilling rounds, a wait does not.
-local function wait(have, mark, n)
-  if have >= n then
-    return 0
-  elseif smooth then
-    return math.max(0, mark + math.ceil((n - have) * period_us / rate) - now)
+local function at(have, mark, n)
+  if smooth then
+    local q, r = muldiv(n - have, period_us, rate)
+    return mark + (r > 0 and q + 1 or q)
   end
-  return math.max(0, mark + math.ceil((n - have) / rate) * period_us - now)
+  return mark + math.ceil((n - have) / rate) * period_us
 end
 
--- Refill up to now. ts moves only by the time the credited tokens took, so
--- no interval counts twice; a full bucket restarts its clock at now.
-local held, mark = tokens, ts
-if tokens >= capacity then
-  held, mark = capacity, now
-elseif smooth then
-  local added = math.floor((now - ts) * rate / period_us)
-  held, mark = tokens + added, ts + math.ceil(added * period_us / rate)
-else
-  local steps = math.floor((now - ts) / period_us)
-  held, mark = tokens + steps * rate, ts + steps * period_us
-end
-if held >= capacity then
-  held, mark = capacity, now
+-- Refill up to now. mark moves only by the time the credited tokens took,
+-- so no interval counts twice; a full bucket restarts its clock at now.
+local have = math.min(tokens, capacity)
+local held, mark = capacity, now
+if have < capacity and now < at(have, ts, capacity) then
+  if smooth then
+    local added = muldiv(now - ts, rate, period_us)
+    local q, r = muldiv(added, period_us, rate)
+    held, mark = have + added, ts + (r > 0 and q + 1 or q)
+  else
+    local steps = math.floor((now - ts) / period_us)
+    held, mark = have + steps * rate, ts + steps * period_us
+  end
 end
 
+local function ms(us)
+  return math.ceil(us / 1000)
+end
+local reset_us = 0
+if have < capacity and at(have, ts, capacity) > now then
+  reset_us = at(have, ts, capacity) - own
+end
 local want = math.max(cost, 1)
-local retry_us = -1000
-if want <= capacity then
-  retry_us = wait(math.min(tokens, capacity), ts, want)
+if want > capacity then
+  return {0, held, -1, ms(reset_us)}
+elseif have < want then
+  local ok_at = at(have, ts, want)
+  if ok_at > now then
+    return {0, held, ms(ok_at - own), ms(reset_us)}
+  end
 end
-if retry_us ~= 0 then
-  return {0, held, math.ceil(retry_us / 1000), math.ceil(wait(tokens, ts, capacity) / 1000)}
-elseif cost == 0 then
-  return {1, held, 0, math.ceil(wait(tokens, ts, capacity) / 1000)}
+if cost == 0 then
+  return {1, held, 0, ms(reset_us)}
 end
 
 held = held - cost
-local reset_us = wait(held, mark, capacity)
--- Keys expire by the server's clock. With a caller clock the key lasts until
--- the caller's instant now+reset has passed by the server's clock too, and
--- one period more, so a call that reaches Redis up to a period after its own
--- timestamp still finds the state it is judged against.
-local ttl_us = reset_us
+local full_at = at(held, mark, capacity)
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the instant the bucket is full, so a call whose clock lags
+-- the server's by up to max_skew still finds the state it is judged against.
+local ttl_us = full_at - server
 if caller then
-  ttl_us = math.max(reset_us, now + reset_us - clock()) + period_us
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.max(1, math.ceil(ttl_us / 1000))
 redis.call('HSET', bucket, 'tokens', string.format('%d', held), 'ts', string.format('%d', mark))
-redis.call('PEXPIRE', bucket, string.format('%d', ttl_ms))
-return {1, held, 0, math.ceil(reset_us / 1000)}
+redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, held, 0, ms(full_at - own)}
 `

@@ -3,35 +3,138 @@
 --- its time t satisfies t > now - window; a call is admitted when the live
 --- members plus its cost fit within limit. There is no boundary burst and no
 --- approximation, at a price: memory and work per call grow with limit. The
---- set never holds more than limit members and an admit removes and adds at
---- most limit, so limit is capped at 10000; above that, use
---- sliding_window_counter. A cost of 0 peeks: it answers for a cost of 1 and
---- writes nothing. A cost above limit can never pass: it is denied with
---- retry_after -1. Denied calls change nothing: expired members are removed
---- only by an admit. A caller clock that runs behind the newest member is
---- treated as that member's time, so the log stays in time order. With a
---- caller clock the key lives until its newest member leaves the window by
---- the server's clock too, and a window more, for calls that reach Redis late.
+--- set never holds more than limit members, so limit is capped at 10000. At
+--- the cap a key takes 1.29 MB (about 129 bytes a member), and an admit of
+--- cost 10000 keeps Redis busy 12 to 18 ms (Redis 7.0, MEMORY USAGE and
+--- INFO commandstats on a 2-core machine); an admit of cost c adds c members
+--- and removes those that left. Where that matters, use
+--- sliding_window_counter. A cost of 0 peeks: it
+--- answers for a cost of 1 and writes nothing. A cost above limit can never
+--- pass: it is denied with retry_after -1. Denied calls change nothing:
+--- expired members are removed only by an admit.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME: a
+--- call with the server's clock waits at most the window plus 60 s, a key
+--- lives at most the window plus 120 s, and waits count from the caller's own
+--- clock. A caller clock behind the newest member is judged at that member's
+--- time, so the log stays in time order.
+--- Changed limits are exact: the log holds the times themselves, so a new
+--- limit or window applies to them at once (lowered: denied until enough
+--- members leave; raised: the difference passes).
+--- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
+--- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
+--- with more members, or one whose oldest or newest member is not of that
+--- form is an error and the key is left untouched (members in between are
+--- not read: that would cost O(limit) per call).
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int     most cost admitted within any window (1..10000)
 --- @arg    window       ms      window length (1..1e11 ms)
 --- @arg    cost         int     units to admit (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch; 0 uses the server's TIME
+--- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
 --- @return remaining    int     units that still fit in the window, never negative
 --- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms      until the newest member leaves the window
---- @error  BADARG       an argument is missing, not a number, or out of range
---- @error  WRONGTYPE    the key holds another kind of value (from Redis); it is left alone
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
 local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- num reads an integer from lo to hi written the way Redis writes one:
+-- an optional '-', digits, no leading zero, nothing else. tonumber alone
+-- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
+-- that prints back as the very same string has none of those. Stored
+-- state goes through it too. nil for anything else.
+local function num(raw, lo, hi)
+  local v = type(raw) == 'string' and tonumber(raw)
+  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
+    return v
+  end
+  return nil
+end
+
+-- int reads an argument with num and, when it is not one, says so in bad.
 local function int(raw, name, lo, hi)
-  local v = tonumber(raw)
-  if bad == nil and (v == nil or v ~= v or v % 1 ~= 0 or v < lo or v > hi) then
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s',
-      name, lo, hi, raw == nil and 'nothing' or "'" .. string.sub(raw, 1, 40) .. "'")
+  local v = num(raw, lo, hi)
+  if v == nil and bad == nil then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
   return v
 end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock.
+local function clock(now)
+  local t = redis.call('TIME')
+  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if now == 0 then
+    return server, server, false
+  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too.
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local q = math.floor(p / c)
+    return q, p - q * c
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local aq = math.floor(a / c)
+  local ar = a - aq * c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = math.floor(r / c)
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
 
 local log    = KEYS[1]
 local limit  = int(ARGV[1], 'limit', 1, 10000)
@@ -39,60 +142,96 @@ local window = int(ARGV[2], 'window', 1, 1e11)
 local cost   = int(ARGV[3], 'cost', 0, 1e9)
 local now    = int(ARGV[4], 'now', 0, 2^52)
 if log == nil then bad = bad or 'BADARG log key is missing' end
+exactly(1, 4)
 if bad then return redis.error_reply(bad) end
 
--- now (<= 2^52) plus the window (<= 1e14 µs) stays below 2^53, so every time
--- below is exact in a double without a derived bound.
+local server, caller
+now, server, caller = clock(now)
+if bad then return redis.error_reply(bad) end
+
+-- now (<= 2^52 + 6e7) plus the window (<= 1e14 µs) stays below 2^53, so
+-- every time below is exact in a double.
 local window_us = window * 1000
 
--- The server's clock, read at most once: keys expire by it.
-local server
-local function clock()
-  if server == nil then
-    local t = redis.call('TIME')
-    server = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  end
-  return server
+local function badstate()
+  return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
-local caller = now ~= 0
-if not caller then
-  now = clock()
+-- time returns the time of a member read WITHSCORES, or nil when the
+-- member is not one this script writes. The score is Redis's own text of a
+-- double (servers print it differently), so it is read with tonumber; the
+-- member's name is checked to the letter.
+local function time(member, score)
+  local us = tonumber(score)
+  local at, n = string.match(type(member) == 'string' and member or '', '^(%d+)%-(%d+)$')
+  if us and us >= 0 and us <= 2^52 and us == math.floor(us) and num(at, us, us) and num(n, 1, 10000) then
+    return us
+  end
+  return nil
 end
 
--- Members are added at the newest time or later, so the log's last member
--- holds its newest time; a late caller is judged at that time.
-local last = tonumber(redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')[2])
-if last ~= nil and now < last then
+local size = redis.pcall('ZCARD', log)
+if type(size) ~= 'number' then
+  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+elseif size > 10000 then
+  return badstate()
+end
+-- Members are added at the newest time or later, so the last member holds
+-- the newest time; a late caller is judged at that time.
+local last
+if size > 0 then
+  local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
+  last = time(newest[1], newest[2])
+  if last == nil then
+    return badstate()
+  end
+  if size > 1 then
+    local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
+    if time(oldest[1], oldest[2]) == nil then
+      return badstate()
+    end
+  end
+end
+-- A late caller is judged at the newest member's time. A key that holds
+-- nothing is judged at the later of the caller's clock and the server's: a
+-- key the server's clock expired must not let a caller that lags it log in
+-- that window again.
+local own = now
+if last and now < last then
   now = last
+elseif not last then
+  now = math.max(now, server)
 end
 
 -- A member at gone or before has left the window. Counting instead of
 -- trimming keeps denied calls and peeks free of writes.
 local gone = now - window_us
 local live = 0
-if last ~= nil and last > gone then
+if last and last > gone then
   live = redis.call('ZCOUNT', log, '(' .. string.format('%d', gone), '+inf')
 end
 
+local function ms(us)
+  return math.ceil(us / 1000)
+end
 local reset_ms = 0
 if live > 0 then
-  reset_ms = math.ceil((last + window_us - now) / 1000)
+  reset_ms = ms(last + window_us - own)
 end
 local remaining = math.max(0, limit - live)
 
 local want = math.max(cost, 1)
-local retry_us = -1000
-if want <= limit then
-  retry_us = 0
-  if live + want > limit then
-    -- No member is newer than now, so the live ones are the newest: the
-    -- call fits once the (limit-want+1)-th newest has left, older ones first.
-    local at = string.format('%d', want - limit - 1)
-    retry_us = tonumber(redis.call('ZRANGE', log, at, at, 'WITHSCORES')[2]) + window_us - now
+if want > limit then
+  return {0, remaining, -1, reset_ms}
+elseif live + want > limit then
+  -- No member is newer than now, so the live ones are the newest: the call
+  -- fits once the (limit-want+1)-th newest has left, older ones first.
+  local i = string.format('%d', want - limit - 1)
+  local m = redis.call('ZRANGE', log, i, i, 'WITHSCORES')
+  local us = time(m[1], m[2])
+  if us == nil then
+    return badstate()
   end
-end
-if retry_us ~= 0 then
-  return {0, remaining, math.ceil(retry_us / 1000), reset_ms}
+  return {0, remaining, ms(us + window_us - own), reset_ms}
 elseif cost == 0 then
   return {1, remaining, 0, reset_ms}
 end
@@ -106,25 +245,23 @@ if last == now then
   n = redis.call('ZCOUNT', log, stamp, stamp)
 end
 -- unpack is limited by Lua's C stack (about 8000 values): add in chunks.
-local batch, size = {}, 0
+local batch, used = {}, 0
 for i = 1, cost do
-  batch[size + 1] = stamp
-  batch[size + 2] = stamp .. '-' .. string.format('%d', n + i)
-  size = size + 2
-  if size == 2000 or i == cost then
-    redis.call('ZADD', log, unpack(batch, 1, size))
-    size = 0
+  batch[used + 1] = stamp
+  batch[used + 2] = stamp .. '-' .. string.format('%d', n + i)
+  used = used + 2
+  if used == 2000 or i == cost then
+    redis.call('ZADD', log, unpack(batch, 1, used))
+    used = 0
   end
 end
--- The log is over once its newest member leaves the window.
--- Keys expire by the server's clock. With a caller clock the key lasts until
--- the caller's instant now+window has passed by the server's clock too, and
--- one window more, so a call that reaches Redis up to a window after its own
--- timestamp still finds the state it is judged against.
-local ttl_us = window_us
+-- Keys expire by the server's clock: the log is over once its newest
+-- member leaves the window. A caller's write keeps the key max_skew
+-- longer, so a call whose clock lags the server's by up to max_skew still
+-- finds it.
+local ttl_us = now + window_us - server
 if caller then
-  ttl_us = math.max(window_us, now + window_us - clock()) + window_us
+  ttl_us = ttl_us + max_skew
 end
-local ttl_ms = math.ceil(ttl_us / 1000)
-redis.call('PEXPIRE', log, string.format('%d', ttl_ms))
-return {1, remaining - cost, 0, window}
+redis.call('PEXPIRE', log, string.format('%d', math.max(1, ms(ttl_us))))
+return {1, remaining - cost, 0, ms(now + window_us - own)}

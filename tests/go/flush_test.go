@@ -48,13 +48,23 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 				wg                       sync.WaitGroup
 			)
 			fail := func(err error) { failed.CompareAndSwap(nil, err) }
+			// Run for at least a second and until enough has happened to
+			// prove something (at most 30 s): on a loaded machine the
+			// flusher may get fewer turns, so a fixed second is not enough.
+			var stop atomic.Bool
 			start := time.Now()
-			deadline := start.Add(time.Second)
+			go func() {
+				for time.Since(start) < 30*time.Second &&
+					(time.Since(start) < time.Second || flushes.Load() < 50 || calls.Load() < 500) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				stop.Store(true)
+			}()
 			for g := 0; g < 16; g++ {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for time.Now().Before(deadline) {
+					for !stop.Load() {
 						res, err := bindings.TokenBucket(ctx, c, key, p)
 						if err != nil {
 							fail(err)
@@ -71,7 +81,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for time.Now().Before(deadline) {
+					for !stop.Load() {
 						b := bindings.NewBatch()
 						var pending []*bindings.Pending[bindings.TokenBucketResult]
 						for i := 0; i < 8; i++ {
@@ -98,7 +108,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for time.Now().Before(deadline) {
+				for !stop.Load() {
 					if err := c.ScriptFlush(ctx).Err(); err != nil {
 						fail(err)
 						return

@@ -11,10 +11,15 @@ import (
 // TestEveryNumberRejectsBadInput goes by the header, not by the tables: for
 // every numeric argument of every script, every kind of bad value is a
 // BADARG reply naming that argument as the header does, and it changes
-// nothing. Cutting ARGV short anywhere is a BADARG too, and so is a call
+// nothing. That includes every spelling Lua's tonumber takes but Redis
+// would not write: exponents, hex, spaces, a sign, leading zeros, a NUL and
+// what follows it, an underflow to 0. Cutting ARGV short anywhere is a
+// BADARG too, and so are an extra argument, an extra key, and a call
 // without its key.
 func TestEveryNumberRejectsBadInput(t *testing.T) {
-	bad := []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "-1", "1e300", "2^53", " "}
+	bad := []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "-1", "1e300", "2^53", " ",
+		"1e3", "1E3", "0x10", "0X1", " 5", "5 ", "\t5", "5\n", "+5", "5\x00junk", "1e-400", "007", "01", "-0",
+		"1.0", "5.", ".5", "0b1", "1_000", "١", "9007199254740993", "99999999999999999999999"}
 	for _, name := range scenario.Scripts() {
 		t.Run(name, func(t *testing.T) {
 			src, err := Source(name)
@@ -42,6 +47,9 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 			for n := 0; n < len(good); n++ {
 				expectBadArg(t, r, src, keys, good[:n], "BADARG ")
 			}
+			expectBadArg(t, r, src, keys, append(append([]string(nil), good...), "1"), "BADARG takes ")
+			expectBadArg(t, r, src, keys, append(append([]string(nil), good...), ""), "BADARG takes ")
+			expectBadArg(t, r, src, append(append([]string(nil), keys...), "other"), good, "BADARG takes ")
 			// Without its key a script fails before it sends anything.
 			key := header.Keys[0].Name
 			got, err := r.Eval(src, nil, good)
@@ -70,7 +78,7 @@ func firstWrite(t *testing.T, name, src string) (*Redis, []string, []string) {
 	t.Helper()
 	spec := scenario.SpecOf(name)
 	for _, sc := range scenario.All() {
-		if sc.Script != name || sc.Strings != nil {
+		if sc.Script != name || sc.Strings != nil || sc.Preset != nil {
 			continue
 		}
 		r := New(scenario.T0)

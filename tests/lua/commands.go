@@ -93,6 +93,15 @@ func (r *Redis) exec(argv []string) (any, error) {
 			return out[0], nil
 		}
 		return out, nil
+	case "HLEN":
+		if err := need(1, false); err != nil {
+			return nil, err
+		}
+		v, err := r.typed(args[0], "hash")
+		if err != nil {
+			return nil, err
+		}
+		return int64(len(v.hash)), nil
 	case "HSET":
 		if err := need(3, true); err != nil {
 			return nil, err

@@ -117,8 +117,8 @@ func windowReply(vals ...int64) []any {
 // TestFixedWindowLaggingServerClock: the server's clock expires the key, so
 // when it lags the caller's, the key lasts until the window ends by the
 // server's clock; otherwise callers still inside the window would find the
-// count gone and start it again. With a caller clock it lasts one window
-// more on top, for calls that reach Redis late.
+// count gone and start it again. A caller's write keeps it 60 s more, for
+// calls whose clocks lag the server's by up to 60 s.
 func TestFixedWindowLaggingServerClock(t *testing.T) {
 	src, err := Source("fixed_window")
 	if err != nil {
@@ -127,12 +127,20 @@ func TestFixedWindowLaggingServerClock(t *testing.T) {
 	r := New(scenario.T0)
 	at := func(ms int64) string { return strconv.FormatInt(scenario.T0+ms*1000, 10) }
 	// The caller is 600 ms ahead: 400 ms left for it, 1000 ms for the
-	// server, plus the one-window grace.
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(600)), windowReply(1, 1, 0, 400), 2000)
+	// server, plus the 60 s grace.
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(600)), windowReply(1, 1, 0, 400), 61000)
 	r.SetTime(scenario.T0 + 700_000)
 	// A caller 100 ms behind the first one still finds the count.
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(700)), windowReply(1, 0, 0, 300), 1300)
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(900)), windowReply(0, 0, 100, 100), 1300)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(700)), windowReply(1, 0, 0, 300), 60300)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(900)), windowReply(0, 0, 100, 100), 60300)
+	// 60 s after the window ended the count is gone for every clock the
+	// bound admits, and so is the key.
+	r.SetTime(scenario.T0 + 61_000_000 - 1)
+	windowStep(t, r, src, scenario.Args(2, 1000, 0, strconv.FormatInt(scenario.T0+999_999, 10)), windowReply(0, 0, 1, 1), 1)
+	r.SetTime(scenario.T0 + 61_000_000)
+	if r.PTTL("k") != -2 {
+		t.Fatalf("the key outlived the 60 s grace: PTTL %d", r.PTTL("k"))
+	}
 }
 
 // TestFixedWindowLargestNumbers: the longest window at the largest clock is

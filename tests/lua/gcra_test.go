@@ -1,6 +1,7 @@
 package luatest
 
 import (
+	"fmt"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -26,6 +27,18 @@ func gcraInterval(rate int, period time.Duration) int64 {
 func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
 	t := gcraInterval(rate, period)
 	return func(span time.Duration) int { return burst + int(span.Microseconds()/t) }
+}
+
+// parseGCRA reads gcra.lua's state, '<tat>/<interval>/<at>' in µs.
+func parseGCRA(s string) (tat, interval int64, err error) {
+	f := strings.Split(s, "/")
+	if len(f) != 3 {
+		return 0, 0, fmt.Errorf("GCRA state %q is not <tat>/<interval>/<at>", s)
+	}
+	if tat, err = strconv.ParseInt(f[0], 10, 64); err == nil {
+		interval, err = strconv.ParseInt(f[1], 10, 64)
+	}
+	return tat, interval, err
 }
 
 func gcraArgs(burst, rate int, period time.Duration) func(int) []string {
@@ -120,7 +133,7 @@ func TestGCRALateCallsGainNothing(t *testing.T) {
 				t.Fatalf("cost %d allowed at %d but denied at the newest clock %d", c.cost, c.at, latest)
 			}
 			if v := r.get("k"); v != nil {
-				tat, err := strconv.ParseInt(v.str, 10, 64)
+				tat, _, err := parseGCRA(v.str)
 				if err != nil || tat < lastTAT {
 					t.Fatalf("TAT %q after %d (%v)", v.str, lastTAT, err)
 				}
@@ -201,29 +214,47 @@ func TestGCRAKeyTrouble(t *testing.T) {
 }
 
 // TestGCRAKeyTTL: with the server's clock a write's PTTL is reset_after.
-// With a caller clock it is reset_after, or the time to the TAT by the
-// server's clock when the caller's runs ahead, plus a period, so calls that
-// reach Redis late, or whose clock runs behind the writer's, still find the
-// TAT.
+// With a caller clock it is the time to the TAT by the server's clock, plus
+// the 60 s a caller clock may lag the server's, so calls that reach Redis
+// late, or whose clock runs behind the writer's, still find the TAT. A
+// caller that lags the server on an empty key is judged at the server's
+// clock (an expired key must not hand it the same time again); on a key
+// with a TAT it is judged at its own clock against it.
 func TestGCRAKeyTTL(t *testing.T) {
 	src, err := Source("gcra")
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := gcraArgs(2, 1, time.Second)(1)
-	want := []any{int64(1), int64(1), int64(0), int64(1000)}
+	at := func(d int64) string { return strconv.FormatInt(scenario.T0+d, 10) }
 	for _, tc := range []struct {
+		first    bool // a write with the server's clock comes first
 		now      string
+		want     []int64
 		wantPTTL int64
 	}{
-		{"0", 1000},
-		{strconv.FormatInt(scenario.T0, 10), 2000},
-		{strconv.FormatInt(scenario.T0-3e6, 10), 2000},
-		// TAT = caller + 1 s = server + 6 s, plus a period.
-		{strconv.FormatInt(scenario.T0+5e6, 10), 7000},
+		{false, "0", []int64{1, 9, 0, 1000}, 1000},
+		{false, at(0), []int64{1, 9, 0, 1000}, 61000},
+		// TAT = caller + 1 s = server + 6 s, plus 60 s.
+		{false, at(5e6), []int64{1, 9, 0, 1000}, 66000},
+		// Empty key, caller 3 s behind: TAT = server + 1 s, 4 s after its
+		// own clock.
+		{false, at(-3e6), []int64{1, 9, 0, 4000}, 61000},
+		{false, at(-60e6), []int64{1, 9, 0, 61000}, 61000},
+		// After a write at T0 (TAT T0 + 1 s): a caller 3 s behind is judged
+		// at its own clock against the TAT, which moves to T0 + 2 s, 5 s
+		// ahead of it: 5 more fit.
+		{true, at(-3e6), []int64{1, 5, 0, 5000}, 62000},
 	} {
 		r := New(scenario.T0)
-		got := evalReply(t, r, src, []string{"k"}, append(args, tc.now))
+		args := gcraArgs(10, 1, time.Second)
+		if tc.first {
+			evalReply(t, r, src, []string{"k"}, append(args(1), "0"))
+		}
+		got := evalReply(t, r, src, []string{"k"}, append(args(1), tc.now))
+		want := make([]any, len(tc.want))
+		for i, v := range tc.want {
+			want[i] = v
+		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("now %s: reply (-want +got):\n%s", tc.now, diff)
 		}

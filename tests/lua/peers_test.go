@@ -1,6 +1,7 @@
 package luatest
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"sort"
@@ -139,7 +140,10 @@ func (p *peerRun) tat(now int64) int64 {
 	if v == nil {
 		return now
 	}
-	n, err := strconv.ParseInt(v.str, 10, 64)
+	n, interval, err := parseGCRA(v.str)
+	if err == nil && interval != p.c.interval() {
+		err = fmt.Errorf("interval %d, want %d", interval, p.c.interval())
+	}
 	if err != nil {
 		p.t.Fatalf("stored TAT %q: %v", v.str, err)
 	}

@@ -61,6 +61,7 @@ func (l limiter) sequence(rng *rand.Rand, n int, jitter time.Duration) []call {
 func eachLimiter(t *testing.T, f func(t *testing.T, l limiter, src string, rng *rand.Rand)) {
 	for _, l := range limiters {
 		t.Run(l.script+"/"+l.name, func(t *testing.T) {
+			t.Parallel() // each run has its own server and Lua state
 			src, err := Source(l.script)
 			if err != nil {
 				t.Fatal(err)

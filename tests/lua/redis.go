@@ -12,11 +12,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 // ErrorReply is an error reply, as Redis would send it.
@@ -134,6 +137,32 @@ func (r *Redis) PTTL(key string) int64 {
 
 // Set stores a plain string, to put a key of the wrong type in a script's way.
 func (r *Redis) Set(key, val string) { r.data[key] = &value{kind: "string", str: val} }
+
+// Put creates a preset key: foreign data or crafted state. A list keeps no
+// elements here: scripts never read one, they only meet its type.
+func (r *Redis) Put(p scenario.Preset) {
+	v := &value{kind: p.Type, hash: map[string]string{}, zset: map[string]float64{}}
+	switch p.Type {
+	case "string":
+		v.str = p.Vals[0]
+	case "hash":
+		for i := 0; i+1 < len(p.Vals); i += 2 {
+			v.hash[p.Vals[i]] = p.Vals[i+1]
+		}
+	case "zset":
+		for i := 0; i+1 < len(p.Vals); i += 2 {
+			s, err := strconv.ParseFloat(p.Vals[i], 64)
+			if err != nil {
+				panic("preset " + p.Key + ": score " + p.Vals[i])
+			}
+			v.zset[p.Vals[i+1]] = s
+		}
+	}
+	if p.TTL > 0 {
+		v.expireAt = r.now + p.TTL*1000
+	}
+	r.data[p.Key] = v
+}
 
 // get returns the live value of key, dropping it when it has expired.
 func (r *Redis) get(key string) *value {
@@ -363,4 +392,28 @@ func (r *Redis) Clone() *Redis {
 		c.data[k] = v.clone()
 	}
 	return c
+}
+
+// Content is a key's type and value on one line, fields and members in
+// order ("" when the key does not exist): what a real server holding the
+// same key reads as, so tiers can compare state.
+func (r *Redis) Content(key string) string {
+	v := r.get(key)
+	if v == nil {
+		return ""
+	}
+	switch v.kind {
+	case "string":
+		return "string " + v.str
+	case "hash":
+		return "hash " + sortedMap(v.hash)
+	case "zset":
+		parts := make([]string, 0, len(v.zset))
+		for m, s := range v.zset {
+			parts = append(parts, m+"="+strconv.FormatFloat(s, 'f', -1, 64))
+		}
+		sort.Strings(parts)
+		return "zset " + strings.Join(parts, " ")
+	}
+	return v.kind
 }

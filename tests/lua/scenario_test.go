@@ -31,9 +31,14 @@ func runScenario(t *testing.T, r *Redis, src string, sc scenario.Scenario) {
 	for k, v := range sc.Strings {
 		r.Set(k, v)
 	}
+	if sc.Preset != nil {
+		for _, p := range sc.Preset(scenario.T0) {
+			r.Put(p)
+		}
+	}
 	clock := r.Now()
 	for i, st := range sc.Steps {
-		clock = max(clock, scenario.T0+st.At.Microseconds())
+		clock = max(clock, st.ServerAt())
 		r.SetTime(clock)
 		before := r.Snapshot()
 		argv := sc.Argv(st)

@@ -1,13 +1,10 @@
 package luatest
 
 import (
-	"math/big"
 	"math/rand"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/redlimit/redlimit/tests/scenario"
 )
@@ -58,98 +55,11 @@ func TestSlidingWindowCounterAlignedWindow(t *testing.T) {
 	eachAlignedWindow(t, "sliding_window_counter")
 }
 
-// swcModel is the sliding window counter written from its definition, with
-// big integers and a search for the first admitting µs instead of the
-// script's closed form, plus the key's expiry by the server's clock.
-type swcModel struct {
-	limit, window int64 // window in µs
-	set           bool
-	w, cur, prev  int64
-	expireAt      int64 // server µs
-}
-
-// weight is ceil(p*(W-e)/W).
-func (m *swcModel) weight(p, e int64) int64 {
-	x := new(big.Int).Mul(big.NewInt(p), big.NewInt(m.window-e))
-	q, r := new(big.Int).QuoRem(x, big.NewInt(m.window), new(big.Int))
-	if r.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	return q.Int64()
-}
-
-func swcCeilMs(us int64) int64 { return (us + 999) / 1000 }
-
-func (m *swcModel) call(cost, now, server int64) []any {
-	if m.set && server >= m.expireAt {
-		m.set = false
-	}
-	W := m.window
-	w := now / W
-	sw, cur, prev := w, int64(0), int64(0)
-	if m.set {
-		sw, cur, prev = m.w, m.cur, m.prev
-	}
-	at := now
-	switch {
-	case sw > w:
-		w, at = sw, sw*W
-	case sw == w-1:
-		cur, prev = 0, cur
-	case sw < w-1:
-		cur, prev = 0, 0
-	}
-	start := w * W
-	// estimate at t >= start if nothing more is admitted
-	estimate := func(t int64) int64 {
-		switch e := t - start; {
-		case e < W:
-			return cur + m.weight(prev, e)
-		case e < 2*W:
-			return m.weight(cur, e-W)
-		}
-		return 0
-	}
-	want := max(cost, 1)
-	remaining := max(0, m.limit-estimate(at))
-	var reset int64
-	switch {
-	case cur > 0:
-		reset = swcCeilMs(start + 2*W - now)
-	case prev > 0:
-		reset = swcCeilMs(start + W - now)
-	}
-	if want > m.limit {
-		return []any{int64(0), remaining, int64(-1), reset}
-	}
-	if estimate(at)+want > m.limit {
-		lo, hi := at, start+2*W // estimate(lo) denies, estimate(hi) admits
-		for hi-lo > 1 {
-			mid := lo + (hi-lo)/2
-			if estimate(mid)+want <= m.limit {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
-		return []any{int64(0), remaining, swcCeilMs(hi - now), reset}
-	}
-	if cost == 0 {
-		return []any{int64(1), remaining, int64(0), reset}
-	}
-	m.set, m.w, m.cur, m.prev = true, w, cur+cost, prev
-	m.expireAt = server + 1000*swcCeilMs(start+3*W-min(now, server)) // one window of grace: a caller clock
-	return []any{int64(1), remaining - cost, int64(0), swcCeilMs(start + 2*W - now)}
-}
-
-// TestSlidingWindowCounterMatchesModel compares every reply with the model,
-// on windows and limits large enough that count*window is far beyond 2^53,
-// in order and with late callers.
+// TestSlidingWindowCounterMatchesModel compares every reply and every
+// stored state with the big-integer model, on windows and limits large
+// enough that count*window is far beyond 2^53, in order and with late
+// callers (up to half a window, at most the 60 s bound).
 func TestSlidingWindowCounterMatchesModel(t *testing.T) {
-	src, err := Source("sliding_window_counter")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, cfg := range []struct {
 		limit  int64
 		window time.Duration
@@ -165,8 +75,7 @@ func TestSlidingWindowCounterMatchesModel(t *testing.T) {
 		for seed := int64(1); seed <= 3; seed++ {
 			rng := rand.New(rand.NewSource(seed))
 			for _, late := range []bool{false, true} {
-				r := New(scenario.T0)
-				m := &swcModel{limit: cfg.limit, window: W}
+				w := newTwin(t, "sliding_window_counter", scenario.T0)
 				latest := int64(scenario.T0)
 				for i := 0; i < 300; i++ {
 					// Gaps of up to a quarter window, but at most 58 days, so
@@ -174,9 +83,9 @@ func TestSlidingWindowCounterMatchesModel(t *testing.T) {
 					latest += rng.Int63n(min(W/4, 5e12) + 1)
 					now := latest
 					if late {
-						now -= rng.Int63n(W/2 + 1)
+						now -= rng.Int63n(min(W/2, maxSkew) + 1)
 					}
-					r.SetTime(latest)
+					w.setTime(latest)
 					var cost int64
 					switch rng.Intn(4) {
 					case 0:
@@ -186,16 +95,7 @@ func TestSlidingWindowCounterMatchesModel(t *testing.T) {
 					default:
 						cost = rng.Int63n(cfg.limit/4 + 2)
 					}
-					argv := scenario.Args(cfg.limit, cfg.window, cost, now)
-					got, err := r.Eval(src, []string{"k"}, argv)
-					if err != nil {
-						t.Fatalf("%v: %v", argv, err)
-					}
-					want := m.call(cost, now, latest)
-					if diff := cmp.Diff(want, got); diff != "" {
-						t.Fatalf("limit %d window %v seed %d call %d %v (server %d): (-model +script)\n%s",
-							cfg.limit, cfg.window, seed, i, argv, latest, diff)
-					}
+					w.call([]string{"k"}, scenario.Args(cfg.limit, cfg.window, cost, now))
 				}
 			}
 		}
@@ -249,10 +149,10 @@ func TestSlidingWindowCounterLaggingServerClock(t *testing.T) {
 	r := New(scenario.T0)
 	at := func(ms int64) string { return strconv.FormatInt(scenario.T0+ms*1000, 10) }
 	// The caller is 600 ms ahead: 1400 ms left for it, 2000 ms for the
-	// server, plus the one-window grace of a caller clock.
-	windowStep(t, r, src, scenario.Args(2, 1000, 2, at(600)), windowReply(1, 0, 0, 1400), 3000)
+	// server, plus the 60 s grace of a caller clock.
+	windowStep(t, r, src, scenario.Args(2, 1000, 2, at(600)), windowReply(1, 0, 0, 1400), 62000)
 	r.SetTime(scenario.T0 + 1_500_000)
 	// At 1.9 s prev=2 weighs ceil(0.2) = 1; the server is at 1.5 s.
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1900)), windowReply(1, 0, 0, 1100), 2500)
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1950)), windowReply(0, 0, 50, 1050), 2500)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1900)), windowReply(1, 0, 0, 1100), 61500)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1950)), windowReply(0, 0, 50, 1050), 61500)
 }

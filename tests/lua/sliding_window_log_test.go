@@ -146,7 +146,9 @@ func TestSlidingWindowLogLargeCosts(t *testing.T) {
 
 // TestSlidingWindowLogMatchesModel compares every reply with a plain list of
 // admitted times, where waits are found by searching rather than computed,
-// with callers out of order.
+// with callers out of order: a late caller is judged at the newest member's
+// time (on an empty key, at the server's clock when it lags that), and its
+// waits count from its own clock.
 func TestSlidingWindowLogMatchesModel(t *testing.T) {
 	src, err := Source("sliding_window_log")
 	if err != nil {
@@ -168,10 +170,6 @@ func TestSlidingWindowLogMatchesModel(t *testing.T) {
 			live := func(now int64) int {
 				return len(log) - sort.Search(len(log), func(i int) bool { return log[i] > now-w })
 			}
-			// waitMs is the least whole ms after now at which ok holds.
-			waitMs := func(now int64, ok func(int64) bool) int64 {
-				return int64(sort.Search(int(windowMs)+1, func(m int) bool { return ok(now + int64(m)*1000) }))
-			}
 			latest := int64(0)
 			for _, c := range l.sequence(rng, 300, l.maxGap) {
 				// The server's clock lags the latest caller clock, so
@@ -184,6 +182,15 @@ func TestSlidingWindowLogMatchesModel(t *testing.T) {
 				now := c.at
 				if n := len(log); n > 0 && now < log[n-1] {
 					now = log[n-1]
+				} else if n == 0 {
+					now = max(now, r.Now()) // an empty key: the later clock
+				}
+				// waitMs is the least whole ms after the caller's own clock
+				// at which ok holds, judged no earlier than now.
+				waitMs := func(ok func(int64) bool) int64 {
+					return int64(sort.Search(int(windowMs+now/1000-c.at/1000)+2, func(m int) bool {
+						return ok(max(now, c.at+int64(m)*1000))
+					}))
 				}
 				want := max(c.cost, 1)
 				n := live(now)
@@ -193,22 +200,23 @@ func TestSlidingWindowLogMatchesModel(t *testing.T) {
 				case want > limit:
 					retry = -1
 				case !allowed:
-					retry = waitMs(now, func(t int64) bool { return live(t)+want <= limit })
+					retry = waitMs(func(t int64) bool { return live(t)+want <= limit })
+				}
+				remaining := limit - live(now)
+				reset := int64(0)
+				if live(now) > 0 {
+					reset = waitMs(func(t int64) bool { return live(t) == 0 })
 				}
 				if allowed && c.cost > 0 {
 					for i := 0; i < c.cost; i++ {
 						log = append(log, now)
 					}
-					// The key outlives the newest member by both clocks,
-					// in whole ms from the server's now.
-					ttl := w
-					if d := now + w - r.Now(); d > w {
-						ttl = (d + 999) / 1000 * 1000
-					}
-					expireAt = r.Now() + ttl
+					remaining -= c.cost
+					reset = waitMs(func(t int64) bool { return live(t) == 0 })
+					// The key outlives the newest member by the server's
+					// clock, and 60 s more for a caller clock, in whole ms.
+					expireAt = r.Now() + (now+w-r.Now()+maxSkew+999)/1000*1000
 				}
-				remaining := limit - live(now)
-				reset := waitMs(now, func(t int64) bool { return live(t) == 0 })
 				got, err := r.Eval(src, []string{"k"}, append(l.args(c.cost), strconv.FormatInt(c.at, 10)))
 				if err != nil {
 					t.Fatal(err)

@@ -56,18 +56,18 @@ func init() {
 			// step, which a real server's own clock may not allow.
 			Steps: []Step{
 				// 99.7 ms left, rounded up.
-				{At: 300 * us, Args: fw(2, 100*ms, 2), Want: R(true, 0, 0, 100), TTL: []int64{200}},
-				{At: 50300 * us, Args: fw(2, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{150}},
+				{At: 300 * us, Args: fw(2, 100*ms, 2), Want: R(true, 0, 0, 100), TTL: []int64{Grace + 100}},
+				{At: 50300 * us, Args: fw(2, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{Grace + 50}},
 				// 700 µs before the end: the wait rounds up to 1 ms.
-				{At: 99300 * us, Args: fw(2, 100*ms, 1), Want: R(false, 0, 1, 1), TTL: []int64{101}},
+				{At: 99300 * us, Args: fw(2, 100*ms, 1), Want: R(false, 0, 1, 1), TTL: []int64{Grace + 1}},
 				// A new window while the old key still lives (to 100.3 ms):
 				// its count is stale and dropped.
-				{At: 100 * ms, Args: fw(2, 100*ms, 1), Want: R(true, 1, 0, 100), TTL: []int64{200}},
+				{At: 100 * ms, Args: fw(2, 100*ms, 1), Want: R(true, 1, 0, 100), TTL: []int64{Grace + 100}},
 				// 49.7 ms left, rounded up.
-				{At: 150300 * us, Args: fw(2, 100*ms, 1), Want: R(true, 0, 0, 50), TTL: []int64{150}},
+				{At: 150300 * us, Args: fw(2, 100*ms, 1), Want: R(true, 0, 0, 50), TTL: []int64{Grace + 50}},
 				// 1 ms windows, 1 µs before the end: the TTL is 1 ms, never 0.
-				{At: sec + 999*us, Args: fw(2, ms, 2), Want: R(true, 0, 0, 1), TTL: []int64{2}},
-				{At: sec + ms, Args: fw(2, ms, 2), Want: R(true, 0, 0, 1), TTL: []int64{2}},
+				{At: sec + 999*us, Args: fw(2, ms, 2), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
+				{At: sec + ms, Args: fw(2, ms, 2), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
 			},
 		},
 		Scenario{
@@ -88,21 +88,21 @@ func init() {
 			Keys:        []string{"fw:{e}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 10 * sec, Args: fw(3, sec, 2), Want: R(true, 1, 0, 1000), TTL: []int64{2000}},
+				{At: 10 * sec, Args: fw(3, sec, 2), Want: R(true, 1, 0, 1000), TTL: []int64{Grace + 1000}},
 				// A late call from window 9 counts in window 10; its wait is
-				// measured from its own clock: 11 s - 9.5 s. The key lives
-				// that long from now.
-				{At: 9500 * ms, Args: fw(3, sec, 1), Want: R(true, 0, 0, 1500), TTL: []int64{2500}},
-				{At: 9500 * ms, Args: fw(3, sec, 1), Want: R(false, 0, 1500, 1500), TTL: []int64{2500}},
-				// The server clock is at 10.5 s; the key expires at 11.5 s.
-				{At: 10500 * ms, Args: fw(3, sec, 1), Want: R(false, 0, 500, 500), TTL: []int64{2000}},
+				// measured from its own clock: 11 s - 9.5 s. The key lives to
+				// the window's end by the server's clock (10 s), plus Grace.
+				{At: 9500 * ms, Args: fw(3, sec, 1), Want: R(true, 0, 0, 1500), TTL: []int64{Grace + 1000}},
+				{At: 9500 * ms, Args: fw(3, sec, 1), Want: R(false, 0, 1500, 1500), TTL: []int64{Grace + 1000}},
+				// The server clock is at 10.5 s; the key expires Grace after 11 s.
+				{At: 10500 * ms, Args: fw(3, sec, 1), Want: R(false, 0, 500, 500), TTL: []int64{Grace + 500}},
 				// Window 11 while the key of window 10 is still there: the
 				// stale count is dropped.
-				{At: 11 * sec, Args: fw(3, sec, 1), Want: R(true, 2, 0, 1000), TTL: []int64{2000}},
+				{At: 11 * sec, Args: fw(3, sec, 1), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 1000}},
 				// Late again: counts in window 11, which ends 1.8 s after 10.2 s.
-				{At: 10200 * ms, Args: fw(3, sec, 2), Want: R(true, 0, 0, 1800), TTL: []int64{2800}},
-				{At: 3 * sec, Args: fw(3, sec, 0), Want: R(false, 0, 9000, 9000), TTL: []int64{2800}},
-				{At: 12 * sec, Args: fw(3, sec, 3), Want: R(true, 0, 0, 1000), TTL: []int64{2000}},
+				{At: 10200 * ms, Args: fw(3, sec, 2), Want: R(true, 0, 0, 1800), TTL: []int64{Grace + 1000}},
+				{At: 3 * sec, Args: fw(3, sec, 0), Want: R(false, 0, 9000, 9000), TTL: []int64{Grace + 1000}},
+				{At: 12 * sec, Args: fw(3, sec, 3), Want: R(true, 0, 0, 1000), TTL: []int64{Grace + 1000}},
 			},
 		},
 		Scenario{

@@ -64,16 +64,17 @@ func init() {
 			Name:        "sub-second periods and an interval that is not a whole µs",
 			Keys:        []string{"gcra:{c}"},
 			CallerClock: true,
-			// With a caller clock a write's TTL is reset_after plus a period.
+			// With a caller clock a write's TTL runs to the TAT by the server's
+			// clock, plus Grace.
 			Steps: []Step{
-				{At: 0, Args: g(2, 1, 100*milli, 2), Want: R(true, 0, 0, 200), TTL: []int64{300}},
-				{At: 50 * milli, Args: g(2, 1, 100*milli, 1), Want: R(false, 0, 50, 150), TTL: []int64{250}},
-				{At: 100 * milli, Args: g(2, 1, 100*milli, 1), Want: R(true, 0, 0, 200), TTL: []int64{300}},
+				{At: 0, Args: g(2, 1, 100*milli, 2), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
+				{At: 50 * milli, Args: g(2, 1, 100*milli, 1), Want: R(false, 0, 50, 150), TTL: []int64{Grace + 150}},
+				{At: 100 * milli, Args: g(2, 1, 100*milli, 1), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
 				// 3 per ms: T = 333.33 µs, rounded up to 334; burst 3 is 1002 µs,
 				// reset_after 2 ms, and a TTL of 1002 + 1000 µs, rounded up.
-				{At: sec, Args: g(3, 3, milli, 3), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec, Args: g(3, 3, milli, 3), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 				// 668 µs ahead = 2 intervals: one more fits; TAT at 1336 µs.
-				{At: sec + 334*us, Args: g(3, 3, milli, 1), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec + 334*us, Args: g(3, 3, milli, 1), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 				// 836 µs ahead: 168 µs too far, rounded up to 1 ms. (No PTTL
 				// here: the key set at 334 µs with PX 3 has 2834 µs left, which
 				// a server counting in ms reads as 3 and miniredis as 2.)
@@ -81,7 +82,7 @@ func init() {
 				// The nominal 2 x 333.33 µs would pass at 667 µs; the rounded
 				// interval passes 1 µs later.
 				{At: sec + 667*us, Args: g(3, 3, milli, 1), Want: R(false, 0, 1, 1)},
-				{At: sec + 668*us, Args: g(3, 3, milli, 1), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec + 668*us, Args: g(3, 3, milli, 1), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 			},
 		},
 		Scenario{
@@ -103,26 +104,28 @@ func init() {
 			Name:        "out-of-order caller clocks never move the TAT back",
 			Keys:        []string{"gcra:{e}"},
 			CallerClock: true,
-			// With a caller clock a write's TTL is reset_after plus a period.
+			// With a caller clock a write's TTL runs to the TAT by the server's
+			// clock, plus Grace.
 			Steps: []Step{
 				// TAT at 12 s.
-				{At: 10 * sec, Args: g(2, 1, sec, 2), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 10 * sec, Args: g(2, 1, sec, 2), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
 				// A call stamped 9 s sees the TAT 3 s ahead: it waits until its
 				// clock reads 11 s. The server clock stays at 10 s.
-				{At: 9 * sec, Args: g(2, 1, sec, 1), Want: R(false, 0, 2000, 3000), TTL: []int64{3000}},
+				{At: 9 * sec, Args: g(2, 1, sec, 1), Want: R(false, 0, 2000, 3000), TTL: []int64{Grace + 2000}},
 				// TAT at 13 s.
-				{At: 11 * sec, Args: g(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 11 * sec, Args: g(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
 				// Late again: no credit for the time it missed, and a peek agrees.
-				{At: 10500 * milli, Args: g(2, 1, sec, 1), Want: R(false, 0, 1500, 2500), TTL: []int64{3000}},
-				{At: 10500 * milli, Args: g(2, 1, sec, 0), Want: R(false, 0, 1500, 2500), TTL: []int64{3000}},
+				{At: 10500 * milli, Args: g(2, 1, sec, 1), Want: R(false, 0, 1500, 2500), TTL: []int64{Grace + 2000}},
+				{At: 10500 * milli, Args: g(2, 1, sec, 0), Want: R(false, 0, 1500, 2500), TTL: []int64{Grace + 2000}},
 				// TAT at 14 s.
-				{At: 12 * sec, Args: g(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 12 * sec, Args: g(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
 				// With burst 10 a call stamped 5 s fits (9 s ahead = 9 intervals):
-				// the TAT moves forward by exactly one interval, to 15 s. Its TTL
-				// is its reset_after of 10 s (from its own clock, longer than the
-				// server's 3 s to the TAT) plus a period.
-				{At: 5 * sec, Args: g(10, 1, sec, 1), Want: R(true, 0, 0, 10000), TTL: []int64{11000}},
-				{At: 12 * sec, Args: g(10, 1, sec, 0), Want: R(true, 7, 0, 3000), TTL: []int64{11000}},
+				// the TAT moves forward by exactly one interval, to 15 s. Its
+				// reset_after of 10 s counts from its own clock; the key's TTL
+				// runs to the TAT by the server's clock (3 s), plus Grace: a
+				// lagging clock does not stretch it.
+				{At: 5 * sec, Args: g(10, 1, sec, 1), Want: R(true, 0, 0, 10000), TTL: []int64{Grace + 3000}},
+				{At: 12 * sec, Args: g(10, 1, sec, 0), Want: R(true, 7, 0, 3000), TTL: []int64{Grace + 3000}},
 			},
 		},
 		Scenario{
@@ -171,16 +174,24 @@ func init() {
 			Keys:    []string{"gcra:{wrong}"},
 			Strings: map[string]string{"gcra:{wrong}": "x"},
 			Steps: []Step{
-				{At: 0, Args: g(5, 1, sec, 1), Err: "WRONGTYPE", TTL: []int64{-1}},
-				{At: 0, Args: g(5, 1, sec, 0), Err: "WRONGTYPE", TTL: []int64{-1}},
+				{At: 0, Args: g(5, 1, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
+				{At: 0, Args: g(5, 1, sec, 0), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 		Scenario{
 			Name:    "a TAT that is not a whole µs is an error too",
 			Keys:    []string{"gcra:{float}"},
-			Strings: map[string]string{"gcra:{float}": "1767225600.25"},
+			Strings: map[string]string{"gcra:{float}": "1767225600000000.25/200000/1767225600000000"},
 			Steps: []Step{
-				{At: 0, Args: g(5, 1, sec, 1), Err: "WRONGTYPE", TTL: []int64{-1}},
+				{At: 0, Args: g(5, 1, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
+			},
+		},
+		Scenario{
+			Name:    "a TAT without its interval and clock is an error too",
+			Keys:    []string{"gcra:{bare}"},
+			Strings: map[string]string{"gcra:{bare}": "1767225600000000"},
+			Steps: []Step{
+				{At: 0, Args: g(5, 1, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 	)

@@ -42,22 +42,22 @@ func init() {
 			Keys:        []string{"lb:{c}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 0, Args: lb(2, 1, 100*ms, 2), Want: R(true, 0, 0, 200), TTL: []int64{300}},
-				{At: 50 * ms, Args: lb(2, 1, 100*ms, 1), Want: R(false, 0, 50, 150), TTL: []int64{250}},
-				{At: 100 * ms, Args: lb(2, 1, 100*ms, 1), Want: R(true, 0, 0, 200), TTL: []int64{300}},
+				{At: 0, Args: lb(2, 1, 100*ms, 2), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
+				{At: 50 * ms, Args: lb(2, 1, 100*ms, 1), Want: R(false, 0, 50, 150), TTL: []int64{Grace + 150}},
+				{At: 100 * ms, Args: lb(2, 1, 100*ms, 1), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
 				// 3 units per ms: 333.33 µs each, rounded up to 334; the bucket holds 1002 µs.
-				{At: sec, Args: lb(3, 3, ms, 3), Want: R(true, 0, 0, 2), TTL: []int64{3}},
-				{At: sec + 334*us, Args: lb(3, 3, ms, 1), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec, Args: lb(3, 3, ms, 3), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
+				{At: sec + 334*us, Args: lb(3, 3, ms, 1), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 				// 836 µs of water: 168 µs too much, rounded up to 1 ms. (A PTTL
 				// half a ms after a write rounds differently on each server:
 				// not compared.)
 				{At: sec + 500*us, Args: lb(3, 3, ms, 1), Want: R(false, 0, 1, 1)},
-				{At: sec + 668*us, Args: lb(3, 3, ms, 1), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec + 668*us, Args: lb(3, 3, ms, 1), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 				// 1 µs of water: two whole units fit, not three.
 				{At: sec + 1669*us, Args: lb(3, 3, ms, 0), Want: R(true, 2, 0, 1)},
 				// Exactly empty; the key lives on until its TTL.
 				{At: sec + 1670*us, Args: lb(3, 3, ms, 0), Want: R(true, 3, 0, 0)},
-				{At: sec + 1670*us, Args: lb(3, 3, ms, 3), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec + 1670*us, Args: lb(3, 3, ms, 3), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 			},
 		},
 		Scenario{
@@ -88,18 +88,22 @@ func init() {
 			Keys:        []string{"lb:{e}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 10 * sec, Args: lb(2, 1, sec, 2), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
-				{At: 9 * sec, Args: lb(2, 1, sec, 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
-				{At: 11 * sec, Args: lb(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 10 * sec, Args: lb(2, 1, sec, 2), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				// A late call is judged at 10 s, the stored time, but its waits
+				// count from its own clock: room comes at 11 s, 2 s after 9 s.
+				{At: 9 * sec, Args: lb(2, 1, sec, 1), Want: R(false, 0, 2000, 3000), TTL: []int64{Grace + 2000}},
+				{At: 11 * sec, Args: lb(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
 				// The late call sees the bucket of 11 s, not a second drain.
-				{At: 10500 * ms, Args: lb(2, 1, sec, 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
-				{At: 12 * sec, Args: lb(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
-				{At: 5 * sec, Args: lb(2, 1, sec, 0), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
-				// At 2 per 1 s a unit is 0.5 s and the bucket still 2 s: 1.5 s of water
-				// at 12.5 s leaves room for one unit; the late call after it is
-				// judged at 12.5 s, not 12.2 s.
-				{At: 12500 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
-				{At: 12200 * ms, Args: lb(4, 2, sec, 1), Want: R(false, 0, 500, 2000), TTL: []int64{3000}},
+				{At: 10500 * ms, Args: lb(2, 1, sec, 1), Want: R(false, 0, 1500, 2500), TTL: []int64{Grace + 2000}},
+				{At: 12 * sec, Args: lb(2, 1, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				{At: 5 * sec, Args: lb(2, 1, sec, 0), Want: R(false, 0, 8000, 9000), TTL: []int64{Grace + 2000}},
+				// A new rate, 2 per 1 s, and capacity 4, from the last pour: the
+				// 2 units poured by 12 s are 1 s of water at 0.5 s a unit, 0.5 s
+				// at 12.5 s, so 3 units fit and one is poured (1 s).
+				// The late call after it is judged at 12.5 s, not 12.2 s: 1.5 s
+				// of water, empty at 14 s, 1.8 s after its own clock.
+				{At: 12500 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 1000}},
+				{At: 12200 * ms, Args: lb(4, 2, sec, 1), Want: R(true, 1, 0, 1800), TTL: []int64{Grace + 1500}},
 			},
 		},
 		Scenario{

@@ -18,6 +18,11 @@ const T0 = 1767225600 * 1000000
 // NoKey is the PTTL of a key that does not exist.
 const NoKey = -2
 
+// Grace is the ms a write with a caller clock keeps its key past the
+// instant the state is spent (on the server's clock): the most a caller's
+// clock may lag the server's, so a late call still finds the state.
+const Grace = 60000
+
 // Spec says where a script's cost and clock arguments are, so the tiers can
 // tell peeks apart and fill in the clock.
 type Spec struct {
@@ -37,20 +42,40 @@ type Scenario struct {
 	// Strings are keys set to plain strings before the first step, to put
 	// a key of the wrong type in the script's way.
 	Strings map[string]string
-	Steps   []Step
+	// Preset, when set, lists keys to create before the first step, given
+	// the instant the tier runs the scenario from (T0 on the tiers that
+	// control the clock): foreign data, corrupt state, or state a script
+	// could have written long before a real server's run began.
+	Preset func(t0 int64) []Preset
+	Steps  []Step
+}
+
+// Preset is one key created before a scenario's first step.
+type Preset struct {
+	Key  string
+	Type string   // "string", "hash", "zset" or "list"
+	Vals []string // string: the value; hash: field, value, ...; zset: score, member, ...; list: elements
+	TTL  int64    // ms; 0 for none
 }
 
 // Step is one call.
 type Step struct {
-	At   time.Duration // since T0; the server clock never goes backwards
-	Args []string      // ARGV without the trailing clock argument
-	Now  string        // when set, sent verbatim as the clock argument
-	Want []int64       // the reply, for steps that succeed
-	Err  string        // the error reply's prefix, for steps that fail
+	At time.Duration // since T0; the server clock never goes backwards
+	// Skew is how far the caller's clock (T0+At) runs ahead of the
+	// server's for this step; the server's clock is T0+At-Skew (unless it
+	// already passed that). Real servers keep their own clock, where a
+	// step's skew is At less the time the run has taken, so a table that
+	// runs there keeps its skews well inside the scripts' 60 s bound.
+	Skew time.Duration
+	Args []string // ARGV without the trailing clock argument
+	Now  string   // when set, sent verbatim as the clock argument
+	Want []int64  // the reply, for steps that succeed
+	Err  string   // the error reply's prefix, for steps that fail
 	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
-	// a key that must not exist). A write's TTL is its reset_after; with a
-	// caller clock it is one period (or window) longer, so calls that reach
-	// Redis late still find the key.
+	// a key that must not exist). A write's TTL runs to the instant its state
+	// is spent by the server's clock (reset_after with the server's clock);
+	// with a caller clock it is Grace longer, so calls that reach Redis late
+	// still find the key.
 	TTL []int64
 }
 
@@ -64,6 +89,9 @@ func (sc Scenario) NowArg(st Step) string {
 	}
 	return "0"
 }
+
+// ServerAt is the server's clock a step asks for, in µs since the epoch.
+func (st Step) ServerAt() int64 { return T0 + (st.At - st.Skew).Microseconds() }
 
 // Argv is the whole ARGV of a step.
 func (sc Scenario) Argv(st Step) []string {
@@ -122,4 +150,40 @@ func Scripts() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Span is how far ahead of its first instant a scenario's steps reach: on a
+// real server, where the clock keeps its own pace, about how far its
+// caller clocks run ahead of TIME.
+func (sc Scenario) Span() time.Duration {
+	var span time.Duration
+	for _, st := range sc.Steps {
+		span = max(span, st.At)
+	}
+	return span
+}
+
+// Align is the span a scenario's first instant must be a multiple of: the
+// windows its steps count in are aligned to the epoch, and its replies were
+// worked out from T0, which sits on a whole day.
+func (sc Scenario) Align() time.Duration {
+	lcm := int64(1)
+	if sc.Script == "fixed_window" || sc.Script == "sliding_window_counter" {
+		for _, st := range sc.Steps {
+			var ms int64
+			if len(st.Args) < 2 || st.Err != "" {
+				continue
+			}
+			if _, err := fmt.Sscanf(st.Args[1], "%d", &ms); err != nil || ms <= 0 || fmt.Sprint(ms) != st.Args[1] {
+				continue
+			}
+			us := ms * 1000
+			a, b := lcm, us
+			for b != 0 {
+				a, b = b, a%b
+			}
+			lcm = lcm / a * us
+		}
+	}
+	return time.Duration(lcm) * time.Microsecond
 }

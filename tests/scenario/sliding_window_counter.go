@@ -65,16 +65,16 @@ func init() {
 			// step, which a real server's own clock may not allow.
 			Steps: []Step{
 				// The counts weigh until 200 ms: 199.667 ms, rounded up.
-				{At: 333 * us, Args: swc(3, 100*ms, 3), Want: R(true, 0, 0, 200), TTL: []int64{300}},
+				{At: 333 * us, Args: swc(3, 100*ms, 3), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
 				// prev=3 must weigh <= 2: e >= W - floor(2W/3) = 33334 µs, at
 				// 133.334 ms; 83.001 ms rounds up.
-				{At: 50333 * us, Args: swc(3, 100*ms, 1), Want: R(false, 0, 84, 150), TTL: []int64{250}},
+				{At: 50333 * us, Args: swc(3, 100*ms, 1), Want: R(false, 0, 84, 150), TTL: []int64{Grace + 150}},
 				// 1 µs early: ceil(3*66667/100000) = 3. prev weighs until 200 ms.
-				{At: 133333 * us, Args: swc(3, 100*ms, 1), Want: R(false, 0, 1, 67), TTL: []int64{167}},
+				{At: 133333 * us, Args: swc(3, 100*ms, 1), Want: R(false, 0, 1, 67), TTL: []int64{Grace + 67}},
 				// ceil(3*66666/100000) = 2; cur=1 weighs until 300 ms.
-				{At: 133334 * us, Args: swc(3, 100*ms, 1), Want: R(true, 0, 0, 167), TTL: []int64{267}},
+				{At: 133334 * us, Args: swc(3, 100*ms, 1), Want: R(true, 0, 0, 167), TTL: []int64{Grace + 167}},
 				// 1 ms windows: the counts weigh 1.001 ms more, rounded up.
-				{At: sec + 999*us, Args: swc(2, ms, 2), Want: R(true, 0, 0, 2), TTL: []int64{3}},
+				{At: sec + 999*us, Args: swc(2, ms, 2), Want: R(true, 0, 0, 2), TTL: []int64{Grace + 2}},
 			},
 		},
 		Scenario{
@@ -96,23 +96,23 @@ func init() {
 			Keys:        []string{"swc:{e}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 10 * sec, Args: swc(4, sec, 4), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
+				{At: 10 * sec, Args: swc(4, sec, 4), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
 				// est = ceil(4*0.5) = 2.
-				{At: 11500 * ms, Args: swc(4, sec, 2), Want: R(true, 0, 0, 1500), TTL: []int64{2500}},
+				{At: 11500 * ms, Args: swc(4, sec, 2), Want: R(true, 0, 0, 1500), TTL: []int64{Grace + 1500}},
 				// Late, from window 10: judged at 11 s, est = 2 + 4; one more
 				// fits from 11.75 s, 850 ms after its own clock; the counts
 				// weigh until 13 s, 2.1 s after it.
-				{At: 10900 * ms, Args: swc(4, sec, 1), Want: R(false, 0, 850, 2100), TTL: []int64{2500}},
-				{At: 11750 * ms, Args: swc(4, sec, 1), Want: R(true, 0, 0, 1250), TTL: []int64{2250}},
+				{At: 10900 * ms, Args: swc(4, sec, 1), Want: R(false, 0, 850, 2100), TTL: []int64{Grace + 1500}},
+				{At: 11750 * ms, Args: swc(4, sec, 1), Want: R(true, 0, 0, 1250), TTL: []int64{Grace + 1250}},
 				// Late within window 11: judged at its own 11.2 s, where prev
 				// weighs more (est = 3 + 4), so it is only ever stricter.
-				{At: 11200 * ms, Args: swc(4, sec, 0), Want: R(false, 0, 800, 1800), TTL: []int64{2250}},
-				{At: 3 * sec, Args: swc(4, sec, 0), Want: R(false, 0, 9000, 10000), TTL: []int64{2250}},
+				{At: 11200 * ms, Args: swc(4, sec, 0), Want: R(false, 0, 800, 1800), TTL: []int64{Grace + 1250}},
+				{At: 3 * sec, Args: swc(4, sec, 0), Want: R(false, 0, 9000, 10000), TTL: []int64{Grace + 1250}},
 				// Window 12: prev=3 weighs ceil(1.5) = 2.
-				{At: 12500 * ms, Args: swc(4, sec, 2), Want: R(true, 0, 0, 1500), TTL: []int64{2500}},
+				{At: 12500 * ms, Args: swc(4, sec, 2), Want: R(true, 0, 0, 1500), TTL: []int64{Grace + 1500}},
 				// est(12.25 s) = 2 + ceil(3*0.75) = 5; prev must weigh <= 1:
 				// from e = W - floor(W/3) = 666667 µs; 416.667 ms rounds up.
-				{At: 12250 * ms, Args: swc(4, sec, 1), Want: R(false, 0, 417, 1750), TTL: []int64{2500}},
+				{At: 12250 * ms, Args: swc(4, sec, 1), Want: R(false, 0, 417, 1750), TTL: []int64{Grace + 1500}},
 			},
 		},
 		Scenario{

@@ -58,15 +58,15 @@ func init() {
 			Keys:        []string{"swl:{c}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 0, Args: swl(2, 100*ms, 2), Want: R(true, 0, 0, 100), TTL: []int64{200}},
-				{At: 50 * ms, Args: swl(2, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{150}},
-				{At: 100 * ms, Args: swl(2, 100*ms, 1), Want: R(true, 1, 0, 100), TTL: []int64{200}},
-				{At: sec, Args: swl(1, ms, 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
+				{At: 0, Args: swl(2, 100*ms, 2), Want: R(true, 0, 0, 100), TTL: []int64{Grace + 100}},
+				{At: 50 * ms, Args: swl(2, 100*ms, 1), Want: R(false, 0, 50, 50), TTL: []int64{Grace + 50}},
+				{At: 100 * ms, Args: swl(2, 100*ms, 1), Want: R(true, 1, 0, 100), TTL: []int64{Grace + 100}},
+				{At: sec, Args: swl(1, ms, 1), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
 				// 500 µs left, rounded up to 1 ms. (A PTTL half a ms after a
 				// write rounds differently on each server: not compared.)
 				{At: sec + 500*us, Args: swl(1, ms, 1), Want: R(false, 0, 1, 1)},
 				{At: sec + 999*us, Args: swl(1, ms, 1), Want: R(false, 0, 1, 1)},
-				{At: sec + 1000*us, Args: swl(1, ms, 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
+				{At: sec + 1000*us, Args: swl(1, ms, 1), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
 			},
 		},
 		Scenario{
@@ -90,14 +90,16 @@ func init() {
 			Keys:        []string{"swl:{e}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 10 * sec, Args: swl(2, sec, 1), Want: R(true, 1, 0, 1000), TTL: []int64{2000}},
-				// Judged and logged at 10 s, as a second member of the same µs.
-				{At: 9 * sec, Args: swl(2, sec, 1), Want: R(true, 0, 0, 1000), TTL: []int64{2000}},
-				{At: 9500 * ms, Args: swl(2, sec, 1), Want: R(false, 0, 1000, 1000), TTL: []int64{2000}},
-				{At: 10999 * ms, Args: swl(2, sec, 1), Want: R(false, 0, 1, 1), TTL: []int64{1001}},
-				{At: 11 * sec, Args: swl(2, sec, 2), Want: R(true, 0, 0, 1000), TTL: []int64{2000}},
-				// A late peek sees the log of 11 s.
-				{At: 5 * sec, Args: swl(2, sec, 0), Want: R(false, 0, 1000, 1000), TTL: []int64{2000}},
+				{At: 10 * sec, Args: swl(2, sec, 1), Want: R(true, 1, 0, 1000), TTL: []int64{Grace + 1000}},
+				// Judged and logged at 10 s, as a second member of the same µs;
+				// its reset counts from its own clock: 11 s - 9 s.
+				{At: 9 * sec, Args: swl(2, sec, 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 1000}},
+				{At: 9500 * ms, Args: swl(2, sec, 1), Want: R(false, 0, 1500, 1500), TTL: []int64{Grace + 1000}},
+				{At: 10999 * ms, Args: swl(2, sec, 1), Want: R(false, 0, 1, 1), TTL: []int64{Grace + 1}},
+				{At: 11 * sec, Args: swl(2, sec, 2), Want: R(true, 0, 0, 1000), TTL: []int64{Grace + 1000}},
+				// A late peek sees the log of 11 s; a member leaves at 12 s, 7 s
+				// after its own clock.
+				{At: 5 * sec, Args: swl(2, sec, 0), Want: R(false, 0, 7000, 7000), TTL: []int64{Grace + 1000}},
 			},
 		},
 		Scenario{

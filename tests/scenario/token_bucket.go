@@ -54,15 +54,15 @@ func init() {
 			Keys:        []string{"tb:{c}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 0, Args: tb(2, 1, 100*ms, "smooth", 2), Want: R(true, 0, 0, 200), TTL: []int64{300}},
-				{At: 50 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(false, 0, 50, 150), TTL: []int64{250}},
-				{At: 100 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(true, 0, 0, 200), TTL: []int64{300}},
+				{At: 0, Args: tb(2, 1, 100*ms, "smooth", 2), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
+				{At: 50 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(false, 0, 50, 150), TTL: []int64{Grace + 150}},
+				{At: 100 * ms, Args: tb(2, 1, 100*ms, "smooth", 1), Want: R(true, 0, 0, 200), TTL: []int64{Grace + 200}},
 				// 3 tokens per ms: a token every 333.33 µs, rounded up to 334.
-				{At: time.Second, Args: tb(3, 3, ms, "smooth", 3), Want: R(true, 0, 0, 1), TTL: []int64{2}},
-				{At: time.Second + 334*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
+				{At: time.Second, Args: tb(3, 3, ms, "smooth", 3), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
+				{At: time.Second + 334*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
 				// Sub-ms PTTLs round differently from server to server: not compared.
 				{At: time.Second + 500*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(false, 0, 1, 1)},
-				{At: time.Second + 668*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{2}},
+				{At: time.Second + 668*time.Microsecond, Args: tb(3, 3, ms, "smooth", 1), Want: R(true, 0, 0, 1), TTL: []int64{Grace + 1}},
 			},
 		},
 		Scenario{
@@ -82,13 +82,17 @@ func init() {
 			Keys:        []string{"tb:{e}"},
 			CallerClock: true,
 			Steps: []Step{
-				{At: 10 * sec, Args: tb(2, 1, sec, "smooth", 2), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
-				{At: 9 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
-				{At: 11 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
-				// The late call sees the state of 11 s, not a second credit.
-				{At: 10500 * ms, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
-				{At: 12 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{3000}},
-				{At: 5 * sec, Args: tb(2, 1, sec, "interval", 1), Want: R(false, 0, 1000, 2000), TTL: []int64{3000}},
+				{At: 10 * sec, Args: tb(2, 1, sec, "smooth", 2), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				// A late call is judged at 10 s, the stored time, but its waits
+				// count from its own clock: the token comes at 11 s, 2 s after 9 s.
+				{At: 9 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 2000, 3000), TTL: []int64{Grace + 2000}},
+				{At: 11 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				// The late call sees the state of 11 s, not a second credit; the
+				// next token comes at 12 s.
+				{At: 10500 * ms, Args: tb(2, 1, sec, "smooth", 1), Want: R(false, 0, 1500, 2500), TTL: []int64{Grace + 2000}},
+				{At: 12 * sec, Args: tb(2, 1, sec, "smooth", 1), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				// 7 s late (within the 60 s bound), with the other refill style.
+				{At: 5 * sec, Args: tb(2, 1, sec, "interval", 1), Want: R(false, 0, 8000, 9000), TTL: []int64{Grace + 2000}},
 			},
 		},
 		Scenario{

@@ -1,0 +1,97 @@
+package luatest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redlimit/redlimit/tests/scenario"
+)
+
+// fuzzSeed is one starting input of a fuzz target.
+type fuzzSeed struct {
+	state, calls string
+	seed         int64
+}
+
+// fuzzSeeds holds, per script, the audit's cases (issue 8) and a few more
+// inputs to start the fuzzer from; plain go test runs each of them.
+var fuzzSeeds = map[string][]fuzzSeed{}
+
+func init() {
+	// line is one call: the server's clock moves by adv µs, then ARGV.
+	line := func(adv string, argv ...string) string { return adv + "\t" + strings.Join(argv, "\t") }
+	calls := func(lines ...string) string { return strings.Join(lines, "\n") }
+	// Per script: a small limit and a large one, as ARGV before cost.
+	type limits struct{ small, large, other []string }
+	all := map[string]limits{
+		"token_bucket": {[]string{"10", "5", "1000", "smooth"}, []string{"1000000000", "999999999", "100000000000", "smooth"},
+			[]string{"6", "4", "1000", "interval"}},
+		"leaky_bucket": {[]string{"10", "5", "1000"}, []string{"9", "999999937", "100000000000"}, []string{"3", "3", "1"}},
+		"gcra":         {[]string{"10", "5", "1000"}, []string{"9", "999999937", "100000000000"}, []string{"4", "3", "1"}},
+		"fixed_window": {[]string{"10", "1000"}, []string{"1000000000", "100000000000"}, []string{"3", "1"}},
+		"sliding_window_counter": {[]string{"10", "1000"}, []string{"999999937", "99999999989"},
+			[]string{"3", "7"}},
+		"sliding_window_log": {[]string{"10", "1000"}, []string{"10000", "1000"}, []string{"3", "1"}},
+	}
+	with := func(lim []string, more ...string) []string { return append(append([]string(nil), lim...), more...) }
+	t0 := fmt.Sprint(scenario.T0)
+	for script, l := range all {
+		s, big := l.small, l.large
+		seeds := []fuzzSeed{
+			{"", calls(line("0", with(s, "1", "0")...)), 1},
+			{"", calls(line("0", with(big, "1", "0")...)), 2},
+			{"", calls(line("0", with(l.other, "1", "~0")...)), 3},
+			// 1: a caller clock far ahead, then the server's clock.
+			{"", calls(line("0", with(s, "10", "4503599627370496")...), line("0", with(s, "1", "0")...)), 4},
+			{"", calls(line("0", with(s, "10", "~60000000")...), line("0", with(s, "1", "0")...)), 5},
+			{"", calls(line("0", with(s, "10", "~60000001")...), line("0", with(s, "1", "0")...)), 6},
+			// 2: a caller clock far behind.
+			{"", calls(line("0", with(s, "1", "0")...), line("0", with(s, "1", "1")...)), 7},
+			{"", calls(line("0", with(s, "1", "0")...), line("0", with(s, "1", "~-60000000")...), line("1000", with(s, "1", "~-60000000")...)), 8},
+			// 5: a late caller and its retry.
+			{"", calls(line("0", with(s, "10", "~10000000")...), line("0", with(s, "1", "~9000000")...), line("1000000", with(s, "1", "~9000000")...)), 9},
+			// 8: lenient numbers, an extra argument, no key, two keys.
+			{"", calls(line("0", with(s, "1e0", "0")...), line("0", with(s, "0x1", "0")...), line("0", with(s, " 1", "0")...),
+				line("0", with(s, "1 ", "0")...), line("0", with(s, "+1", "0")...), line("0", with(s, "1\x00junk", "0")...),
+				line("0", with(s, "1", "1e-400")...), line("0", with(s, "1", "0", "extra")...), line("0*", with(s, "1", "0")...),
+				line("0**", with(s, "1", "0")...), line("0", with(s, "1", "0")...)), 10},
+			// 6: foreign data of every type.
+			{"hash\tname\talice", calls(line("0", with(s, "1", "0")...), line("0", with(s, "0", "0")...)), 11},
+			{"zset\t1\talice\t2\tbob", calls(line("0", with(s, "1", "0")...)), 12},
+			{"string\talice", calls(line("0", with(s, "1", "0")...)), 13},
+			{"list", calls(line("0", with(s, "1", "0")...)), 14},
+			// 7: corrupt state.
+			{"hash\tn\tnan\tw\t1700000000", calls(line("0", with(s, "1", t0)...), line("0", with(s, "1", t0)...)), 15},
+			// Limits that change while the key lives.
+			{"", calls(line("0", with(s, "10", "0")...), line("500000", with(big, "1", "0")...), line("0", with(l.other, "1", "0")...),
+				line("100000", with(s, "1", "~1000")...)), 16},
+		}
+		fuzzSeeds[script] = append(fuzzSeeds[script], seeds...)
+	}
+	tb := func(cost, now string) []string {
+		return []string{"10000000", "9999999", "86400000", "smooth", cost, now}
+	}
+	fuzzSeeds["token_bucket"] = append(fuzzSeeds["token_bucket"],
+		// 4: a credit that doubles round up.
+		fuzzSeed{fmt.Sprintf("hash\ttokens\t0\tts\t%d", scenario.T0-12890000009), calls(line("0", tb("1491898", "0")...), line("0", tb("0", "0")...)), 20},
+		fuzzSeed{"", calls(line("0", tb("10000000", "0")...), line("12890000009", tb("1491898", "0")...)), 21},
+		fuzzSeed{"", calls(line("0", "1000000000", "999999999", "100000000000", "smooth", "1000000000", "0"),
+			line("1000000001", "1000000000", "999999999", "100000000000", "smooth", "10000", "0")), 22},
+		fuzzSeed{"hash\ttokens\t5\tts\t" + t0 + "\tname\talice", calls(line("0", tb("1", "0")...)), 23},
+	)
+	fuzzSeeds["fixed_window"] = append(fuzzSeeds["fixed_window"],
+		// 3: a longer window after a shorter one.
+		fuzzSeed{"", calls(line("0", "5", "1000", "1", "0"), line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0"),
+			line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0")), 30},
+		// 7: the audit's own corrupt count.
+		fuzzSeed{"hash\tn\tnan\tt\t" + t0, calls(line("0", "3", "1000", "1", t0), line("0", "3", "1000", "1", t0)), 31},
+	)
+	fuzzSeeds["sliding_window_log"] = append(fuzzSeeds["sliding_window_log"],
+		fuzzSeed{"zset\t1\talice\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "1", "0")), 40},
+		fuzzSeed{"zset\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "10", "0"), line("1", "10", "1000", "1", "0")), 41},
+	)
+	fuzzSeeds["gcra"] = append(fuzzSeeds["gcra"],
+		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", "10", "5", "1000", "1", "0"), line("0", "10", "1", "1000", "1", "0")), 50},
+		fuzzSeed{"string\t" + t0, calls(line("0", "10", "5", "1000", "1", "0")), 51},
+	)
+}

@@ -1,0 +1,402 @@
+package luatest
+
+import (
+	"math/big"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redlimit/redlimit/tests/scenario"
+)
+
+// The fuzz targets, one per script: any stored state and any ARGV either
+// get an error reply that changes nothing, or a reply that keeps the
+// algorithm's promises. Each call is checked against the script's
+// big-integer model (same reply, same state, same TTL), and a run of calls
+// is checked against the promises themselves, which the model could share
+// a mistake with:
+//   - an error reply, a denial and a peek send no write and change nothing;
+//   - remaining >= 0, retry_after 0 when allowed, >= 1 ms or -1 when denied;
+//   - retry_after is exact: at the caller's clock plus retry_after the same
+//     call passes, 1 ms earlier it is denied (while the key lives);
+//   - no wait and no TTL runs past the limit's horizon plus the 60 s bound
+//     (plus, for a wait, what the caller's own clock lags);
+//   - with one limit throughout, nothing is ever admitted over the
+//     algorithm's bound, with the server's clock and callers' clocks, late
+//     and early.
+//
+// An input is three values. state is the key before the first call, in
+// words split by tabs: "hash f v f v ...", "zset score member ...",
+// "string value", "list", or "" for none. calls is one call a line: the µs
+// the server's clock moves first (a trailing '*' sends no key, '**' two),
+// then ARGV split by tabs; a clock written "~n" means the server's clock
+// plus n. seed draws more calls after those, at the last limit accepted.
+//
+// CI runs each target for a few seconds (make fuzz-ci); make fuzz runs
+// them longer. Plain go test runs the seeds below, the audit's cases
+// among them.
+
+func FuzzTokenBucket(f *testing.F)          { fuzzScript(f, "token_bucket") }
+func FuzzLeakyBucket(f *testing.F)          { fuzzScript(f, "leaky_bucket") }
+func FuzzGCRA(f *testing.F)                 { fuzzScript(f, "gcra") }
+func FuzzFixedWindow(f *testing.F)          { fuzzScript(f, "fixed_window") }
+func FuzzSlidingWindowCounter(f *testing.F) { fuzzScript(f, "sliding_window_counter") }
+func FuzzSlidingWindowLog(f *testing.F)     { fuzzScript(f, "sliding_window_log") }
+
+// fuzzLimit knows, per script, what a limit means for the checks.
+type fuzzLimit struct {
+	// base is a valid limit (ARGV before cost and now) to start from.
+	base []string
+	// horizon is the µs a limit's state stays meaningful: the time to fill,
+	// drain or pass a full burst, or the window (two for the counter).
+	horizon func(a []int64) int64
+	// bound is the most cost admitted within a closed span of d µs.
+	bound func(a []int64, d int64) *big.Int
+	// most is the largest cost that can pass.
+	most func(a []int64) int64
+}
+
+var fuzzLimits = map[string]fuzzLimit{
+	"token_bucket": {
+		base:    []string{"10", "5", "1000", "smooth"},
+		horizon: func(a []int64) int64 { return mulDivCeil(a[0], a[2]*1000, a[1]) + a[2]*1000 },
+		bound: func(a []int64, d int64) *big.Int {
+			// capacity + every token credited in d: rate per period,
+			// smooth or in steps (one step more than whole periods).
+			q := new(big.Int).Mul(big.NewInt(a[1]), big.NewInt(d/(a[2]*1000)+1))
+			return q.Add(q, big.NewInt(a[0]))
+		},
+		most: func(a []int64) int64 { return a[0] },
+	},
+	"leaky_bucket": {
+		base:    []string{"10", "5", "1000"},
+		horizon: func(a []int64) int64 { return a[0] * ceilDiv(a[2]*1000, a[1]) },
+		bound: func(a []int64, d int64) *big.Int {
+			return big.NewInt(a[0] + d/ceilDiv(a[2]*1000, a[1]))
+		},
+		most: func(a []int64) int64 { return a[0] },
+	},
+	"gcra": {
+		base:    []string{"10", "5", "1000"},
+		horizon: func(a []int64) int64 { return a[0] * ceilDiv(a[2]*1000, a[1]) },
+		bound: func(a []int64, d int64) *big.Int {
+			return big.NewInt(a[0] + d/ceilDiv(a[2]*1000, a[1]))
+		},
+		most: func(a []int64) int64 { return a[0] },
+	},
+	"fixed_window": {
+		base:    []string{"10", "1000"},
+		horizon: func(a []int64) int64 { return a[1] * 1000 },
+		bound: func(a []int64, d int64) *big.Int {
+			w := a[1] * 1000
+			return new(big.Int).Mul(big.NewInt(a[0]), big.NewInt((d+w-1)/w+1))
+		},
+		most: func(a []int64) int64 { return a[0] },
+	},
+	"sliding_window_counter": {
+		base:    []string{"10", "1000"},
+		horizon: func(a []int64) int64 { return 2 * a[1] * 1000 },
+		bound: func(a []int64, d int64) *big.Int {
+			if d == 0 {
+				return big.NewInt(a[0])
+			}
+			q := new(big.Int).Mul(big.NewInt(a[0]), big.NewInt(d-1))
+			q.Quo(q, big.NewInt(a[1]*1000))
+			return q.Add(q, big.NewInt(a[0]))
+		},
+		most: func(a []int64) int64 { return a[0] },
+	},
+	"sliding_window_log": {
+		base:    []string{"10", "1000"},
+		horizon: func(a []int64) int64 { return a[1] * 1000 },
+		bound: func(a []int64, d int64) *big.Int {
+			w := a[1] * 1000
+			return new(big.Int).Mul(big.NewInt(a[0]), big.NewInt((d+w)/w))
+		},
+		most: func(a []int64) int64 { return a[0] },
+	},
+}
+
+func fuzzScript(f *testing.F, script string) {
+	for _, s := range fuzzSeeds[script] {
+		f.Add(s.state, s.calls, s.seed)
+	}
+	src, err := Source(script)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, state, calls string, seed int64) {
+		fz := &fuzzRun{t: t, script: script, src: src, lim: fuzzLimits[script], costArg: scenario.SpecOf(script).CostArg}
+		fz.w = newTwin(t, script, scenario.T0)
+		fz.fresh = fz.preset(state)
+		lines := strings.Split(calls, "\n")
+		if len(lines) > 60 {
+			lines = lines[:60]
+		}
+		for _, line := range lines {
+			fields := strings.Split(line, "\t")
+			if len(fields) < 2 {
+				continue
+			}
+			keys := []string{"k"}
+			adv := fields[0]
+			switch {
+			case strings.HasSuffix(adv, "**"):
+				keys, adv = []string{"k", "k2"}, strings.TrimSuffix(adv, "**")
+			case strings.HasSuffix(adv, "*"):
+				keys, adv = nil, strings.TrimSuffix(adv, "*")
+			}
+			d, _ := strconv.ParseInt(adv, 10, 64)
+			fz.advance(d)
+			argv := fields[1:]
+			if last := argv[len(argv)-1]; strings.HasPrefix(last, "~") {
+				n, _ := strconv.ParseInt(last[1:], 10, 64)
+				argv[len(argv)-1] = strconv.FormatInt(max(0, fz.w.lua.Now()+max(-1e13, min(1e13, n))), 10)
+			}
+			fz.call(keys, argv)
+		}
+		fz.random(rand.New(rand.NewSource(seed)), 40)
+		fz.checkBound()
+	})
+}
+
+// fuzzRun is one input's sequence of calls.
+type fuzzRun struct {
+	t       *testing.T
+	script  string
+	src     string
+	lim     fuzzLimit
+	costArg int
+	w       *twin
+	fresh   bool     // the key started empty
+	limit   []string // the last limit accepted, when there was one
+	changed bool     // the limit changed between accepted calls
+	admits  []fuzzAdmit
+	latest  int64 // the latest clock seen: callers' and the server's
+}
+
+type fuzzAdmit struct {
+	sent, latest, cost int64
+}
+
+// preset puts the state in the key; it reports whether the key is empty.
+func (fz *fuzzRun) preset(state string) bool {
+	f := strings.Split(state, "\t")
+	v := &value{kind: f[0], hash: map[string]string{}, zset: map[string]float64{}}
+	switch f[0] {
+	case "hash":
+		for i := 1; i+1 < len(f); i += 2 {
+			v.hash[f[i]] = f[i+1]
+		}
+		if len(v.hash) == 0 {
+			return true
+		}
+	case "zset":
+		for i := 1; i+1 < len(f); i += 2 {
+			if s, err := strconv.ParseFloat(f[i], 64); err == nil && s == s {
+				v.zset[f[i+1]] = s
+			}
+		}
+		if len(v.zset) == 0 {
+			return true
+		}
+	case "string":
+		v.str = strings.Join(f[1:], "\t")
+	case "list":
+	default:
+		return true
+	}
+	fz.w.lua.data["k"] = v.clone()
+	fz.w.gold.data["k"] = v.clone()
+	return false
+}
+
+func (fz *fuzzRun) advance(d int64) {
+	now := min(maxTime-maxSkew, fz.w.lua.Now()+max(0, min(d, 1e13)))
+	fz.w.setTime(now)
+	fz.latest = max(fz.latest, now)
+}
+
+// ints reads ARGV's numbers by the script's own rule; ok is false when any
+// is not one (the refill word is skipped).
+func ints(argv []string) ([]int64, bool) {
+	var out []int64
+	for _, a := range argv {
+		if a == "smooth" || a == "interval" {
+			continue
+		}
+		v, ok := decimal(a, 0, 1<<53)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
+// call sends one call through the twin and checks the promises.
+func (fz *fuzzRun) call(keys, argv []string) {
+	t := fz.t
+	t.Helper()
+	before := fz.w.lua.Snapshot()
+	reply, err := fz.w.call(keys, argv)
+	readOnly := err != nil || (len(argv) > fz.costArg && argv[fz.costArg] == "0") || reply[0] == int64(0)
+	if readOnly {
+		if after := fz.w.lua.Snapshot(); !before.Equal(after) {
+			t.Fatalf("%v: an error, a denial or a peek changed the state:\n%s->\n%s", argv, before, after)
+		}
+		for _, c := range fz.w.lua.Commands() {
+			if writes[strings.ToUpper(strings.Fields(c)[0])] {
+				t.Fatalf("%v: an error, a denial or a peek sent %q", argv, c)
+			}
+		}
+	}
+	if err != nil {
+		return
+	}
+	n, _ := ints(argv)
+	lim, cost, now := n[:len(n)-2], n[len(n)-2], n[len(n)-1]
+	server := fz.w.lua.Now()
+	own := now
+	if own == 0 {
+		own = server
+	}
+	allowed, remaining, retry, reset := reply[0].(int64), reply[1].(int64), reply[2].(int64), reply[3].(int64)
+	switch {
+	case allowed != 0 && allowed != 1, remaining < 0, reset < 0,
+		allowed == 1 && retry != 0, allowed == 0 && retry != -1 && retry < 1:
+		t.Fatalf("%v: reply %v", argv, reply)
+	}
+	if retry == -1 && max(cost, 1) <= fz.lim.most(lim) {
+		t.Fatalf("%v: retry_after -1 for a cost that can pass", argv)
+	}
+	// Waits and TTLs stay within the limit's horizon plus the bound, for
+	// state the scripts wrote themselves.
+	horizon := fz.lim.horizon(lim)
+	if fz.fresh {
+		if wait := horizon + maxSkew + max(0, server-own); retry*1000 > wait+1000 || reset*1000 > wait+1000 {
+			t.Fatalf("%v at server %d: waits %v, past the horizon %d µs plus the bound", argv, server, reply, horizon)
+		}
+		if p := fz.w.lua.PTTL("k"); allowed == 1 && cost > 0 && p > (horizon+2*maxSkew)/1000+1 {
+			t.Fatalf("%v: PTTL %d ms, past the horizon %d µs plus twice the bound", argv, p, horizon)
+		}
+	}
+	if retry > 0 {
+		fz.probeRetry(keys, argv, retry)
+	}
+	if fz.limit != nil && strings.Join(fz.limit, " ") != strings.Join(argv[:len(argv)-2], " ") {
+		fz.changed = true
+	}
+	fz.limit = append([]string(nil), argv[:len(argv)-2]...)
+	fz.latest = max(fz.latest, own)
+	if allowed == 1 && cost > 0 {
+		fz.admits = append(fz.admits, fuzzAdmit{sent: own, latest: fz.latest, cost: cost})
+	}
+}
+
+// probeRetry checks that retry_after is exact, on copies: the same call at
+// the caller's clock plus retry_after passes, and 1 ms earlier it is denied
+// while the key still lives (a key the server's clock expired may let it
+// through sooner, never later).
+func (fz *fuzzRun) probeRetry(keys, argv []string, retry int64) {
+	t := fz.t
+	t.Helper()
+	for _, after := range []int64{retry - 1, retry} {
+		c := fz.w.lua.Clone()
+		c.SetTime(min(maxTime, c.Now()+after*1000))
+		a := append([]string(nil), argv...)
+		if now, _ := strconv.ParseInt(a[len(a)-1], 10, 64); now != 0 {
+			if now+after*1000 > maxTime {
+				return
+			}
+			a[len(a)-1] = strconv.FormatInt(now+after*1000, 10)
+		}
+		lives := c.get("k") != nil
+		got, err := c.Eval(fz.src, keys, a)
+		if err != nil {
+			t.Fatalf("%v: retry_after %d ms, then %v", argv, retry, err)
+		}
+		ok := got.([]any)[0] == int64(1)
+		switch {
+		case after == retry && !ok:
+			t.Fatalf("%v: retry_after %d ms, then still denied: %v", argv, retry, got)
+		case after < retry && ok && lives:
+			t.Fatalf("%v: retry_after %d ms, but allowed 1 ms sooner: %v", argv, retry, got)
+		}
+	}
+}
+
+// random sends n more calls at the last limit accepted (now and then a
+// changed one), with costs around it, the server's clock and callers'
+// clocks, late and early, and now and then out of the bound.
+func (fz *fuzzRun) random(rng *rand.Rand, n int) {
+	base := fz.limit
+	if base == nil {
+		base = fz.lim.base
+	}
+	lim, ok := ints(base)
+	if !ok || len(lim) == 0 {
+		return
+	}
+	most := fz.lim.most(lim)
+	horizon := fz.lim.horizon(lim)
+	for i := 0; i < n; i++ {
+		switch rng.Intn(3) {
+		case 0:
+			fz.advance(rng.Int63n(horizon/max(most, 1) + 2))
+		case 1:
+			fz.advance(rng.Int63n(horizon/4 + 2))
+		}
+		now := "0"
+		switch rng.Intn(4) {
+		case 0:
+			now = strconv.FormatInt(fz.w.lua.Now()+rng.Int63n(2*maxSkew+1)-maxSkew, 10)
+		case 1:
+			now = strconv.FormatInt(fz.w.lua.Now()-rng.Int63n(horizon+1), 10)
+		}
+		var cost int64
+		switch rng.Intn(4) {
+		case 1:
+			cost = rng.Int63n(most + 2)
+		case 2, 3:
+			cost = 1 + rng.Int63n(max(1, most/4))
+		}
+		argv := append(append([]string(nil), base...), strconv.FormatInt(cost, 10), now)
+		if rng.Intn(25) == 0 {
+			// A changed limit: each number halved or doubled.
+			for j, a := range base {
+				if v, err := strconv.ParseInt(a, 10, 64); err == nil {
+					if rng.Intn(2) == 0 {
+						v = max(1, v/2)
+					} else {
+						v *= 2
+					}
+					argv[j] = strconv.FormatInt(v, 10)
+				}
+			}
+		}
+		fz.call([]string{"k"}, argv)
+	}
+}
+
+// checkBound: with one limit throughout and a key that started empty, the
+// cost admitted by any run of calls stays within the algorithm's bound over
+// the span from the first call's clock to the latest clock seen (callers'
+// or the server's) by the last.
+func (fz *fuzzRun) checkBound() {
+	if !fz.fresh || fz.changed || fz.limit == nil {
+		return
+	}
+	lim, _ := ints(fz.limit)
+	for i := range fz.admits {
+		var sum int64
+		for _, a := range fz.admits[i:] {
+			sum += a.cost
+			span := max(0, a.latest-fz.admits[i].sent)
+			if b := fz.lim.bound(lim, span); big.NewInt(sum).Cmp(b) > 0 {
+				fz.t.Fatalf("admitted %d within %d µs, bound %v (limit %v)", sum, span, b, fz.limit)
+			}
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package luatest
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+)
+
+func init() {
+	models["fixed_window"] = modelFixedWindow
+	models["sliding_window_counter"] = modelSlidingWindowCounter
+	models["sliding_window_log"] = modelSlidingWindowLog
+}
+
+func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
+	a := args{argv: argv}
+	limit := a.int(0, "limit", 1, 1e9)
+	window := a.int(1, "window", 1, 1e11)
+	cost := a.int(2, "cost", 0, 1e9)
+	now := a.int(3, "now", 0, maxTime)
+	if err := a.finish(keys, "counter", 4); err != nil {
+		return nil, err
+	}
+	now, caller, err := clock(r, now)
+	if err != nil {
+		return nil, err
+	}
+	st, err := hashState(r, keys[0], []string{"n", "t"}, []int64{0, 0}, []int64{1e9, maxTime}, badState("a fixed window {n, t}"))
+	if err != nil {
+		return nil, err
+	}
+	W := window * 1000
+	k := now / W
+	var n int64
+	t := max(now, r.now) // a key that holds nothing counts from the later clock
+	if st != nil {
+		// The count lives in the window of its newest call.
+		n, t = st[0], st[1]
+	}
+	switch kt := t / W; {
+	case kt > k:
+		k = kt
+	case kt < k:
+		n = 0
+	}
+	end := (k + 1) * W
+	var reset int64
+	if n > 0 {
+		reset = ms(end - now)
+	}
+	want := max(cost, 1)
+	switch {
+	case want > limit:
+		return []int64{0, max(0, limit-n), -1, reset}, nil
+	case n+want > limit:
+		return []int64{0, max(0, limit-n), ms(end - now), reset}, nil
+	case cost == 0:
+		return []int64{1, limit - n, 0, reset}, nil
+	}
+	n += cost
+	writeHash(r, keys[0], ttl(r, end, caller), "n", n, "t", max(t, now))
+	return []int64{1, limit - n, 0, ms(end - now)}, nil
+}
+
+func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
+	a := args{argv: argv}
+	limit := a.int(0, "limit", 1, 1e9)
+	window := a.int(1, "window", 1, 1e11)
+	cost := a.int(2, "cost", 0, 1e9)
+	now := a.int(3, "now", 0, maxTime)
+	if err := a.finish(keys, "counts", 4); err != nil {
+		return nil, err
+	}
+	now, caller, err := clock(r, now)
+	if err != nil {
+		return nil, err
+	}
+	what := badState("a sliding window counter {s, t, cur, prev}")
+	st, err := hashState(r, keys[0], []string{"s", "t", "cur", "prev"}, []int64{0, 0, 0, 0}, []int64{maxTime, maxTime, 1e9, 2e9}, what)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil && (st[1] < st[0] || st[1]-st[0] >= 1e14) {
+		return nil, ErrorReply(what)
+	}
+	W := window * 1000
+	w, at := now/W, now
+	var c, p int64
+	if st == nil {
+		// A key that holds nothing counts from the later clock.
+		at = max(now, r.now)
+		w = at / W
+	}
+	t := at
+	if st != nil {
+		// The current count sits at its newest call, the previous one just
+		// before the current count's window began: each counts in the window
+		// of the current length that holds it.
+		s, cur, prev := st[0], st[2], st[3]
+		t = st[1]
+		wt, ws := t/W, floorDiv(s-1, W)
+		if wt > w {
+			w, at = wt, wt*W
+		}
+		for _, x := range []struct{ w, n int64 }{{wt, cur}, {ws, prev}} {
+			switch x.w {
+			case w:
+				c += x.n
+			case w - 1:
+				p += x.n
+			}
+		}
+		p = min(p, 2e9)
+	}
+	start := w * W
+	// est is the estimate at x >= start if nothing more is admitted.
+	est := func(x int64) int64 {
+		switch e := x - start; {
+		case e < W:
+			return c + mulDivCeil(p, W-e, W)
+		case e < 2*W:
+			return mulDivCeil(c, 2*W-e, W)
+		}
+		return 0
+	}
+	want := max(cost, 1)
+	remaining := max(0, limit-est(at))
+	var reset int64
+	switch {
+	case c > 0:
+		reset = ms(start + 2*W - now)
+	case p > 0:
+		reset = ms(start + W - now)
+	}
+	if want > limit {
+		return []int64{0, remaining, -1, reset}, nil
+	}
+	if est(at)+want > limit {
+		// The estimate only falls while nothing is admitted: search for the
+		// first instant it admits.
+		lo, hi := at, start+2*W
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			if est(mid)+want <= limit {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return []int64{0, remaining, ms(hi - now), reset}, nil
+	}
+	if cost == 0 {
+		return []int64{1, remaining, 0, reset}, nil
+	}
+	writeHash(r, keys[0], ttl(r, start+2*W, caller), "s", start, "t", max(t, at), "cur", c+cost, "prev", p)
+	return []int64{1, remaining - cost, 0, ms(start + 2*W - now)}, nil
+}
+
+var memberRE = regexp.MustCompile(`^(0|[1-9][0-9]*)-([1-9][0-9]*)$`)
+
+// logTime is the time of a log member, or false when it is not a member the
+// script writes: '<us>-<n>' scored by <us>, n from 1 to 10000.
+func logTime(name string, score float64) (int64, bool) {
+	if score != math.Trunc(score) || score < 0 || score > maxTime || math.Signbit(score) {
+		return 0, false
+	}
+	at := int64(score)
+	sub := memberRE.FindStringSubmatch(name)
+	if sub == nil || sub[1] != strconv.FormatInt(at, 10) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(sub[2], 10, 64)
+	return at, err == nil && n <= 10000
+}
+
+func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
+	a := args{argv: argv}
+	limit := a.int(0, "limit", 1, 10000)
+	window := a.int(1, "window", 1, 1e11)
+	cost := a.int(2, "cost", 0, 1e9)
+	now := a.int(3, "now", 0, maxTime)
+	if err := a.finish(keys, "log", 4); err != nil {
+		return nil, err
+	}
+	now, caller, err := clock(r, now)
+	if err != nil {
+		return nil, err
+	}
+	type member struct {
+		name  string
+		score float64
+	}
+	var log []member // in ZRANGE's order: by score, then by name
+	notLog := ErrorReply("BADSTATE the key is not a sliding window log; it is left untouched")
+	var last int64
+	if v := r.get(keys[0]); v != nil {
+		if v.kind != "zset" {
+			return nil, ErrorReply(wrongType)
+		}
+		for m, s := range v.zset {
+			log = append(log, member{m, s})
+		}
+		sort.Slice(log, func(i, j int) bool {
+			if log[i].score != log[j].score {
+				return log[i].score < log[j].score
+			}
+			return log[i].name < log[j].name
+		})
+		// Only the oldest and the newest member are checked (and below, the
+		// one a wait is read from): reading them all would cost O(limit).
+		var ok1, ok2 bool
+		_, ok1 = logTime(log[0].name, log[0].score)
+		last, ok2 = logTime(log[len(log)-1].name, log[len(log)-1].score)
+		if len(log) > 10000 || !ok1 || !ok2 {
+			return nil, notLog
+		}
+	}
+	own := now
+	if len(log) > 0 {
+		now = max(now, last)
+	} else {
+		now = max(now, r.now) // a key that holds nothing: the later clock
+	}
+	W := window * 1000
+	gone := now - W
+	first := sort.Search(len(log), func(i int) bool { return log[i].score > float64(gone) })
+	live := int64(len(log) - first)
+	var reset int64
+	if live > 0 {
+		reset = ms(last + W - own)
+	}
+	remaining := max(0, limit-live)
+	want := max(cost, 1)
+	switch {
+	case want > limit:
+		return []int64{0, remaining, -1, reset}, nil
+	case live+want > limit:
+		// The (limit-want+1)-th newest member must leave first.
+		m := log[len(log)-int(limit-want+1)]
+		at, ok := logTime(m.name, m.score)
+		if !ok {
+			return nil, notLog
+		}
+		return []int64{0, remaining, ms(at + W - own), reset}, nil
+	case cost == 0:
+		return []int64{1, remaining, 0, reset}, nil
+	}
+	z := map[string]float64{}
+	var n int64
+	for _, m := range log[first:] {
+		z[m.name] = m.score
+		if m.score == float64(now) {
+			n++
+		}
+	}
+	for i := int64(1); i <= cost; i++ {
+		z[fmt.Sprintf("%d-%d", now, n+i)] = float64(now)
+	}
+	r.data[keys[0]] = &value{kind: "zset", zset: z, expireAt: r.now + 1000*max(1, ms(ttl(r, now+W, caller)))}
+	return []int64{1, remaining - cost, 0, ms(now + W - own)}, nil
+}

@@ -29,7 +29,12 @@ type tier struct {
 	// server's TIME before each step, and a PTTL is checked only right
 	// after a write, within ttlSlack.
 	exact bool
-	open  func(t *testing.T) (c redis.Scripter, setTime func(us int64))
+	// viaLibrary sends every call through the Functions library
+	// (bindings/redlimit.functions.lua): the typed API over
+	// bindings.WithFunctions, raw ARGV with FCALL. miniredis has no
+	// Functions, so only the real servers have such tiers.
+	viaLibrary bool
+	open       func(t *testing.T) (c redis.Scripter, setTime func(us int64))
 }
 
 const ttlSlack = 250 // ms a real server's clock may move during a step
@@ -70,7 +75,22 @@ func tiers() []tier {
 		{name: "cluster", open: func(t *testing.T) (redis.Scripter, func(int64)) {
 			return cluster(t), nil
 		}},
+		{name: "redis-fcall", viaLibrary: true, open: func(t *testing.T) (redis.Scripter, func(int64)) {
+			return withLibrary(t, standalone(t, 3)), nil
+		}},
+		{name: "cluster-fcall", viaLibrary: true, open: func(t *testing.T) (redis.Scripter, func(int64)) {
+			return withLibrary(t, cluster(t)), nil
+		}},
 	}
+}
+
+// withLibrary loads the Functions library on every primary of c.
+func withLibrary(t *testing.T, c fnClient) fnClient {
+	t.Helper()
+	if err := bindings.LoadFunctions(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestScenarioTiers runs every scenario table on every tier and, step by
@@ -112,7 +132,8 @@ func withCallerClock(sc scenario.Scenario) scenario.Scenario {
 type stepper struct {
 	t      *testing.T
 	tr     tier
-	c      redis.Scripter
+	c      redis.Scripter // the server, for raw calls and reading keys
+	typedC redis.Scripter // what the typed API is given: c, or c through the library
 	sc     scenario.Scenario
 	script *redis.Script
 	src    string
@@ -130,7 +151,10 @@ func runTier(t *testing.T, tr tier, c redis.Scripter, setTime func(int64), run s
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := stepper{t: t, tr: tr, c: c, sc: sc, script: scripts[sc.Script], src: src, ref: luatest.New(scenario.T0), paths: n}
+	s := stepper{t: t, tr: tr, c: c, typedC: c, sc: sc, script: scripts[sc.Script], src: src, ref: luatest.New(scenario.T0), paths: n}
+	if tr.viaLibrary {
+		s.typedC = bindings.WithFunctions(c.(bindings.FunctionsCmdable))
+	}
 	if s.script == nil || typed[sc.Script] == nil {
 		t.Fatalf("%s has no generated binding listed in typed_test.go", sc.Script)
 	}
@@ -226,7 +250,7 @@ func preset(ctx context.Context, c redis.Cmdable, p scenario.Preset) error {
 func (s *stepper) send(argv []string) (reply any, viaTyped bool, err error) {
 	ctx := context.Background()
 	if len(s.keys) == 1 && len(argv) == scenario.SpecOf(s.sc.Script).CostArg+2 && canonical(argv) {
-		got, err := typed[s.sc.Script](ctx, s.c, s.keys[0], &rawArgs{vals: argv, ok: true})
+		got, err := typed[s.sc.Script](ctx, s.typedC, s.keys[0], &rawArgs{vals: argv, ok: true})
 		if err != errNotTyped {
 			s.paths.typed++
 			return got, true, err
@@ -236,6 +260,10 @@ func (s *stepper) send(argv []string) (reply any, viaTyped bool, err error) {
 	args := make([]any, len(argv))
 	for j, a := range argv {
 		args[j] = a
+	}
+	if s.tr.viaLibrary {
+		reply, err = s.c.(redis.Cmdable).FCall(ctx, bindings.FunctionsLibrary+"_"+s.sc.Script, s.keys, args...).Result()
+		return reply, false, err
 	}
 	reply, err = s.script.Run(ctx, s.c, s.keys, args...).Result()
 	return reply, false, err

@@ -178,7 +178,11 @@ func TestRatelimitRefusesBadArgs(t *testing.T) {
 			continue
 		}
 		for i, st := range sc.Steps {
-			if !strings.HasPrefix(st.Err, "BADARG") {
+			// Whether a caller clock is within 60 s of the server's TIME only
+			// the server can tell: ratelimit sends it, and the script refuses.
+			// Other spellings of a number ("-0", "01") have no Go value of
+			// their own: the typed API cannot send them at all.
+			if !strings.HasPrefix(st.Err, "BADARG") || strings.HasPrefix(st.Err, "BADARG now must be 0") || !canonical(sc.Argv(st)) {
 				continue
 			}
 			_, err := typed[sc.Script](context.Background(), unusable{t: t}, sc.Keys[0], &rawArgs{vals: sc.Argv(st), ok: true})

@@ -67,14 +67,14 @@ func TestSourcesMatchFiles(t *testing.T) {
 	}
 }
 
-func bucketParams(cost int64, now time.Duration) TokenBucketParams {
+func bucketParams(cost int64, now time.Time) TokenBucketParams {
 	return TokenBucketParams{Capacity: 2, Rate: 1, Period: time.Second, Refill: "smooth", Cost: cost, Now: now}
 }
 
 func TestTokenBucket(t *testing.T) {
 	_, c := newServer(t)
 	ctx := context.Background()
-	now := 1_700_000_000 * time.Second
+	now := time.Unix(1_700_000_000, 0)
 	var got []TokenBucketResult
 	for i := 0; i < 3; i++ {
 		r, err := TokenBucket(ctx, c, "tb:smoke", bucketParams(1, now))
@@ -95,7 +95,7 @@ func TestTokenBucket(t *testing.T) {
 
 func TestBadArg(t *testing.T) {
 	_, c := newServer(t)
-	p := bucketParams(1, 0)
+	p := bucketParams(1, time.Time{})
 	p.Capacity = 0
 	_, err := TokenBucket(context.Background(), c, "tb:bad", p)
 	if !errors.Is(err, ErrBadArg) {
@@ -114,7 +114,7 @@ func TestBadArg(t *testing.T) {
 // anything reaches Redis.
 func TestArgErrorSendsNothing(t *testing.T) {
 	m, c := newServer(t)
-	p := bucketParams(1, 0)
+	p := bucketParams(1, time.Time{})
 	p.Period = 1500 * time.Microsecond
 	before := m.CommandCount()
 	_, err := TokenBucket(context.Background(), c, "tb:arg", p)
@@ -142,7 +142,7 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	now := 1_700_000_000 * time.Second
+	now := time.Unix(1_700_000_000, 0)
 	bad := bucketParams(1, now)
 	bad.Rate = 0
 
@@ -150,7 +150,9 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 	first := b.TokenBucket("tb:batch", bucketParams(1, now))
 	second := b.TokenBucket("tb:batch", bucketParams(1, now))
 	badArg := b.TokenBucket("tb:other", bad)
-	encode := b.TokenBucket("tb:other", bucketParams(1, time.Nanosecond))
+	unsendable := bucketParams(1, now)
+	unsendable.Now = time.UnixMicro(1 << 53) // past now's bound of 2^52 µs
+	encode := b.TokenBucket("tb:other", unsendable)
 	third := b.TokenBucket("tb:batch", bucketParams(1, now))
 	if _, err := first.Result(); err == nil {
 		t.Error("Result before Exec returned no error")
@@ -199,7 +201,7 @@ func TestBatchClusterClient(t *testing.T) {
 	b := NewBatch()
 	var pending []*Pending[TokenBucketResult]
 	for _, key := range []string{"{a}tb", "{b}tb", "{a}tb"} {
-		pending = append(pending, b.TokenBucket(key, bucketParams(1, time.Hour)))
+		pending = append(pending, b.TokenBucket(key, bucketParams(1, time.Unix(3600, 0))))
 	}
 	if err := b.Exec(ctx, c); err != nil {
 		t.Fatal(err)

@@ -21,25 +21,25 @@ var fixedWindowInfo = &scriptMeta{file: "fixed_window.lua", script: FixedWindowS
 
 // FixedWindowParams holds the arguments (ARGV) of fixed_window.lua.
 type FixedWindowParams struct {
-	// Limit (ARGV[1]): most cost admitted per window (1..1e9)
+	// Limit (ARGV[1], [1..1e9]): most cost admitted per window
 	Limit int64
-	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms), aligned to the epoch
+	// Window (ARGV[2], sent in whole milliseconds, [1..1e11]): window length, aligned to the epoch
 	Window time.Duration
-	// Cost (ARGV[3]): cost to count (0..1e9); 0 only peeks
+	// Cost (ARGV[3], [0..1e9]): cost to count; 0 only peeks
 	Cost int64
-	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
-	Now time.Duration
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	Now time.Time
 }
 
 // FixedWindowResult is the reply of fixed_window.lua.
 type FixedWindowResult struct {
 	// Allowed is reply element 1.
 	Allowed bool
-	// Remaining (reply element 2): cost still admitted in this window, never negative
+	// Remaining (reply element 2, [0..]): cost still admitted in this window, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds limit
 	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the window ends; 0 when nothing is counted
+	// ResetAfter (reply element 4, in milliseconds, [0..]): until the window ends; 0 when nothing is counted
 	ResetAfter time.Duration
 }
 
@@ -95,10 +95,10 @@ func (b *Batch) FixedWindow(counter string, p FixedWindowParams) *Pending[FixedW
 
 func fixedWindowCall(counter string, p FixedWindowParams) *call {
 	e := newEncoder(fixedWindowInfo, []string{counter})
-	e.int("limit", p.Limit, nil)
-	e.ms("window", p.Window, nil)
-	e.int("cost", p.Cost, nil)
-	e.us("now", p.Now, nil)
+	e.int("limit", p.Limit, between(1, 1000000000))
+	e.ms("window", p.Window, between(1, 100000000000))
+	e.int("cost", p.Cost, between(0, 1000000000))
+	e.unixUs("now", p.Now, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -106,9 +106,9 @@ func fixedWindowDecode(v any) (FixedWindowResult, error) {
 	d := newDecoder(fixedWindowInfo, v, 4, false)
 	r := FixedWindowResult{
 		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", nil),
-		RetryAfter: d.ms(2, "retry_after", nil),
-		ResetAfter: d.ms(3, "reset_after", nil),
+		Remaining:  d.int(1, "remaining", atLeast(0)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
 		return FixedWindowResult{}, d.err
@@ -148,14 +148,14 @@ const fixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- State: a hash with exactly the fields n (0..1e9) and t (µs); anything else
 --- at the key, of any type, is an error and the key is left untouched.
 --- @key    counter      hash {n, t}: n counted in the window that holds t, the newest counted call; expires when that window ends
---- @arg    limit        int     most cost admitted per window (1..1e9)
---- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
---- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..1e9]       most cost admitted per window
+--- @arg    window       ms[1..1e11]       window length, aligned to the epoch
+--- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     cost still admitted in this window, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until the window ends; 0 when nothing is counted
+--- @return remaining    int[0..]          cost still admitted in this window, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

@@ -55,7 +55,7 @@ func TestFunctionsLibraryFile(t *testing.T) {
 // never falling back to EVALSHA behind the caller's back.
 func TestFunctionsOnMiniredis(t *testing.T) {
 	_, c := newServer(t)
-	_, err := TokenBucket(context.Background(), WithFunctions(c), "tb:fn", bucketParams(1, 0))
+	_, err := TokenBucket(context.Background(), WithFunctions(c), "tb:fn", bucketParams(1, time.Time{}))
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "unknown command") {
 		t.Errorf("err = %v, want the server's unknown command", err)
 	}

@@ -21,27 +21,27 @@ var gcraInfo = &scriptMeta{file: "gcra.lua", script: GCRAScript}
 
 // GCRAParams holds the arguments (ARGV) of gcra.lua.
 type GCRAParams struct {
-	// Burst (ARGV[1]): requests that may pass at once (1..1e9)
+	// Burst (ARGV[1], [1..1e9]): requests that may pass at once
 	Burst int64
-	// Rate (ARGV[2]): requests per period at the steady pace (1..1e9), at most one per µs
+	// Rate (ARGV[2], [1..1e9]): requests per period at the steady pace, at most one per µs
 	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): the period of rate (1..1e11 ms); burst*period/rate at most 1e15 µs (31 years)
+	// Period (ARGV[3], sent in whole milliseconds, [1..1e11]): the period of rate; burst*period/rate at most 1e15 µs (31 years)
 	Period time.Duration
-	// Cost (ARGV[4]): requests this call counts for (0..1e9); 0 only peeks
+	// Cost (ARGV[4], [0..1e9]): requests this call counts for; 0 only peeks
 	Cost int64
-	// Now (ARGV[5], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
-	Now time.Duration
+	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	Now time.Time
 }
 
 // GCRAResult is the reply of gcra.lua.
 type GCRAResult struct {
 	// Allowed is reply element 1.
 	Allowed bool
-	// Remaining (reply element 2): whole requests that would still pass now, never negative
+	// Remaining (reply element 2, [0..]): whole requests that would still pass now, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds burst
+	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds burst
 	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the TAT is reached and a full burst passes again
+	// ResetAfter (reply element 4, in milliseconds, [0..]): until the TAT is reached and a full burst passes again
 	ResetAfter time.Duration
 }
 
@@ -103,11 +103,11 @@ func (b *Batch) GCRA(tat string, p GCRAParams) *Pending[GCRAResult] {
 
 func gcraCall(tat string, p GCRAParams) *call {
 	e := newEncoder(gcraInfo, []string{tat})
-	e.int("burst", p.Burst, nil)
-	e.int("rate", p.Rate, nil)
-	e.ms("period", p.Period, nil)
-	e.int("cost", p.Cost, nil)
-	e.us("now", p.Now, nil)
+	e.int("burst", p.Burst, between(1, 1000000000))
+	e.int("rate", p.Rate, between(1, 1000000000))
+	e.ms("period", p.Period, between(1, 100000000000))
+	e.int("cost", p.Cost, between(0, 1000000000))
+	e.unixUs("now", p.Now, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -115,9 +115,9 @@ func gcraDecode(v any) (GCRAResult, error) {
 	d := newDecoder(gcraInfo, v, 4, false)
 	r := GCRAResult{
 		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", nil),
-		RetryAfter: d.ms(2, "retry_after", nil),
-		ResetAfter: d.ms(3, "reset_after", nil),
+		Remaining:  d.int(1, "remaining", atLeast(0)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
 		return GCRAResult{}, d.err
@@ -163,15 +163,15 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- at most 1e15 µs past <at>; anything else at the key, of any type, is an
 --- error and the key is left untouched.
 --- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
---- @arg    burst        int     requests that may pass at once (1..1e9)
---- @arg    rate         int     requests per period at the steady pace (1..1e9), at most one per µs
---- @arg    period       ms      the period of rate (1..1e11 ms); burst*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int     requests this call counts for (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    burst        int[1..1e9]       requests that may pass at once
+--- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
+--- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     whole requests that would still pass now, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds burst
---- @return reset_after  ms      until the TAT is reached and a full burst passes again
+--- @return remaining    int[0..]          whole requests that would still pass now, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
+--- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

@@ -21,27 +21,27 @@ var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", script: LeakyBucketS
 
 // LeakyBucketParams holds the arguments (ARGV) of leaky_bucket.lua.
 type LeakyBucketParams struct {
-	// Capacity (ARGV[1]): units the bucket holds (1..1e9)
+	// Capacity (ARGV[1], [1..1e9]): units the bucket holds
 	Capacity int64
-	// Rate (ARGV[2]): units drained per period (1..1e9), at most one per µs
+	// Rate (ARGV[2], [1..1e9]): units drained per period, at most one per µs
 	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): drain period (1..1e11 ms); capacity*period/rate at most 1e15 µs (31 years)
+	// Period (ARGV[3], sent in whole milliseconds, [1..1e11]): drain period; capacity*period/rate at most 1e15 µs (31 years)
 	Period time.Duration
-	// Cost (ARGV[4]): units to pour (0..1e9); 0 only peeks
+	// Cost (ARGV[4], [0..1e9]): units to pour; 0 only peeks
 	Cost int64
-	// Now (ARGV[5], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
-	Now time.Duration
+	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	Now time.Time
 }
 
 // LeakyBucketResult is the reply of leaky_bucket.lua.
 type LeakyBucketResult struct {
 	// Allowed is reply element 1.
 	Allowed bool
-	// Remaining (reply element 2): whole units that still fit, never negative
+	// Remaining (reply element 2, [0..]): whole units that still fit, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds capacity
+	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds capacity
 	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the bucket is empty
+	// ResetAfter (reply element 4, in milliseconds, [0..]): until the bucket is empty
 	ResetAfter time.Duration
 }
 
@@ -102,11 +102,11 @@ func (b *Batch) LeakyBucket(bucket string, p LeakyBucketParams) *Pending[LeakyBu
 
 func leakyBucketCall(bucket string, p LeakyBucketParams) *call {
 	e := newEncoder(leakyBucketInfo, []string{bucket})
-	e.int("capacity", p.Capacity, nil)
-	e.int("rate", p.Rate, nil)
-	e.ms("period", p.Period, nil)
-	e.int("cost", p.Cost, nil)
-	e.us("now", p.Now, nil)
+	e.int("capacity", p.Capacity, between(1, 1000000000))
+	e.int("rate", p.Rate, between(1, 1000000000))
+	e.ms("period", p.Period, between(1, 100000000000))
+	e.int("cost", p.Cost, between(0, 1000000000))
+	e.unixUs("now", p.Now, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -114,9 +114,9 @@ func leakyBucketDecode(v any) (LeakyBucketResult, error) {
 	d := newDecoder(leakyBucketInfo, v, 4, false)
 	r := LeakyBucketResult{
 		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", nil),
-		RetryAfter: d.ms(2, "retry_after", nil),
-		ResetAfter: d.ms(3, "reset_after", nil),
+		Remaining:  d.int(1, "remaining", atLeast(0)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
 		return LeakyBucketResult{}, d.err
@@ -161,15 +161,15 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
 --- at the key, of any type, is an error and the key is left untouched.
 --- @key    bucket       hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
---- @arg    capacity     int     units the bucket holds (1..1e9)
---- @arg    rate         int     units drained per period (1..1e9), at most one per µs
---- @arg    period       ms      drain period (1..1e11 ms); capacity*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int     units to pour (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    capacity     int[1..1e9]       units the bucket holds
+--- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
+--- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     whole units that still fit, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms      until the bucket is empty
+--- @return remaining    int[0..]          whole units that still fit, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

@@ -350,7 +350,15 @@ func (e *encoder) int(name string, v int64, r *intRange) {
 	e.args = append(e.args, strconv.FormatInt(v, 10))
 }
 
-func (e *encoder) string(v string) { e.args = append(e.args, v) }
+func (e *encoder) enum(name, v string, words ...string) {
+	for _, w := range words {
+		if v == w {
+			e.args = append(e.args, v)
+			return
+		}
+	}
+	e.fail(name, strconv.Quote(v), "is not one of "+strings.Join(words, ", "))
+}
 
 // duration sends v as an integer in unit. A v that is not a whole number of
 // units is an *ArgError rather than silently rounded: rounding either way
@@ -370,8 +378,28 @@ func (e *encoder) ms(name string, v time.Duration, r *intRange) {
 	e.duration(name, v, time.Millisecond, "milliseconds", r)
 }
 
-func (e *encoder) us(name string, v time.Duration, r *intRange) {
-	e.duration(name, v, time.Microsecond, "microseconds", r)
+// instant sends t as whole units since the Unix epoch, rounded down as a
+// clock of that resolution reads it, and the zero time.Time as 0 (scripts
+// read 0 as "use the server's clock").
+func (e *encoder) instant(name string, t time.Time, unit time.Duration, units string, r *intRange) {
+	var n int64
+	if !t.IsZero() {
+		per := int64(time.Second / unit)
+		sec := t.Unix()
+		if sec >= math.MaxInt64/per || sec <= math.MinInt64/per {
+			e.fail(name, t.Format(time.RFC3339Nano), "does not fit an int64 of "+units+" since the epoch")
+			return
+		}
+		n = sec*per + int64(t.Nanosecond())/int64(unit)
+	}
+	if !r.holds(n) {
+		e.fail(name, t.Format(time.RFC3339Nano), "is out of range "+r.String()+" "+units+" since the epoch")
+	}
+	e.args = append(e.args, strconv.FormatInt(n, 10))
+}
+
+func (e *encoder) unixUs(name string, t time.Time, r *intRange) {
+	e.instant(name, t, time.Microsecond, "microseconds", r)
 }
 
 // decoder reads a reply element by element: go-redis's slice helpers fail

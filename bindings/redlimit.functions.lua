@@ -51,14 +51,14 @@ redis.register_function{
 --- State: a hash with exactly the fields n (0..1e9) and t (µs); anything else
 --- at the key, of any type, is an error and the key is left untouched.
 --- @key    counter      hash {n, t}: n counted in the window that holds t, the newest counted call; expires when that window ends
---- @arg    limit        int     most cost admitted per window (1..1e9)
---- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
---- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..1e9]       most cost admitted per window
+--- @arg    window       ms[1..1e11]       window length, aligned to the epoch
+--- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     cost still admitted in this window, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until the window ends; 0 when nothing is counted
+--- @return remaining    int[0..]          cost still admitted in this window, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
@@ -265,15 +265,15 @@ redis.register_function{
 --- at most 1e15 µs past <at>; anything else at the key, of any type, is an
 --- error and the key is left untouched.
 --- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
---- @arg    burst        int     requests that may pass at once (1..1e9)
---- @arg    rate         int     requests per period at the steady pace (1..1e9), at most one per µs
---- @arg    period       ms      the period of rate (1..1e11 ms); burst*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int     requests this call counts for (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    burst        int[1..1e9]       requests that may pass at once
+--- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
+--- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     whole requests that would still pass now, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds burst
---- @return reset_after  ms      until the TAT is reached and a full burst passes again
+--- @return remaining    int[0..]          whole requests that would still pass now, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
+--- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
@@ -513,15 +513,15 @@ redis.register_function{
 --- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
 --- at the key, of any type, is an error and the key is left untouched.
 --- @key    bucket       hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
---- @arg    capacity     int     units the bucket holds (1..1e9)
---- @arg    rate         int     units drained per period (1..1e9), at most one per µs
---- @arg    period       ms      drain period (1..1e11 ms); capacity*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int     units to pour (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    capacity     int[1..1e9]       units the bucket holds
+--- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
+--- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     whole units that still fit, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms      until the bucket is empty
+--- @return remaining    int[0..]          whole units that still fit, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
@@ -764,14 +764,14 @@ redis.register_function{
 --- (0..1e9) and prev (0..2e9: counts from two windows can merge); anything
 --- else at the key, of any type, is an error and the key is left untouched.
 --- @key    counts       hash {s, t, cur, prev}: counts of the window from s and the one before; expires when both weigh 0
---- @arg    limit        int     most cost the estimate admits (1..1e9)
---- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
---- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..1e9]       most cost the estimate admits
+--- @arg    window       ms[1..1e11]       window length, aligned to the epoch
+--- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     most cost admitted right now, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until both counts weigh 0
+--- @return remaining    int[0..]          most cost admitted right now, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
@@ -1031,14 +1031,14 @@ redis.register_function{
 --- form is an error and the key is left untouched (members in between are
 --- not read: that would cost O(limit) per call).
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
---- @arg    limit        int     most cost admitted within any window (1..10000)
---- @arg    window       ms      window length (1..1e11 ms)
---- @arg    cost         int     units to admit (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..10000]     most cost admitted within any window
+--- @arg    window       ms[1..1e11]       window length
+--- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     units that still fit in the window, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until the newest member leaves the window
+--- @return remaining    int[0..]          units that still fit in the window, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
@@ -1300,16 +1300,16 @@ redis.register_function{
 --- instant tokens were credited up to); anything else at the key, of any
 --- type, is an error and the key is left untouched.
 --- @key    bucket       hash {tokens, ts}; expires once full
---- @arg    capacity     int     maximum tokens (1..1e9)
---- @arg    rate         int     tokens added per period (1..1e9)
---- @arg    period       ms      refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
---- @arg    refill       string  "smooth" or "interval"
---- @arg    cost         int     tokens to take (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    capacity     int[1..1e9]            maximum tokens
+--- @arg    rate         int[1..1e9]            tokens added per period
+--- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
+--- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
+--- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
+--- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     tokens left, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms      until the bucket is full again
+--- @return remaining    int[0..]               tokens left, never negative
+--- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

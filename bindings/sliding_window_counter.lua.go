@@ -21,25 +21,25 @@ var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", s
 
 // SlidingWindowCounterParams holds the arguments (ARGV) of sliding_window_counter.lua.
 type SlidingWindowCounterParams struct {
-	// Limit (ARGV[1]): most cost the estimate admits (1..1e9)
+	// Limit (ARGV[1], [1..1e9]): most cost the estimate admits
 	Limit int64
-	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms), aligned to the epoch
+	// Window (ARGV[2], sent in whole milliseconds, [1..1e11]): window length, aligned to the epoch
 	Window time.Duration
-	// Cost (ARGV[3]): cost to count (0..1e9); 0 only peeks
+	// Cost (ARGV[3], [0..1e9]): cost to count; 0 only peeks
 	Cost int64
-	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
-	Now time.Duration
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	Now time.Time
 }
 
 // SlidingWindowCounterResult is the reply of sliding_window_counter.lua.
 type SlidingWindowCounterResult struct {
 	// Allowed is reply element 1.
 	Allowed bool
-	// Remaining (reply element 2): most cost admitted right now, never negative
+	// Remaining (reply element 2, [0..]): most cost admitted right now, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds limit
 	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until both counts weigh 0
+	// ResetAfter (reply element 4, in milliseconds, [0..]): until both counts weigh 0
 	ResetAfter time.Duration
 }
 
@@ -107,10 +107,10 @@ func (b *Batch) SlidingWindowCounter(counts string, p SlidingWindowCounterParams
 
 func slidingWindowCounterCall(counts string, p SlidingWindowCounterParams) *call {
 	e := newEncoder(slidingWindowCounterInfo, []string{counts})
-	e.int("limit", p.Limit, nil)
-	e.ms("window", p.Window, nil)
-	e.int("cost", p.Cost, nil)
-	e.us("now", p.Now, nil)
+	e.int("limit", p.Limit, between(1, 1000000000))
+	e.ms("window", p.Window, between(1, 100000000000))
+	e.int("cost", p.Cost, between(0, 1000000000))
+	e.unixUs("now", p.Now, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -118,9 +118,9 @@ func slidingWindowCounterDecode(v any) (SlidingWindowCounterResult, error) {
 	d := newDecoder(slidingWindowCounterInfo, v, 4, false)
 	r := SlidingWindowCounterResult{
 		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", nil),
-		RetryAfter: d.ms(2, "retry_after", nil),
-		ResetAfter: d.ms(3, "reset_after", nil),
+		Remaining:  d.int(1, "remaining", atLeast(0)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
 		return SlidingWindowCounterResult{}, d.err
@@ -172,14 +172,14 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- (0..1e9) and prev (0..2e9: counts from two windows can merge); anything
 --- else at the key, of any type, is an error and the key is left untouched.
 --- @key    counts       hash {s, t, cur, prev}: counts of the window from s and the one before; expires when both weigh 0
---- @arg    limit        int     most cost the estimate admits (1..1e9)
---- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
---- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..1e9]       most cost the estimate admits
+--- @arg    window       ms[1..1e11]       window length, aligned to the epoch
+--- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     most cost admitted right now, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until both counts weigh 0
+--- @return remaining    int[0..]          most cost admitted right now, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

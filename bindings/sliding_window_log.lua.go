@@ -21,25 +21,25 @@ var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", script: S
 
 // SlidingWindowLogParams holds the arguments (ARGV) of sliding_window_log.lua.
 type SlidingWindowLogParams struct {
-	// Limit (ARGV[1]): most cost admitted within any window (1..10000)
+	// Limit (ARGV[1], [1..10000]): most cost admitted within any window
 	Limit int64
-	// Window (ARGV[2], sent in whole milliseconds): window length (1..1e11 ms)
+	// Window (ARGV[2], sent in whole milliseconds, [1..1e11]): window length
 	Window time.Duration
-	// Cost (ARGV[3]): units to admit (0..1e9); 0 only peeks
+	// Cost (ARGV[3], [0..1e9]): units to admit; 0 only peeks
 	Cost int64
-	// Now (ARGV[4], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
-	Now time.Duration
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	Now time.Time
 }
 
 // SlidingWindowLogResult is the reply of sliding_window_log.lua.
 type SlidingWindowLogResult struct {
 	// Allowed is reply element 1.
 	Allowed bool
-	// Remaining (reply element 2): units that still fit in the window, never negative
+	// Remaining (reply element 2, [0..]): units that still fit in the window, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds limit
 	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the newest member leaves the window
+	// ResetAfter (reply element 4, in milliseconds, [0..]): until the newest member leaves the window
 	ResetAfter time.Duration
 }
 
@@ -99,10 +99,10 @@ func (b *Batch) SlidingWindowLog(log string, p SlidingWindowLogParams) *Pending[
 
 func slidingWindowLogCall(log string, p SlidingWindowLogParams) *call {
 	e := newEncoder(slidingWindowLogInfo, []string{log})
-	e.int("limit", p.Limit, nil)
-	e.ms("window", p.Window, nil)
-	e.int("cost", p.Cost, nil)
-	e.us("now", p.Now, nil)
+	e.int("limit", p.Limit, between(1, 10000))
+	e.ms("window", p.Window, between(1, 100000000000))
+	e.int("cost", p.Cost, between(0, 1000000000))
+	e.unixUs("now", p.Now, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -110,9 +110,9 @@ func slidingWindowLogDecode(v any) (SlidingWindowLogResult, error) {
 	d := newDecoder(slidingWindowLogInfo, v, 4, false)
 	r := SlidingWindowLogResult{
 		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", nil),
-		RetryAfter: d.ms(2, "retry_after", nil),
-		ResetAfter: d.ms(3, "reset_after", nil),
+		Remaining:  d.int(1, "remaining", atLeast(0)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
 		return SlidingWindowLogResult{}, d.err
@@ -156,14 +156,14 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- form is an error and the key is left untouched (members in between are
 --- not read: that would cost O(limit) per call).
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
---- @arg    limit        int     most cost admitted within any window (1..10000)
---- @arg    window       ms      window length (1..1e11 ms)
---- @arg    cost         int     units to admit (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..10000]     most cost admitted within any window
+--- @arg    window       ms[1..1e11]       window length
+--- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     units that still fit in the window, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until the newest member leaves the window
+--- @return remaining    int[0..]          units that still fit in the window, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

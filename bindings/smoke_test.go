@@ -11,32 +11,32 @@ import (
 
 // smoke calls one bundled script through its typed API with room for
 // exactly one unit of cost, and reports whether the call was allowed.
-type smoke func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error)
+type smoke func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error)
 
 // smokes has one entry per script in ../lua; TestSmokeCoversEveryScript
 // fails when a script has none, so a new script cannot skip this.
 var smokes = map[string]smoke{
-	"token_bucket.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error) {
+	"token_bucket.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := TokenBucket(ctx, c, key, TokenBucketParams{Capacity: 1, Rate: 1, Period: time.Second, Refill: "interval", Cost: 1, Now: now})
 		return r.Allowed, err
 	},
-	"fixed_window.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error) {
+	"fixed_window.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := FixedWindow(ctx, c, key, FixedWindowParams{Limit: 1, Window: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
-	"leaky_bucket.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error) {
+	"leaky_bucket.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := LeakyBucket(ctx, c, key, LeakyBucketParams{Capacity: 1, Rate: 1, Period: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
-	"sliding_window_counter.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error) {
+	"sliding_window_counter.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := SlidingWindowCounter(ctx, c, key, SlidingWindowCounterParams{Limit: 1, Window: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
-	"sliding_window_log.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error) {
+	"sliding_window_log.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := SlidingWindowLog(ctx, c, key, SlidingWindowLogParams{Limit: 1, Window: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
-	"gcra.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Duration) (bool, error) {
+	"gcra.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := GCRA(ctx, c, key, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
@@ -55,7 +55,7 @@ func TestSmokeCoversEveryScript(t *testing.T) {
 func TestSmoke(t *testing.T) {
 	_, c := newServer(t)
 	ctx := context.Background()
-	now := 1_700_000_000_500_000 * time.Microsecond
+	now := time.UnixMicro(1_700_000_000_500_000)
 	for file, call := range smokes {
 		t.Run(file, func(t *testing.T) {
 			var got []bool

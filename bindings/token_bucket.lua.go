@@ -19,31 +19,40 @@ func TokenBucketSource() string { return tokenBucketSource }
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", script: TokenBucketScript}
 
+// TokenBucketRefill is the refill of token_bucket.lua: one of "smooth", "interval".
+type TokenBucketRefill string
+
+// The values of TokenBucketRefill.
+const (
+	TokenBucketRefillSmooth   TokenBucketRefill = "smooth"
+	TokenBucketRefillInterval TokenBucketRefill = "interval"
+)
+
 // TokenBucketParams holds the arguments (ARGV) of token_bucket.lua.
 type TokenBucketParams struct {
-	// Capacity (ARGV[1]): maximum tokens (1..1e9)
+	// Capacity (ARGV[1], [1..1e9]): maximum tokens
 	Capacity int64
-	// Rate (ARGV[2]): tokens added per period (1..1e9)
+	// Rate (ARGV[2], [1..1e9]): tokens added per period
 	Rate int64
-	// Period (ARGV[3], sent in whole milliseconds): refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
+	// Period (ARGV[3], sent in whole milliseconds, [1..1e11]): refill period; capacity/rate*period at most 1e15 µs (31 years)
 	Period time.Duration
-	// Refill (ARGV[4]): "smooth" or "interval"
-	Refill string
-	// Cost (ARGV[5]): tokens to take (0..1e9); 0 only peeks
+	// Refill (ARGV[4]): how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
+	Refill TokenBucketRefill
+	// Cost (ARGV[5], [0..1e9]): tokens to take; 0 only peeks
 	Cost int64
-	// Now (ARGV[6], sent in whole microseconds): caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
-	Now time.Duration
+	// Now (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	Now time.Time
 }
 
 // TokenBucketResult is the reply of token_bucket.lua.
 type TokenBucketResult struct {
 	// Allowed is reply element 1.
 	Allowed bool
-	// Remaining (reply element 2): tokens left, never negative
+	// Remaining (reply element 2, [0..]): tokens left, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds): 0 when allowed; -1 when cost exceeds capacity
+	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds capacity
 	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds): until the bucket is full again
+	// ResetAfter (reply element 4, in milliseconds, [0..]): until the bucket is full again
 	ResetAfter time.Duration
 }
 
@@ -98,12 +107,12 @@ func (b *Batch) TokenBucket(bucket string, p TokenBucketParams) *Pending[TokenBu
 
 func tokenBucketCall(bucket string, p TokenBucketParams) *call {
 	e := newEncoder(tokenBucketInfo, []string{bucket})
-	e.int("capacity", p.Capacity, nil)
-	e.int("rate", p.Rate, nil)
-	e.ms("period", p.Period, nil)
-	e.string(p.Refill)
-	e.int("cost", p.Cost, nil)
-	e.us("now", p.Now, nil)
+	e.int("capacity", p.Capacity, between(1, 1000000000))
+	e.int("rate", p.Rate, between(1, 1000000000))
+	e.ms("period", p.Period, between(1, 100000000000))
+	e.enum("refill", string(p.Refill), "smooth", "interval")
+	e.int("cost", p.Cost, between(0, 1000000000))
+	e.unixUs("now", p.Now, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -111,9 +120,9 @@ func tokenBucketDecode(v any) (TokenBucketResult, error) {
 	d := newDecoder(tokenBucketInfo, v, 4, false)
 	r := TokenBucketResult{
 		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", nil),
-		RetryAfter: d.ms(2, "retry_after", nil),
-		ResetAfter: d.ms(3, "reset_after", nil),
+		Remaining:  d.int(1, "remaining", atLeast(0)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
 		return TokenBucketResult{}, d.err
@@ -152,16 +161,16 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- instant tokens were credited up to); anything else at the key, of any
 --- type, is an error and the key is left untouched.
 --- @key    bucket       hash {tokens, ts}; expires once full
---- @arg    capacity     int     maximum tokens (1..1e9)
---- @arg    rate         int     tokens added per period (1..1e9)
---- @arg    period       ms      refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
---- @arg    refill       string  "smooth" or "interval"
---- @arg    cost         int     tokens to take (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    capacity     int[1..1e9]            maximum tokens
+--- @arg    rate         int[1..1e9]            tokens added per period
+--- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
+--- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
+--- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
+--- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     tokens left, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms      until the bucket is full again
+--- @return remaining    int[0..]               tokens left, never negative
+--- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

@@ -34,15 +34,15 @@
 --- at most 1e15 µs past <at>; anything else at the key, of any type, is an
 --- error and the key is left untouched.
 --- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
---- @arg    burst        int     requests that may pass at once (1..1e9)
---- @arg    rate         int     requests per period at the steady pace (1..1e9), at most one per µs
---- @arg    period       ms      the period of rate (1..1e11 ms); burst*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int     requests this call counts for (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    burst        int[1..1e9]       requests that may pass at once
+--- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
+--- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     whole requests that would still pass now, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds burst
---- @return reset_after  ms      until the TAT is reached and a full burst passes again
+--- @return remaining    int[0..]          whole requests that would still pass now, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
+--- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

@@ -33,15 +33,15 @@
 --- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
 --- at the key, of any type, is an error and the key is left untouched.
 --- @key    bucket       hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
---- @arg    capacity     int     units the bucket holds (1..1e9)
---- @arg    rate         int     units drained per period (1..1e9), at most one per µs
---- @arg    period       ms      drain period (1..1e11 ms); capacity*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int     units to pour (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    capacity     int[1..1e9]       units the bucket holds
+--- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
+--- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     whole units that still fit, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms      until the bucket is empty
+--- @return remaining    int[0..]          whole units that still fit, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

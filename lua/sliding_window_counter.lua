@@ -40,14 +40,14 @@
 --- (0..1e9) and prev (0..2e9: counts from two windows can merge); anything
 --- else at the key, of any type, is an error and the key is left untouched.
 --- @key    counts       hash {s, t, cur, prev}: counts of the window from s and the one before; expires when both weigh 0
---- @arg    limit        int     most cost the estimate admits (1..1e9)
---- @arg    window       ms      window length (1..1e11 ms), aligned to the epoch
---- @arg    cost         int     cost to count (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..1e9]       most cost the estimate admits
+--- @arg    window       ms[1..1e11]       window length, aligned to the epoch
+--- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     most cost admitted right now, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until both counts weigh 0
+--- @return remaining    int[0..]          most cost admitted right now, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

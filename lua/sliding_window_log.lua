@@ -32,14 +32,14 @@
 --- form is an error and the key is left untouched (members in between are
 --- not read: that would cost O(limit) per call).
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
---- @arg    limit        int     most cost admitted within any window (1..10000)
---- @arg    window       ms      window length (1..1e11 ms)
---- @arg    cost         int     units to admit (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    limit        int[1..10000]     most cost admitted within any window
+--- @arg    window       ms[1..1e11]       window length
+--- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     units that still fit in the window, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds limit
---- @return reset_after  ms      until the newest member leaves the window
+--- @return remaining    int[0..]          units that still fit in the window, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

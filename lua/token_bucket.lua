@@ -27,16 +27,16 @@
 --- instant tokens were credited up to); anything else at the key, of any
 --- type, is an error and the key is left untouched.
 --- @key    bucket       hash {tokens, ts}; expires once full
---- @arg    capacity     int     maximum tokens (1..1e9)
---- @arg    rate         int     tokens added per period (1..1e9)
---- @arg    period       ms      refill period (1..1e11 ms); capacity/rate*period at most 1e15 µs (31 years)
---- @arg    refill       string  "smooth" or "interval"
---- @arg    cost         int     tokens to take (0..1e9); 0 only peeks
---- @arg    now          us      caller clock in µs since the epoch (0..2^52), within 60 s of the server's TIME; 0 uses TIME
+--- @arg    capacity     int[1..1e9]            maximum tokens
+--- @arg    rate         int[1..1e9]            tokens added per period
+--- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
+--- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
+--- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
+--- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @return allowed      bool
---- @return remaining    int     tokens left, never negative
---- @return retry_after  ms      0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms      until the bucket is full again
+--- @return remaining    int[0..]               tokens left, never negative
+--- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched

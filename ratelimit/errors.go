@@ -20,7 +20,9 @@ var (
 	// in one shared bucket; name a shared bucket explicitly instead.
 	ErrInvalidKey = errors.New("ratelimit: invalid key")
 	// ErrClock: the clock given with WithClock returned an instant before
-	// the Unix epoch or after 2^52 µs (year 2112).
+	// the Unix epoch or after 2^52 µs (year 2112), or, as only Redis can
+	// tell, more than 60 s from the server's TIME (the scripts refuse such
+	// a clock rather than let it lock a key out or stretch its TTL).
 	ErrClock = errors.New("ratelimit: clock out of range")
 	// ErrTimeout: Redis did not answer within the limiter's timeout. With
 	// OnFailure(FailOpen) or OnFailure(FailClosed) it is never returned: it

@@ -186,7 +186,8 @@ func TestReset(t *testing.T) {
 // epoch (and its "not a whole number of microseconds") cannot be reached.
 func TestClock(t *testing.T) {
 	f := newFrozen(t) // the server's clock stays at t0
-	now := t0.Add(time.Hour)
+	// The scripts take a caller clock within 60 s of the server's TIME.
+	now := t0.Add(30 * time.Second)
 	l := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return now }))
 	for i := 0; i < 10; i++ {
 		l.Allow(ctx, "k")
@@ -198,9 +199,16 @@ func TestClock(t *testing.T) {
 	if d, _ := l.Allow(ctx, "k"); !d.Allowed {
 		t.Error("the caller clock moved 100 ms and no request passes")
 	}
-	// The server's clock is one hour behind: the key's TTL covers that.
-	if ttl := f.TTL(l.RedisKey("k")); ttl < time.Hour {
-		t.Errorf("TTL %v, want over an hour", ttl)
+	// The server's clock is 30 s behind: the key's TTL covers that.
+	if ttl := f.TTL(l.RedisKey("k")); ttl < 30*time.Second {
+		t.Errorf("TTL %v, want over 30 s", ttl)
+	}
+
+	// A clock more than 60 s from the server's is the scripts' to refuse:
+	// the error says it is the clock, and no failure policy hides it.
+	far := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) }), ratelimit.OnFailure(ratelimit.FailOpen))
+	if d, err := far.Allow(ctx, "far"); !errors.Is(err, ratelimit.ErrClock) || d.Allowed {
+		t.Errorf("a clock an hour ahead of the server's: %v, %v; want ErrClock, not allowed", d, err)
 	}
 
 	for _, bad := range []time.Time{time.Unix(-1, 0), time.UnixMicro(1 << 53), time.Unix(0, 0)} {

@@ -9,6 +9,8 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,25 +51,25 @@ type script struct {
 }
 
 var scripts = [...]script{
-	GCRA: bind(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, cost int64, now time.Duration) bindings.GCRAParams {
+	GCRA: bind(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, cost int64, now time.Time) bindings.GCRAParams {
 		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now}
 	}),
-	TokenBucket: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, cost int64, now time.Duration) bindings.TokenBucketParams {
-		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: "smooth", Cost: cost, Now: now}
+	TokenBucket: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, cost int64, now time.Time) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillSmooth, Cost: cost, Now: now}
 	}),
-	TokenBucketInterval: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, cost int64, now time.Duration) bindings.TokenBucketParams {
-		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: "interval", Cost: cost, Now: now}
+	TokenBucketInterval: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, cost int64, now time.Time) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillInterval, Cost: cost, Now: now}
 	}),
-	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now time.Duration) bindings.LeakyBucketParams {
+	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now time.Time) bindings.LeakyBucketParams {
 		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now}
 	}),
-	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now time.Duration) bindings.FixedWindowParams {
+	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now time.Time) bindings.FixedWindowParams {
 		return bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
 	}),
-	SlidingWindowLog: bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now time.Duration) bindings.SlidingWindowLogParams {
+	SlidingWindowLog: bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now time.Time) bindings.SlidingWindowLogParams {
 		return bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
 	}),
-	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now time.Duration) bindings.SlidingWindowCounterParams {
+	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now time.Time) bindings.SlidingWindowCounterParams {
 		return bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
 	}),
 }
@@ -76,31 +78,33 @@ func bind[P any, R result](
 	run func(context.Context, redis.Scripter, string, P) (R, error),
 	queue func(*bindings.Batch, string, P) *bindings.Pending[R],
 	check func(Limit) *LimitError,
-	params func(l Limit, cost int64, now time.Duration) P,
+	params func(l Limit, cost int64, now time.Time) P,
 ) script {
 	return script{
 		run: func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error) {
-			r, err := run(ctx, c, key, params(l, cost, scriptClock(now)))
-			return reply(r), err
+			r, err := run(ctx, c, key, params(l, cost, now))
+			return reply(r), clockRefused(err)
 		},
 		queue: func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error) {
-			p := queue(b, key, params(l, cost, scriptClock(now)))
+			p := queue(b, key, params(l, cost, now))
 			return func() (reply, error) {
 				r, err := p.Result()
-				return reply(r), err
+				return reply(r), clockRefused(err)
 			}
 		},
 		check: check,
 	}
 }
 
-// scriptClock is the one place a caller clock becomes the scripts' now
-// argument: µs since the epoch, 0 for the server's TIME.
-func scriptClock(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
+// clockRefused marks the scripts' refusal of a caller clock more than 60 s
+// from the server's TIME as ErrClock: only the server can tell, so New
+// cannot refuse it, and no failure policy may hide a wrong clock.
+func clockRefused(err error) error {
+	var se *bindings.ScriptError
+	if errors.As(err, &se) && se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0") {
+		return fmt.Errorf("%w: %w", ErrClock, err)
 	}
-	return time.Duration(t.UnixMicro()) * time.Microsecond
+	return err
 }
 
 // scriptAnswered reports whether err is the script's own answer (an error

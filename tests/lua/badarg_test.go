@@ -1,6 +1,7 @@
 package luatest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,20 +29,41 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 			}
 			header := parseHeader(t, name, src)
 			r, keys, good := firstWrite(t, name, src)
+			checked := map[string]bool{}
 			for i, arg := range header.Args {
-				switch arg.Type {
-				case gen.Int, gen.Millis, gen.Micros, gen.Seconds:
+				var values []string
+				switch {
+				case len(arg.Enum) > 0:
+					// Any word but the declared ones, and the right word
+					// in another case or with a space.
+					values = []string{"", "0", "1", "nil", strings.ToUpper(arg.Enum[0]), " " + arg.Enum[0], arg.Enum[0] + "\x00"}
+				case arg.Type.IsInteger():
+					values = append([]string(nil), bad...)
+					if arg.Name != "cost" && arg.Name != "now" {
+						values = append(values, "0") // meaningless for every other number
+					}
+					// The header's bounds, one past each side.
+					if arg.Min != nil {
+						values = append(values, strconv.FormatInt(arg.Min.Int-1, 10))
+					}
+					if arg.Max != nil {
+						values = append(values, strconv.FormatInt(arg.Max.Int+1, 10))
+					}
 				default:
 					continue
 				}
-				values := bad
-				if arg.Name != "cost" && arg.Name != "now" {
-					values = append(values, "0") // meaningless for every other number
-				}
+				checked[arg.Name] = true
 				for _, v := range values {
 					argv := append([]string(nil), good...)
 					argv[i] = v
 					expectBadArg(t, r, src, keys, argv, "BADARG "+arg.Name+" ")
+				}
+			}
+			// A header whose types stop being read as numbers must not
+			// quietly empty this sweep.
+			for _, name := range []string{"cost", "now"} {
+				if !checked[name] {
+					t.Errorf("%s was not swept: its header type is %q", name, header.Args[len(header.Args)-1].Type)
 				}
 			}
 			for n := 0; n < len(good); n++ {

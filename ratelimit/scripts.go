@@ -3,8 +3,7 @@ package ratelimit
 // This is the only file that calls package bindings: the one table that
 // knows the six scripts, how a Limit maps onto each one's arguments, and
 // which bounds (bounds.go) each one checks. When the generated bindings
-// change shape (a Now that is a time.Time, a named Refill type, bounds
-// checked in Go), this file is what adapts.
+// change shape, this file is what adapts.
 
 import (
 	"context"

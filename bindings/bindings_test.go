@@ -95,8 +95,11 @@ func TestTokenBucket(t *testing.T) {
 
 func TestBadArg(t *testing.T) {
 	_, c := newServer(t)
+	// Within every bound the header declares, so Go sends it, but a bucket
+	// that takes 1e11 s to fill is past the script's own bound on the
+	// time to fill (1e15 µs).
 	p := bucketParams(1, time.Time{})
-	p.Capacity = 0
+	p.Capacity, p.Rate, p.Period = 1e9, 1, 1e11*time.Millisecond
 	_, err := TokenBucket(context.Background(), c, "tb:bad", p)
 	if !errors.Is(err, ErrBadArg) {
 		t.Fatalf("err = %v, want one matching ErrBadArg", err)
@@ -144,7 +147,7 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 	}
 	now := time.Unix(1_700_000_000, 0)
 	bad := bucketParams(1, now)
-	bad.Rate = 0
+	bad.Capacity, bad.Rate, bad.Period = 1e9, 1, 1e11*time.Millisecond // see TestBadArg
 
 	b := NewBatch()
 	first := b.TokenBucket("tb:batch", bucketParams(1, now))

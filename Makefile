@@ -27,7 +27,7 @@ test-lua:
 # go test -fuzz takes one target at a time. Plain go test runs their seeds.
 # fuzz-ci is the bounded run for CI; make fuzz runs longer, and FUZZTIME
 # sets the time per target either way.
-FUZZ_TARGETS = FuzzTokenBucket FuzzLeakyBucket FuzzGCRA FuzzFixedWindow FuzzSlidingWindowCounter FuzzSlidingWindowLog
+FUZZ_TARGETS = FuzzTokenBucket FuzzLeakyBucket FuzzGCRA FuzzFixedWindow FuzzSlidingWindowCounter FuzzSlidingWindowLog FuzzMulti FuzzConcurrency
 
 fuzz-ci: FUZZTIME ?= 10s
 fuzz-ci: fuzz-run

@@ -276,6 +276,18 @@ elseif op ~= 'acquire' and not mine then
   return answer(0, live, 0, last)
 end
 
+-- A release of the newest lease leaves the next newest last: it is read,
+-- and checked, before anything is written.
+if op == 'release' and mine == last and live > 1 then
+  local top = redis.call('ZRANGE', leases, '-2', '-1', 'WITHSCORES')
+  if top[3] == lease then
+    last = expiry(top[1], top[2])
+    if last == nil then
+      return badstate()
+    end
+  end
+end
+
 -- Every write removes the leases that have expired first (bounded by the
 -- set's size), so crashed holders' leases never pile up.
 if live < size then
@@ -284,10 +296,6 @@ end
 if op == 'release' then
   redis.call('ZREM', leases, lease)
   live = live - 1
-  if live > 0 and mine == last then
-    local newest = redis.call('ZRANGE', leases, '-1', '-1', 'WITHSCORES')
-    last = expiry(newest[1], newest[2])
-  end
 else
   -- A lease's expiry never moves back, so a late renew cannot cut one short.
   local until_us = now + ttl_us

@@ -58,24 +58,12 @@ func FuzzConcurrency(f *testing.F) {
 		}
 		lines := strings.Split(calls, "\n")
 		for _, ln := range lines[:min(len(lines), 60)] {
-			fields := strings.Split(ln, "\t")
-			if len(fields) < 2 {
+			keys, adv, argv, ok := fuzzLine(ln)
+			if !ok {
 				continue
 			}
-			keys, adv := []string{"k"}, fields[0]
-			switch {
-			case strings.HasSuffix(adv, "**"):
-				keys, adv = []string{"k", "k2"}, strings.TrimSuffix(adv, "**")
-			case strings.HasSuffix(adv, "*"):
-				keys, adv = nil, strings.TrimSuffix(adv, "*")
-			}
-			d, _ := strconv.ParseInt(adv, 10, 64)
-			fz.advance(d)
-			argv := fields[1:]
-			if last := argv[len(argv)-1]; strings.HasPrefix(last, "~") {
-				n, _ := strconv.ParseInt(last[1:], 10, 64)
-				argv[len(argv)-1] = strconv.FormatInt(max(0, fz.w.lua.Now()+max(-1e13, min(1e13, n))), 10)
-			}
+			fz.advance(adv)
+			argv[len(argv)-1] = fuzzClock(argv[len(argv)-1], fz.w.lua.Now())
 			fz.call(keys, argv)
 		}
 		fz.random(rand.New(rand.NewSource(seed)), 60)

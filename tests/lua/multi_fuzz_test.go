@@ -72,9 +72,8 @@ func FuzzMulti(f *testing.F) {
 			d, _ := strconv.ParseInt(adv, 10, 64)
 			fz.advance(d)
 			argv := fields[1:]
-			if len(argv) > 1 && strings.HasPrefix(argv[1], "~") {
-				v, _ := strconv.ParseInt(argv[1][1:], 10, 64)
-				argv[1] = strconv.FormatInt(max(0, fz.w.lua.Now()+max(-1e13, min(1e13, v))), 10)
+			if len(argv) > 1 {
+				argv[1] = fuzzClock(argv[1], fz.w.lua.Now())
 			}
 			keys := max(1, min(4, (len(argv)-2)/3))
 			if n != "" {

@@ -227,6 +227,10 @@ class Script:
                 fail("a naive datetime has no time zone: give it one (datetime.now(timezone.utc))")
             else:
                 n = ((v - _EPOCH) // _US) // _PER_UNIT[f["unit"]]  # rounded down
+                # 0 is the scripts' word for "the server's clock": an instant
+                # that rounds to it is refused, not quietly made another clock.
+                if n == 0:
+                    fail(f"{v.isoformat()} rounds to 0 {f['unit']}, which reads as the server's clock: pass None for that")
         self._check_bounds(f, n, fail)
         return str(n)
 

@@ -84,6 +84,7 @@ class ManifestTest(unittest.TestCase):
             "int for duration": dict(ok, period=1000),
             "part of a ms": dict(ok, period=dt.timedelta(microseconds=1500)),
             "naive datetime": dict(ok, now=dt.datetime(2026, 1, 1)),
+            "epoch reads as the server clock": dict(ok, now=dt.datetime(1970, 1, 1, tzinfo=UTC)),
             "unknown": dict(ok, burts=3),
         }
         missing = dict(ok)
@@ -200,6 +201,22 @@ class ManifestTest(unittest.TestCase):
             s.encode(["a"], {"n": 2, "windows": dt.timedelta(seconds=1)})
         got = s.decode([0, 5, -1])
         self.assertEqual(got, s.Reply(False, (dt.timedelta(milliseconds=5), redlimit.NEVER)))
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_values_by_the_manifest_types(self):
+        import demo
+
+        gcra = redlimit.Bundle.load(MANIFEST)["gcra"]
+        self.assertEqual(demo.parse_args(gcra, ["burst=3", "rate=3", "period=1h", "cost=1"]),
+                         {"burst": 3, "rate": 3, "period": dt.timedelta(hours=1), "cost": 1})
+        self.assertEqual(demo.parse_args(gcra, ["period=2500"]), {"period": dt.timedelta(milliseconds=2500)})
+        self.assertEqual(demo.parse_args(gcra, ["now=1700000000123456"])["now"],
+                         dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC))
+        self.assertIsNone(demo.parse_args(gcra, ["now=0"])["now"])
+        for bad in (["burst=3s"], ["nope=1"], ["burst"], ["now=1h"]):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                demo.parse_args(gcra, bad)
 
 
 if __name__ == "__main__":

@@ -127,10 +127,10 @@ def decide(r, bundle, script, keys, args, opts):
             return fail(opts, i, type(e).__name__, str(e), 1)
         if opts.json:
             line = {"script": script.name, "via": opts.via, "call": i}
-            line.update((k, to_json(v)) for k, v in reply._asdict().items())
+            line.update((r["name"], to_json(v)) for r, v in zip(script.returns, reply))
             print(json.dumps(line), flush=True)
         else:
-            print(f"{script.name:<14} call {i}: " + " ".join(f"{k}={to_text(v)}" for k, v in reply._asdict().items()))
+            print(f"{script.name:<14} call {i}: " + " ".join(f"{r['name']}={to_text(v)}" for r, v in zip(script.returns, reply)))
     return 0
 
 

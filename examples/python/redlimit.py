@@ -42,6 +42,7 @@ import datetime as _dt
 import decimal
 import hashlib
 import json
+import keyword
 import math
 import os
 import re
@@ -140,10 +141,11 @@ class Script:
             raise ManifestError(f"{self.name}: {e}") from e
         if hashlib.sha1(self.source).hexdigest() != self.sha1:
             raise ManifestError(f"{self.name}: {path} does not match the manifest's sha1: regenerate the manifest, or copy the files together")
-        # The reply as a named tuple, fields named as the manifest's returns.
+        # The reply as a named tuple, fields named as the manifest's returns
+        # (a Python keyword gets a trailing _, as PEP 8 suggests).
         self.Reply = collections.namedtuple(
             "".join(p.capitalize() for p in self.name.split("_")) + "Reply",
-            [r["name"] for r in self.returns],
+            [r["name"] + "_" if keyword.iskeyword(r["name"]) else r["name"] for r in self.returns],
         )
 
     def __repr__(self):

@@ -177,6 +177,8 @@ class ManifestTest(unittest.TestCase):
             return redlimit.Bundle.load(path)
 
         self.assertEqual([s.name for s in load()], ["gcra"])
+        renamed = load(lambda m: m["scripts"][0]["returns"][1].update(name="in"))["gcra"]
+        self.assertEqual(renamed.Reply._fields[1], "in_")
         with self.assertRaisesRegex(redlimit.ManifestError, "version"):
             load(lambda m: m.update(version=3))
         with self.assertRaisesRegex(redlimit.ManifestError, "sha1"):

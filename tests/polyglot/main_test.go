@@ -82,7 +82,9 @@ var langs = []lang{
 			return []string{python(t), filepath.Join(root, "examples", "python", "demo.py")}
 		},
 		unit: func(t *testing.T) *exec.Cmd {
-			return exec.Command(python(t), "-m", "unittest", "discover", "-v", "-s", filepath.Join(root, "examples", "python"))
+			cmd := exec.Command(python(t), "-m", "unittest", "discover", "-v", "-s", filepath.Join(root, "examples", "python"))
+			cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // leave the checkout as it was
+			return cmd
 		},
 	},
 	{
@@ -178,6 +180,7 @@ func cli(t *testing.T, prog []string, args ...string) run {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog[0], append(prog[1:], args...)...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -300,7 +300,11 @@ func TestDemo(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			prog := l.cli(t)
 			for _, via := range []string{"evalsha", "fcall"} {
-				r := cli(t, prog, "--redis", addr, "--via", via)
+				args := []string{"--redis", addr, "--via", via}
+				if via == "fcall" {
+					args = append(args, "--load-functions") // FUNCTION LOAD REPLACE first
+				}
+				r := cli(t, prog, args...)
 				if r.code != 0 {
 					t.Fatalf("--via %s:\n%s", via, r)
 				}
@@ -319,6 +323,39 @@ func TestDemo(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("--via %s (-want +got):\n%s\n%s", via, diff, r)
 				}
+			}
+		})
+	}
+}
+
+// TestStaleLibrary: where the server holds other code under the library's
+// name, a call does not replace it (FunctionsStaleError, the code left as
+// it was); --load-functions, FUNCTION LOAD REPLACE, does.
+func TestStaleLibrary(t *testing.T) {
+	rdb, addr := client(t)
+	ctx := context.Background()
+	const other = "#!lua name=redlimit\nredis.register_function('redlimit_other', function() return 1 end)"
+	for _, l := range langs {
+		t.Run(l.name, func(t *testing.T) {
+			prog := l.cli(t)
+			if err := rdb.FunctionLoadReplace(ctx, other).Err(); err != nil {
+				t.Fatal(err)
+			}
+			call := []string{"--redis", addr, "--via", "fcall", "--json", "--calls", "1", "gcra", "poly:{stale-" + l.name + "}", "burst=3", "rate=3", "period=1000", "cost=1"}
+			r := cli(t, prog, call...)
+			if r.code != 1 || len(r.lines) != 1 || r.lines[0].Error != "FunctionsStaleError" {
+				t.Errorf("a stale library: want exit 1 and FunctionsStaleError:\n%s", r)
+			}
+			libs, err := rdb.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: "redlimit", WithCode: true}).Result()
+			if err != nil || len(libs) != 1 || libs[0].Code != other {
+				t.Errorf("the other library was changed: %+v, %v", libs, err)
+			}
+			r = cli(t, prog, append([]string{"--load-functions"}, call...)...)
+			if r.code != 0 || len(r.lines) != 1 || r.lines[0].Allowed == nil || !*r.lines[0].Allowed {
+				t.Errorf("--load-functions: want one allowed decision:\n%s", r)
+			}
+			if err := bindings.CheckFunctions(ctx, rdb); err != nil {
+				t.Errorf("after --load-functions: %v", err)
 			}
 		})
 	}

@@ -156,6 +156,8 @@ class Script:
     def encode(self, keys, args):
         """Checks keys and args against the manifest and returns the KEYS and
         ARGV lists to send, ARGV in the manifest's order."""
+        if isinstance(keys, (str, bytes)):
+            raise ArgError(self.name, "keys", "takes a list of keys, not one str")
         keys = list(keys)
         nkeys = len(self.keys)
         variadic_key = nkeys > 0 and self.keys[-1].get("variadic")

@@ -96,7 +96,7 @@ class ManifestTest(unittest.TestCase):
                 with self.assertRaises(redlimit.ArgError):
                     gcra(r, ["k"], **args)
                 self.assertEqual(r.sent, [])
-        for keys in ([], ["a", "b"], [1]):
+        for keys in ([], ["a", "b"], [1], "k"):
             with self.assertRaises(redlimit.ArgError):
                 gcra.encode(keys, ok)
 

@@ -111,7 +111,7 @@ def to_text(v):
     return str(v)
 
 
-def decide(r, bundle, script, keys, args, opts):
+def decide(r, script, keys, args, opts):
     """Runs calls of one script; returns the exit status."""
     for i in range(1, opts.calls + 1):
         try:
@@ -171,7 +171,7 @@ def main(argv=None):
             for name, text in DEMO:
                 script = bundle[name]
                 key = f"redlimit-example:{{python-{os.getpid()}}}:{name}"
-                status = status or decide(r, bundle, script, [key], parse_args(script, [f"{k}={v}" for k, v in text.items()]), opts)
+                status = status or decide(r, script, [key], parse_args(script, [f"{k}={v}" for k, v in text.items()]), opts)
             return status
         if opts.script not in bundle:
             p.error(f"no script {opts.script!r} in {opts.manifest}; it has {', '.join(s.name for s in bundle)}")
@@ -181,7 +181,7 @@ def main(argv=None):
             args = parse_args(script, opts.arg)
         except ValueError as e:
             return fail(opts, 0, "ArgError", str(e), 2)
-        return decide(r, bundle, script, keys, args, opts)
+        return decide(r, script, keys, args, opts)
     except redis.exceptions.RedisError as e:
         print(f"redis {opts.redis}: {e}", file=sys.stderr)
         return 1

@@ -15,9 +15,11 @@ test:
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
 
-# The same, but a missing redis-server (or chromium) is a failure, as in CI.
+# The real-Redis tiers, where a missing redis-server is a failure, as in CI
+# (and so are a missing redis-py or examples/node/node_modules for the
+# Python and Node examples).
 test-redis:
-	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/...
+	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/... ./tests/polyglot/...
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:

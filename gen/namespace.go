@@ -25,7 +25,8 @@ var sharedNames = []string{
 	// unexported
 	"allScripts", "atLeast", "atLeastF", "atMost", "atMostF", "between", "betweenF", "call", "decoder",
 	"describe", "encoder", "errNotExecuted", "errorCodes", "floatRange", "intRange", "isPipeline",
-	"newDecoder", "newEncoder", "queue", "rest", "result", "run", "runOnce", "scriptMeta", "unknownCommand",
+	"newDecoder", "newEncoder", "noScript", "queue", "rest", "result", "run", "runOnce", "scriptMeta", "unknownCommand",
+	"unsent",
 }
 
 // sharedMethods are the methods of Batch that luagen writes itself.

@@ -206,6 +206,13 @@ type scriptMeta struct {
 	file     string
 	script   *redis.Script
 	readOnly bool // @flags no-writes: sent as EVALSHA_RO / EVAL_RO
+	hash     any  // script.Hash(), boxed once for every call's command
+}
+
+func init() {
+	for _, s := range allScripts {
+		s.hash = s.script.Hash()
+	}
 }
 
 // wrap turns an error reply that starts with an @error code into a
@@ -240,15 +247,17 @@ func noScript(err error) bool {
 
 // call is one encoded script call; err is set when the parameters could not
 // be encoded, and then the call is never sent. keys and args live in keyBuf
-// and argBuf when they fit, so that a call is one allocation.
+// and argBuf when they fit, so that a call is one allocation; args start
+// after room for the command's name, the hash and the keys, so that a
+// single call sends argBuf itself as its command (see evalSha).
 type call struct {
 	s      *scriptMeta
 	keys   []string
 	args   []any
 	err    error
 	finish func(*redis.Cmd) error // set by queue
-	keyBuf [2]string
-	argBuf [8]any
+	keyBuf [1]string
+	argBuf [10]any // a call of 256 bytes in all
 }
 
 // isPipeline reports a redis.Pipeliner: commands queued on it have no reply
@@ -272,13 +281,13 @@ func run[T any](ctx context.Context, c redis.Scripter, cl *call, decode func(any
 }
 
 // runOnce sends a call: EVALSHA, then EVAL when the server lacks the
-// script (what redis.Script.Run does, without its allocation on success). A
-// no-writes script goes as EVALSHA_RO/EVAL_RO, so Redis enforces that it
-// writes nothing and a cluster may serve it from a replica; a server
-// without the _RO commands gets EVALSHA/EVAL instead.
+// script (what redis.Script.Run does). A no-writes script goes as
+// EVALSHA_RO/EVAL_RO, so Redis enforces that it writes nothing and a
+// cluster may serve it from a replica; a server without the _RO commands
+// gets EVALSHA/EVAL instead.
 func runOnce(ctx context.Context, c redis.Scripter, cl *call) *redis.Cmd {
 	if cl.s.readOnly {
-		cmd := cl.s.script.EvalShaRO(ctx, c, cl.keys, cl.args...)
+		cmd := evalSha(ctx, c, cl, "evalsha_ro")
 		if noScript(cmd.Err()) {
 			cmd = cl.s.script.EvalRO(ctx, c, cl.keys, cl.args...)
 		}
@@ -286,10 +295,43 @@ func runOnce(ctx context.Context, c redis.Scripter, cl *call) *redis.Cmd {
 			return cmd
 		}
 	}
-	cmd := cl.s.script.EvalSha(ctx, c, cl.keys, cl.args...)
+	cmd := evalSha(ctx, c, cl, "evalsha")
 	if noScript(cmd.Err()) {
 		cmd = cl.s.script.Eval(ctx, c, cl.keys, cl.args...)
 	}
+	return cmd
+}
+
+// processor is what every go-redis client has besides redis.Scripter.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// evalSha sends EVALSHA or EVALSHA_RO (name) for cl. On a client with
+// Process, every go-redis client, the command is cl.argBuf itself, where
+// go-redis's Scripter methods would copy the hash, the keys and the
+// arguments into a new slice: a decision is the cheaper by two allocations.
+//
+// name is an any holding a constant, which costs no allocation.
+func evalSha(ctx context.Context, c redis.Scripter, cl *call, name any) *redis.Cmd {
+	n := 3 + len(cl.keys) + len(cl.args)
+	p, ok := c.(processor)
+	if !ok || n > len(cl.argBuf) { // the arguments did not fit argBuf
+		if name == "evalsha_ro" {
+			return cl.s.script.EvalShaRO(ctx, c, cl.keys, cl.args...)
+		}
+		return cl.s.script.EvalSha(ctx, c, cl.keys, cl.args...)
+	}
+	argv := cl.argBuf[:n]
+	argv[0], argv[1], argv[2] = name, cl.s.hash, len(cl.keys)
+	for i, k := range cl.keys {
+		argv[3+i] = k
+	}
+	cmd := redis.NewCmd(ctx, argv...)
+	if len(cl.keys) > 0 {
+		cmd.SetFirstKeyPos(3) // as go-redis's EvalSha does, for routing
+	}
+	_ = p.Process(ctx, cmd)
 	return cmd
 }
 
@@ -349,11 +391,14 @@ func (r *intRange) String() string {
 type encoder struct{ cl *call }
 
 // newEncoder starts a call with a copy of keys (so a literal slice of keys
-// need not outlive the call to newEncoder).
+// need not outlive the call to newEncoder), and its arguments in argBuf
+// after room for the command's name, the hash and the keys.
 func newEncoder(s *scriptMeta, keys []string) encoder {
 	cl := &call{s: s}
 	cl.keys = append(cl.keyBuf[:0:len(cl.keyBuf)], keys...)
-	cl.args = cl.argBuf[:0:len(cl.argBuf)]
+	if from := 3 + len(keys); from <= len(cl.argBuf) {
+		cl.args = cl.argBuf[from:from]
+	}
 	return encoder{cl}
 }
 

@@ -23,8 +23,9 @@ import (
 // out for it: one caller's state under every limiter shares one Cluster
 // slot.)
 //
-// Each limiter applies its own failure policy and calls its own hook; the
-// shortest timeout among them bounds the whole round trip. The error is the
+// Each limiter applies its own failure policy, deny cache and hook (a
+// limiter whose cache answers is not sent at all); the shortest timeout
+// among the limiters sent bounds the whole round trip. The error is the
 // first one a limiter returned; the decisions are filled in all the same.
 func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision, error) {
 	return AllowAllN(ctx, key, 1, limiters...)

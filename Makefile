@@ -10,10 +10,12 @@ NESTED := tests/browser tests/autopipeline
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
-# is; each says plainly when it is missing.
+# is; each says plainly when it is missing. Of bench/, only the table
+# generator's tests (the benchmarks themselves run in make bench).
 test:
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
+	cd bench && $(GO) test ./cmd/...
 
 # The same, but a missing redis-server (or chromium) is a failure, as in CI.
 test-redis:

@@ -126,5 +126,8 @@ func chart(r *results) string {
 }
 
 func tick(v float64) string {
+	if v >= 1 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + "×"
+	}
 	return strconv.FormatFloat(v, 'g', 2, 64) + "×"
 }

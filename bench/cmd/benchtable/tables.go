@@ -111,8 +111,8 @@ var decisionColumns = []struct {
 }{
 	{"decisions/s", "", ""},
 	{"÷ floor", "", ""},
-	{"p50 µs", "p50-us", "%.0f"},
-	{"p99 µs", "p99-us", "%.0f"},
+	{"p50 µs", "p50-us", "latency"},
+	{"p99 µs", "p99-us", "latency"},
 	{"Redis µs in commands", "srv-cmd-us/op", "%.1f"},
 	{"Redis CPU µs", "srv-cpu-us/op", "%.1f"},
 	{"commands", "cmds/op", "%.2f"},
@@ -150,6 +150,13 @@ func decisionSection(r *results) string {
 					case "÷ floor":
 						if v, ok := r.vsFloor(s, g, impl); ok {
 							cell = ratio(v)
+						}
+					case "p50 µs", "p99 µs":
+						// A cached denial takes a fraction of a µs.
+						if v, ok := r.get(s, g, impl, c.unit); ok && v < 10 {
+							cell = fmt.Sprintf("%.2f", v)
+						} else if ok {
+							cell = fmt.Sprintf("%.0f", v)
 						}
 					default:
 						if v, ok := r.get(s, g, impl, c.unit); ok {

@@ -228,13 +228,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 		// comes from Redis (the AutoPipeliner first finishes the calls the
 		// timeouts abandoned).
 		for fb, l := range policies {
-			var d ratelimit.Decision
-			var err error
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if d, err = l.Allow(ctx, "k"); err == nil && d.Fallback == ratelimit.NoFallback {
-					break
-				}
-			}
+			d, err := fromRedis(ctx, l, "k")
 			if err != nil || d.Fallback != ratelimit.NoFallback || !d.Allowed {
 				t.Errorf("%s %v after the stall: %v, %v", name, fb, d, err)
 			}
@@ -255,13 +249,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 		}
 		srv.Restart()
 		for fb, l := range policies {
-			var d ratelimit.Decision
-			var err error
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if d, err = l.Allow(ctx, "k"); err == nil && d.Fallback == ratelimit.NoFallback {
-					break
-				}
-			}
+			d, err := fromRedis(ctx, l, "k")
 			// (Not exactly 1e6-1 left: a call the timeout abandoned while
 			// the AutoPipeliner reconnected may still have run.)
 			if err != nil || d.Fallback != ratelimit.NoFallback || !d.Allowed || d.Remaining < 1e6-10 {
@@ -275,4 +263,15 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 	rdb.Close()
 	admin.Close()
 	srv.Stop()
+}
+
+// fromRedis decides until Redis decides (no fallback, no error), for at
+// most 5 s, and returns the last decision.
+func fromRedis(ctx context.Context, l *ratelimit.Limiter, key string) (d ratelimit.Decision, err error) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if d, err = l.Allow(ctx, key); err == nil && d.Fallback == ratelimit.NoFallback {
+			break
+		}
+	}
+	return d, err
 }

@@ -1,11 +1,11 @@
 package ratelimit
 
 // The local deny cache (WithDenyCache). Redis told us a key is denied for
-// cost c until now + RetryAfter; until then every request of cost c or
-// more for that key would be denied again and change nothing, so the
-// limiter can say so itself, with no round trip. It never admits, so it can
-// never over-admit; what it can get wrong is denying a little longer than
-// Redis would, and only in the cases the godoc of WithDenyCache lists.
+// cost c until now + RetryAfter; until then every request of cost c for
+// that key would be denied again and change nothing, so the limiter can say
+// so itself, with no round trip. It never admits, so it can never
+// over-admit; what it can get wrong is denying a little longer than Redis
+// would, and only in the cases the godoc of WithDenyCache lists.
 
 import (
 	"hash/maphash"

@@ -10,10 +10,12 @@ NESTED := tests/browser tests/autopipeline
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
-# is; each says plainly when it is missing.
+# is; each says plainly when it is missing. Of bench/, only the table
+# generator's tests (the benchmarks themselves run in make bench).
 test:
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
+	cd bench && $(GO) test ./cmd/...
 
 # The real-Redis tiers, where a missing redis-server is a failure, as in CI
 # (and so are a missing redis-py or examples/node/node_modules for the
@@ -70,11 +72,12 @@ lint:
 	cd bench && $(GO) vet ./...
 	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-# Side by side with the peers on a real redis-server (see BENCHMARKS.md):
-# six passes of every benchmark, then medians and ratios.
+# Side by side with the peers on a real redis-server of its own (see
+# BENCHMARKS.md): six passes of the decision benchmarks, the memory
+# benchmark and the accuracy test into bench/results/latest.txt, then every
+# table of BENCHMARKS.md and benchmarks.svg regenerated from it.
 bench:
-	cd bench && for i in 1 2 3 4 5 6; do $(GO) test -run '^$$' -bench . -benchtime 10000x -count 1 || exit 1; done | tee new.txt
-	cd bench && $(GO) run ./cmd/benchtable new.txt
+	GO=$(GO) bench/run.sh
 
 # The demo page on http://127.0.0.1:8080/ (embedded miniredis; -redis ADDR
 # for a real one). Ctrl-C stops it.

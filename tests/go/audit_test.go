@@ -75,7 +75,10 @@ func TestAuditWithRedisCLI(t *testing.T) {
 	key := k("1")
 	c.want("1: 2^52", c.eval("token_bucket", key, 10, 5, 1000, "smooth", 10, 4503599627370496), "BADARG now must be 0 (the server's clock) or within 60000000 µs")
 	c.want("1: then the server's clock", c.eval("token_bucket", key, 10, 5, 1000, "smooth", 1, 0), "1 9 0 200")
-	if p, err := strconv.Atoi(c.run("PTTL", key)); err != nil || p > 200 || p < 1 {
+	// At most the 200 ms the bucket takes to refill; a redis-cli started
+	// on a loaded machine may find the key already gone (-2), which locks
+	// nothing either.
+	if p, err := strconv.Atoi(c.run("PTTL", key)); err != nil || p > 200 || (p < 1 && p != -2) {
 		t.Errorf("1: PTTL %d ms (%v), want at most 200", p, err)
 	}
 

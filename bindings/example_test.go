@@ -94,13 +94,19 @@ func ExampleScriptError() {
 	})
 	fmt.Println(errors.Is(err, bindings.ErrBadArg))
 
+	// A key that holds something else is refused and left as it was: a
+	// string that is not a window is ErrBadState, another type ErrWrongType.
 	rdb.Set(ctx, "fw:{b}", "not a counter", 0)
 	_, err = bindings.FixedWindow(ctx, rdb, "fw:{b}", bindings.FixedWindowParams{Limit: 5, Window: time.Minute, Cost: 1})
-	fmt.Println(errors.Is(err, bindings.ErrWrongType), rdb.Get(ctx, "fw:{b}").Val())
+	fmt.Println(errors.Is(err, bindings.ErrBadState), rdb.Get(ctx, "fw:{b}").Val())
+	rdb.RPush(ctx, "fw:{c}", "a list")
+	_, err = bindings.FixedWindow(ctx, rdb, "fw:{c}", bindings.FixedWindowParams{Limit: 5, Window: time.Minute, Cost: 1})
+	fmt.Println(errors.Is(err, bindings.ErrWrongType), rdb.LRange(ctx, "fw:{c}", 0, -1).Val())
 	// Output:
 	// true fixed_window.lua: argument limit: 0 is out of range [1..1000000000]
 	// true
 	// true not a counter
+	// true [a list]
 }
 
 // A Batch sends many calls in one pipeline; each Pending holds its own

@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci fuzz-luagen
+.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit): the demo page in headless
@@ -10,26 +10,34 @@ NESTED := tests/browser tests/autopipeline
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
-# is; each says plainly when it is missing.
+# is; each says plainly when it is missing. Of bench/, only the table
+# generator's tests (the benchmarks themselves run in make bench).
 test:
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
+	cd bench && $(GO) test ./cmd/...
 
-# The same, but a missing redis-server (or chromium) is a failure, as in CI.
+# The real-Redis tiers, where a missing redis-server is a failure, as in CI
+# (and so are a missing redis-py or examples/node/node_modules for the
+# Python and Node examples).
 test-redis:
-	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/...
+	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/... ./tests/polyglot/...
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:
 	$(GO) test ./tests/lua/...
 
-# The scripts' fuzz targets (tests/lua/fuzz_test.go), one after another:
-# go test -fuzz takes one target at a time. Plain go test runs their seeds.
-# fuzz-ci is the bounded run for CI; make fuzz runs longer, and FUZZTIME
-# sets the time per target either way.
-FUZZ_TARGETS = FuzzTokenBucket FuzzLeakyBucket FuzzGCRA FuzzFixedWindow FuzzSlidingWindowCounter FuzzSlidingWindowLog FuzzMulti FuzzConcurrency
+# Every fuzz target: the scripts (tests/lua), luagen's header parser, lint
+# and generator (gen), and the key builder (ratelimit), found by go test
+# -list so a new target cannot be left out. go test -fuzz takes one target
+# at a time; plain go test runs their seeds. fuzz-ci is the bounded run CI
+# makes; make fuzz runs longer; FUZZTIME sets the time per target either
+# way, FUZZ_PKGS the packages (make fuzz FUZZ_PKGS=./gen for luagen alone).
+# A failing input lands in the package's testdata/fuzz and from then on
+# runs in every go test.
+FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit
 
-fuzz-ci: FUZZTIME ?= 10s
+fuzz-ci: FUZZTIME ?= 5s
 fuzz-ci: fuzz-run
 
 fuzz: FUZZTIME ?= 5m
@@ -37,9 +45,11 @@ fuzz: fuzz-run
 
 .PHONY: fuzz-run
 fuzz-run:
-	@for t in $(FUZZ_TARGETS); do \
-		echo "$$t ($(FUZZTIME))"; \
-		$(GO) test ./tests/lua -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@for p in $(FUZZ_PKGS); do \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "$$p $$t ($(FUZZTIME))"; \
+			$(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
 	done
 
 generate:
@@ -53,26 +63,18 @@ check-generated:
 	$(GO) generate ./bindings/...
 	@out="$$(git status --porcelain -- bindings gen/testdata)"; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
 
-# luagen's fuzz targets (header parser, lint, whole generator), each for
-# FUZZTIME; a failing input lands in gen/testdata/fuzz and then runs in
-# every go test. Their seeds run in plain go test too.
-FUZZTIME ?= 30s
-fuzz-luagen:
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzHeader$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzLint$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzGenerate$$' -fuzztime $(FUZZTIME)
-
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-# Side by side with the peers on a real redis-server (see BENCHMARKS.md):
-# six passes of every benchmark, then medians and ratios.
+# Side by side with the peers on a real redis-server of its own (see
+# BENCHMARKS.md): six passes of the decision benchmarks, the memory
+# benchmark and the accuracy test into bench/results/latest.txt, then every
+# table of BENCHMARKS.md and benchmarks.svg regenerated from it.
 bench:
-	cd bench && for i in 1 2 3 4 5 6; do $(GO) test -run '^$$' -bench . -benchtime 10000x -count 1 || exit 1; done | tee new.txt
-	cd bench && $(GO) run ./cmd/benchtable new.txt
+	GO=$(GO) bench/run.sh
 
 # The demo page on http://127.0.0.1:8080/ (embedded miniredis; -redis ADDR
 # for a real one). Ctrl-C stops it.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
 )
@@ -21,7 +22,7 @@ var (
 
 // accuracyQuota is the limit of the accuracy test: 1000 per second, 100 at
 // once (the window limiters: 100 per 100 ms).
-var accuracyQuota = quota{rate: 1000, burst: 100}
+var accuracyQuota = newQuota(1000, 100, time.Second)
 
 type loadResult struct {
 	calls, admitted, errs int64
@@ -34,8 +35,13 @@ type loadResult struct {
 // span: ratio = admitted / allowed, so above 1 is over-admission. Failed
 // calls are counted as errors (throttled gives up on a compare-and-swap
 // after 10 attempts and returns an error). redlimit's scripts run with the
-// server's clock and with each caller's own clock; they must never
-// over-admit or fail. The peers are measured, not judged.
+// server's clock and with each caller's own clock, over go-redis's
+// AutoPipeliner, and with the deny cache; they must never over-admit or
+// fail. The peers are measured, not judged.
+//
+// Each round of each limiter prints one line that cmd/benchtable reads:
+//
+//	ACCURACY limiter=L clock=C round=R calls=N admitted=A allowed=M errors=E
 func TestAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: loads each limiter for 2 s")
@@ -45,6 +51,11 @@ func TestAccuracy(t *testing.T) {
 	if err := bindings.LoadAll(ctx, c); err != nil {
 		t.Fatal(err)
 	}
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
 	ps, err := peers(c, accuracyQuota)
 	if err != nil {
 		t.Fatal(err)
@@ -55,11 +66,22 @@ func TestAccuracy(t *testing.T) {
 		ours  bool
 	}
 	var runs []run
-	for _, l := range ours(c, accuracyQuota, false) {
-		runs = append(runs, run{l, "server", true})
-	}
-	for _, l := range ours(c, accuracyQuota, true) {
-		runs = append(runs, run{l, "caller", true})
+	// Over the AutoPipeliner with the server's clock only: the scripts and
+	// the clocks are those of the plain rows, only the transport differs.
+	for _, v := range []struct {
+		variant
+		c      redis.Scripter
+		caller bool
+	}{{plain, c, true}, {variant{suffix: "_ap"}, ap, false}, {withCache, c, true}} {
+		for _, l := range ours(v.c, accuracyQuota, false, v.variant) {
+			runs = append(runs, run{l, "server", true})
+		}
+		if !v.caller {
+			continue
+		}
+		for _, l := range ours(v.c, accuracyQuota, true, v.variant) {
+			runs = append(runs, run{l, "caller", true})
+		}
 	}
 	clocks := map[string]string{
 		"redis_rate":              "server",
@@ -71,11 +93,11 @@ func TestAccuracy(t *testing.T) {
 		runs = append(runs, run{l, clocks[l.name], false})
 	}
 
-	results := make([][]loadResult, len(runs))
 	for round := 0; round < *accuracyRounds; round++ {
-		for i, r := range runs {
+		for _, r := range runs {
 			res := hammer(ctx, r.l, fmt.Sprintf("acc:%s:%s:%d", r.l.name, r.clock, round), *accuracyDur)
-			results[i] = append(results[i], res)
+			fmt.Printf("ACCURACY limiter=%s clock=%s round=%d calls=%d admitted=%d allowed=%.0f errors=%d\n",
+				r.l.name, strings.ReplaceAll(r.clock, " ", "_"), round, res.calls, res.admitted, res.most, res.errs)
 			if r.ours {
 				if res.errs > 0 {
 					t.Errorf("%s (%s clock): %d of %d calls failed, first: %v", r.l.name, r.clock, res.errs, res.calls, res.firstErr)
@@ -86,34 +108,6 @@ func TestAccuracy(t *testing.T) {
 			}
 		}
 	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%d goroutines, one key, %v per run, %d run(s); %d/s, burst %d; median [min, max] over runs\n\n",
-		goroutines, *accuracyDur, *accuracyRounds, accuracyQuota.rate, accuracyQuota.burst)
-	fmt.Fprintf(&b, "| limiter | clock | calls | admitted | allowed | admitted / allowed | errors |\n")
-	fmt.Fprintf(&b, "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n")
-	for i, r := range runs {
-		rs := results[i]
-		col := func(f func(loadResult) float64, format string) string {
-			v := make([]float64, len(rs))
-			for j, x := range rs {
-				v[j] = f(x)
-			}
-			slices.Sort(v)
-			med := median(v)
-			if len(v) == 1 {
-				return fmt.Sprintf(format, med)
-			}
-			return fmt.Sprintf(format+" ["+format+", "+format+"]", med, v[0], v[len(v)-1])
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.l.name, r.clock,
-			col(func(x loadResult) float64 { return float64(x.calls) }, "%.0f"),
-			col(func(x loadResult) float64 { return float64(x.admitted) }, "%.0f"),
-			col(func(x loadResult) float64 { return x.most }, "%.0f"),
-			col(func(x loadResult) float64 { return float64(x.admitted) / x.most }, "%.3f"),
-			col(func(x loadResult) float64 { return 100 * float64(x.errs) / float64(x.calls) }, "%.1f%%"))
-	}
-	t.Log(b.String())
 }
 
 // hammer calls one key from 64 goroutines for d.
@@ -130,7 +124,7 @@ func hammer(ctx context.Context, l limiter, key string, d time.Duration) loadRes
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				ok, err := l.decide(ctx, key)
+				ok, _, err := l.decide(ctx, key)
 				calls.Add(1)
 				if err != nil {
 					errs.Add(1)
@@ -151,12 +145,4 @@ func hammer(ctx context.Context, l limiter, key string, d time.Duration) loadRes
 		res.firstErr = e
 	}
 	return res
-}
-
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

@@ -5,38 +5,84 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
 )
 
-// benchQuota is the limit every limiter gets in the per-decision
-// benchmarks: 100 per second, 100 at once.
-var benchQuota = quota{rate: 100, burst: 100}
+// A scenario is a load pattern and the quota every limiter gets for it.
+type scenario struct {
+	name  string
+	q     quota
+	fresh bool // every call on a key of its own; else every call on one key
+}
 
-// manyKeys is how many keys the keys=many variant cycles through.
-const manyKeys = 1000
+var scenarios = []scenario{
+	// One key far below its limit: every call is admitted and writes. The
+	// window limiters admit 1000 per 1 ms window (the sliding log keeps
+	// one entry per admitted call, so its window stays short).
+	{"hot-allow", quota{rate: 1e6, burst: 1e6, period: time.Second, windowLimit: 1000, windowLen: time.Millisecond}, false},
+	// One key over its limit: after the first 100, nearly every call is
+	// denied (a flood from one client).
+	{"hot-deny", newQuota(100, 100, time.Second), false},
+	// Every call on a key never seen before, from 100 000 names: every call
+	// creates a key.
+	{"distinct", newQuota(100, 100, time.Second), true},
+}
 
-var runID atomic.Int64
+// distinctKeys is how many key names the distinct scenario and the memory
+// test use, the same names for every limiter.
+const distinctKeys = 100000
 
-// BenchmarkDecision times one decision of cost 1 per op, for redlimit's six
-// scripts (server clock), two of them through the Functions library (FCALL
-// instead of EVALSHA), and the peers at the same quota:
+func keyName(i int) string { return fmt.Sprintf("user:%06d", i) }
+
+var keyNames = func() []string {
+	out := make([]string, distinctKeys)
+	for i := range out {
+		out[i] = keyName(i)
+	}
+	return out
+}()
+
+// callers are the numbers of goroutines each scenario runs at; the
+// AutoPipeliner rows run only where there is something to coalesce.
+var callers = []int{1, 16, 64}
+
+// impl is one row: a limiter made afresh for every run (a deny cache
+// starts empty), and the callers it runs at.
+type impl struct {
+	name     string
+	make     func() limiter
+	pipeline bool // runs only with several callers
+}
+
+// BenchmarkDecision times one decision of cost 1 per op, as
+// BenchmarkDecision/scenario=S/g=G/impl=I: every scenario at 1, 16 and 64
+// goroutines (g), for the EVALSHA floor, redlimit's six scripts (plain,
+// over go-redis's AutoPipeliner "_ap", and with the deny cache "_cache"),
+// and the peers (redis_rate also over the AutoPipeliner).
 //
-//   - keys=hot: every call on one key, so after the first burst nearly every
-//     call is denied (a hot key under load);
-//   - keys=many: calls spread over 1000 keys, nearly every call admitted;
-//   - mode=serial: one caller; mode=parallel: 64 goroutines (RunParallel).
+// Besides ns/op (wall time per decision; with g > 1 the inverse of
+// throughput), B/op and allocs/op (every goroutine of the process: the
+// AutoPipeliner's own count too) it reports:
 //
-// Besides ns/op it reports the server's µs per decision: srv-cmd-us/op,
-// the time inside the commands the limiter sent (INFO commandstats), and
-// srv-cpu-us/op, the redis-server process's CPU (INFO cpu), which adds the
-// socket reads and writes. errs/op counts failed decisions.
+//   - srv-cmd-us/op: the time inside the commands the limiter sent (INFO
+//     commandstats, each command charged at its mean over the run);
+//   - srv-cpu-us/op: the redis-server process's CPU (INFO cpu), which adds
+//     the socket reads and writes;
+//   - cmds/op: commands the client sent per decision;
+//   - p50-us, p99-us: latency of one decision;
+//   - cached/op and cmds/cached (deny cache rows): the share of decisions
+//     the cache answered, and the commands those decisions sent;
+//   - errs/op: failed decisions.
 //
-// Run it as several processes of -count 1 (see BENCHMARKS.md), not as one
+// Run it as several processes of -count 1 (make bench), not as one
 // -count N: -count repeats each sub-benchmark back to back, so a slow spell
 // of the machine would land on a few limiters only.
 func BenchmarkDecision(b *testing.B) {
@@ -45,45 +91,104 @@ func BenchmarkDecision(b *testing.B) {
 	if err := bindings.LoadAll(ctx, c); err != nil {
 		b.Fatal(err)
 	}
-	ps, err := peers(c, benchQuota)
-	if err != nil {
+	if err := floorScript.Load(ctx, c).Err(); err != nil {
 		b.Fatal(err)
 	}
 	if err := bindings.LoadFunctions(ctx, c); err != nil {
 		b.Fatal(err)
 	}
-	all := append(append(ours(c, benchQuota, false), viaFunctions(c, benchQuota)...), ps...)
-	// Each process starts every group at a random limiter, so a machine
-	// that slows down during a pass does not always hurt the same ones;
-	// BENCHMARKS.md runs six passes and takes the medians.
-	start := rand.IntN(len(all))
-	for _, keys := range []string{"hot", "many"} {
-		for _, mode := range []string{"serial", "parallel"} {
-			for i := range all {
-				l := all[(start+i)%len(all)]
-				b.Run(fmt.Sprintf("keys=%s/mode=%s/impl=%s", keys, mode, l.name), func(b *testing.B) {
-					benchDecisions(b, ctx, c, sent, l, keys == "many", mode == "parallel")
+	fc := bindings.WithFunctions(c)
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ap.Close() })
+	warmPool(b, c)
+
+	for _, sc := range scenarios {
+		impls := []impl{
+			{name: "floor", make: func() limiter { return floor(c, "floor") }},
+			{name: "floor_ap", make: func() limiter { return floor(ap, "floor_ap") }, pipeline: true},
+		}
+		for _, v := range []struct {
+			variant
+			c        redis.Scripter
+			pipeline bool
+		}{{plain, c, false}, {variant{suffix: "_ap"}, ap, true}, {withCache, c, false}} {
+			for i, l := range ours(v.c, sc.q, false, v.variant) {
+				impls = append(impls, impl{name: l.name, pipeline: v.pipeline, make: func() limiter {
+					return ours(v.c, sc.q, false, v.variant)[i]
+				}})
+			}
+		}
+		// GCRA and the token bucket through the Functions library (FCALL),
+		// to set beside the same scripts through EVALSHA.
+		for i, l := range ours(fc, sc.q, false, viaFunctions) {
+			if l.name == "redlimit_gcra_fcall" || l.name == "redlimit_token_bucket_fcall" {
+				impls = append(impls, impl{name: l.name, make: func() limiter {
+					return ours(fc, sc.q, false, viaFunctions)[i]
+				}})
+			}
+		}
+		ps, err := peers(c, sc.q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, p := range ps {
+			impls = append(impls, impl{name: p.name, make: func() limiter { return ps[i] }})
+		}
+		impls = append(impls, impl{name: "redis_rate_ap", pipeline: true, make: func() limiter {
+			return redisRate(ap, sc.q, "redis_rate_ap")
+		}})
+
+		// Each process starts every group at a random row, so a machine
+		// that slows down during a pass does not always hurt the same
+		// ones; make bench runs six passes and takes the medians.
+		for _, g := range callers {
+			start := rand.IntN(len(impls))
+			for i := range impls {
+				im := impls[(start+i)%len(impls)]
+				if im.pipeline && g == 1 {
+					continue
+				}
+				b.Run(fmt.Sprintf("scenario=%s/g=%d/impl=%s", sc.name, g, im.name), func(b *testing.B) {
+					benchDecisions(b, ctx, c, sent, im.make(), sc, g)
 				})
 			}
 		}
 	}
 }
 
-func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *sentCounter, l limiter, many, parallel bool) {
-	// Fresh keys for every run, so each run starts from an empty limiter.
-	prefix := fmt.Sprintf("bench:%s:%d:", l.name, runID.Add(1))
+// warmPool opens a connection for every caller, so that no run pays for
+// dialling.
+func warmPool(b *testing.B, c *redis.Client) {
+	var wg sync.WaitGroup
+	for i := 0; i < goroutines; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Ping(context.Background())
+		}()
+	}
+	wg.Wait()
+}
+
+func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *sentCounter, l limiter, sc scenario, g int) {
+	// Every run starts from an empty server (the scripts stay cached), so
+	// the distinct scenario's keys are all new and no run pays for the
+	// expiry of another's.
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
 	keyOf := func(i int64) string {
-		if many {
-			return fmt.Sprintf("%s%d", prefix, i%manyKeys)
+		if sc.fresh {
+			return keyNames[i%distinctKeys]
 		}
-		return prefix + "hot"
+		return "user:hot"
 	}
-	keys := make([]string, manyKeys)
-	for i := range keys {
-		keys[i] = keyOf(int64(i))
-	}
-	// One call first, so the script is cached and the pool has a conn.
-	if _, err := l.decide(ctx, prefix+"warmup"); err != nil {
+	// One call first, on a key of its own, so every script is cached and
+	// the limiter's own setup is done.
+	if _, _, err := l.decide(ctx, "warmup"); err != nil {
 		b.Fatalf("%s: %v", l.name, err)
 	}
 	before, err := readStats(ctx, c)
@@ -91,29 +196,38 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 		b.Fatal(err)
 	}
 	sent.reset()
-	var errs atomic.Int64
-	var firstErr atomic.Value
-	fail := func(err error) {
-		errs.Add(1)
-		firstErr.CompareAndSwap(nil, err)
-	}
-	b.ResetTimer()
-	if parallel {
-		b.SetParallelism((goroutines + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-		var next atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if _, err := l.decide(ctx, keys[next.Add(1)%manyKeys]); err != nil {
-					fail(err)
-				}
+	lat := make([]time.Duration, b.N)
+	var (
+		next, errs, cached, cachedCmds atomic.Int64
+		firstErr                       atomic.Value
+	)
+	loop := func(more func() bool) {
+		var n atomic.Int64 // this caller's commands
+		ctx := context.WithValue(ctx, callCounter{}, &n)
+		for more() {
+			i := next.Add(1) - 1
+			sentBefore := n.Load()
+			t0 := time.Now()
+			_, hit, err := l.decide(ctx, keyOf(i))
+			lat[i] = time.Since(t0)
+			if err != nil {
+				errs.Add(1)
+				firstErr.CompareAndSwap(nil, err)
 			}
-		})
-	} else {
-		for i := 0; i < b.N; i++ {
-			if _, err := l.decide(ctx, keys[i%manyKeys]); err != nil {
-				fail(err)
+			if hit {
+				cached.Add(1)
+				cachedCmds.Add(n.Load() - sentBefore)
 			}
 		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	if g == 1 {
+		i := 0
+		loop(func() bool { i++; return i <= b.N })
+	} else {
+		b.SetParallelism((g + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		b.RunParallel(func(pb *testing.PB) { loop(pb.Next) })
 	}
 	b.StopTimer()
 	counts := sent.snapshot()
@@ -122,9 +236,21 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 		b.Fatal(err)
 	}
 	cmd, cpu := serverCost(before, after, counts, b.N)
+	var total int64
+	for _, n := range counts {
+		total += n
+	}
+	slices.Sort(lat)
 	b.ReportMetric(cmd, "srv-cmd-us/op")
 	b.ReportMetric(cpu, "srv-cpu-us/op")
+	b.ReportMetric(float64(total)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(lat[b.N/2].Nanoseconds())/1e3, "p50-us")
+	b.ReportMetric(float64(lat[(b.N*99)/100].Nanoseconds())/1e3, "p99-us")
 	b.ReportMetric(float64(errs.Load())/float64(b.N), "errs/op")
+	if n := cached.Load(); n > 0 {
+		b.ReportMetric(float64(n)/float64(b.N), "cached/op")
+		b.ReportMetric(float64(cachedCmds.Load())/float64(n), "cmds/cached")
+	}
 	if e := errs.Load(); e > 0 {
 		b.Logf("%d of %d decisions failed, first: %v", e, b.N, firstErr.Load())
 	}

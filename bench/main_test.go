@@ -3,11 +3,13 @@ package bench
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,15 +26,38 @@ import (
 var addr string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	stop, err := startServer()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n"+
 			"bench: these benchmarks need redis-server on PATH (apt-get install -y redis-server)\n", err)
 		os.Exit(1)
 	}
+	printEnv()
 	code := m.Run()
 	stop()
 	os.Exit(code)
+}
+
+// printEnv writes what cmd/benchtable puts beside the tables: when this
+// pass ran, how loaded the machine was as it began (other processes share
+// the cores with the client and the server), and the versions.
+func printEnv() {
+	load, _ := os.ReadFile("/proc/loadavg")
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	version := "?"
+	if info, err := c.Info(context.Background(), "server").Result(); err == nil {
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				version = v
+			}
+		}
+	}
+	fmt.Printf("# bench-env date=%s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("# bench-env loadavg=%s\n", strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
+	fmt.Printf("# bench-env redis=%s\n", version)
+	fmt.Printf("# bench-env go=%s gomaxprocs=%d\n", runtime.Version(), runtime.GOMAXPROCS(0))
 }
 
 func startServer() (stop func(), err error) {
@@ -133,9 +158,18 @@ func (s *sentCounter) DialHook(next redis.DialHook) redis.DialHook { return next
 func (s *sentCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		s.add(cmd)
+		if n, ok := ctx.Value(callCounter{}).(*atomic.Int64); ok {
+			n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
+
+// callCounter is the context key of a caller's own count of the commands
+// it sent, so that the commands a single decision sends can be told apart
+// from other callers' (commands go-redis sends on its own goroutines, as
+// the AutoPipeliner does, are not counted there).
+type callCounter struct{}
 
 func (s *sentCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {

@@ -70,15 +70,20 @@ type FixedWindowResult struct {
 // A new window length counts the stored calls in the new window that holds
 // the newest of them, and nowhere else: a longer window never forgets them
 // (no free burst), a shorter one may count them once in its current window.
-// State: a hash with exactly the fields n (0..1e9) and t (µs); anything else
-// at the key, of any type, is an error and the key is left untouched.
+// State: a string of digits '<t><n>': t, the ms of the newest counted
+// call, as exactly 13 digits (0..2^52 µs in ms: windows are whole ms, so
+// the ms names the same window as the µs), then the count n (1..1e9)
+// without leading zeros. Redis keeps it as an integer (16 bytes) while n
+// has at most 6 digits. Anything else at the key, of any type, is an
+// error and the key is left untouched; that includes the hash {n, t} of
+// earlier versions of this script (WRONGTYPE).
 //
 // It runs fixed_window.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
 // ErrPipeline: queue the call in a Batch instead.
 //
 // Keys:
-//   - counter: hash {n, t}: n counted in the window that holds t, the newest counted call; expires when that window ends
+//   - counter: string '<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
@@ -145,9 +150,14 @@ const fixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- A new window length counts the stored calls in the new window that holds
 --- the newest of them, and nowhere else: a longer window never forgets them
 --- (no free burst), a shorter one may count them once in its current window.
---- State: a hash with exactly the fields n (0..1e9) and t (µs); anything else
---- at the key, of any type, is an error and the key is left untouched.
---- @key    counter      hash {n, t}: n counted in the window that holds t, the newest counted call; expires when that window ends
+--- State: a string of digits '<t><n>': t, the ms of the newest counted
+--- call, as exactly 13 digits (0..2^52 µs in ms: windows are whole ms, so
+--- the ms names the same window as the µs), then the count n (1..1e9)
+--- without leading zeros. Redis keeps it as an integer (16 bytes) while n
+--- has at most 6 digits. Anything else at the key, of any type, is an
+--- error and the key is left untouched; that includes the hash {n, t} of
+--- earlier versions of this script (WRONGTYPE).
+--- @key    counter      string '<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
 --- @arg    limit        int[1..1e9]       most cost admitted per window
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
@@ -167,36 +177,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -208,10 +229,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -220,17 +241,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -243,7 +265,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -265,58 +288,76 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', counter)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', counter)
 local n, t = 0, nil
-if size > 0 then
-  local state = redis.call('HMGET', counter, 'n', 't')
-  n, t = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
-  if size ~= 2 or n == nil or t == nil then
-    return redis.error_reply('BADSTATE the key is not a fixed window {n, t}; it is left untouched')
+if stored then
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 13 digits, then a count without a
+  -- leading zero; the length bound keeps it short enough to convert
+  -- exactly. t is the newest call's ms, in µs.
+  local a, b
+  if #stored <= 23 then
+    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
+  end
+  if a then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    t, n = tonumber(a) * 1000, b + 0
+  end
+  if not a or t > 2^52 or n > 1e9 then
+    return redis.error_reply('BADSTATE the key is not a fixed window <t><n>; it is left untouched')
   end
 end
 
--- Times stay below 2^52 + 1e14 < 2^53, and floor(x / y) of integers below
--- 2^53 is exact, so the windows need no mul-div.
+-- Times stay below 2^52 + 1e14 < 2^53, so windows divide exactly; integer
+-- division is written with %, which costs less than a call to math.floor.
 local window_us = window * 1000
 -- The stored calls count in the window that holds the newest of them, t; a
 -- late caller counts there too, and a later window starts from 0. A key
 -- that holds nothing counts from the later of the caller's clock and the
 -- server's: a key the server's clock expired must not let a caller that
 -- lags it count in that window again.
-t = t or math.max(now, server)
-local k, kt = math.floor(now / window_us), math.floor(t / window_us)
+if not t then
+  t = server > now and server or now
+end
+local k, kt = now - now % window_us, t - t % window_us
 if kt > k then
   k = kt
 elseif kt < k then
   n = 0
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
-end
-local end_at = (k + 1) * window_us
-local reset_ms = n > 0 and ms(end_at - now) or 0
-local want = math.max(cost, 1)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local end_at = k + window_us
+local wait = end_at - now + 999
+wait = (wait - wait % 1000) / 1000
+local want = cost > 0 and cost or 1
 if want > limit then
-  return {0, math.max(0, limit - n), -1, reset_ms}
+  return {0, limit > n and limit - n or 0, -1, n > 0 and wait or 0}
 elseif n + want > limit then
-  return {0, math.max(0, limit - n), ms(end_at - now), reset_ms}
+  return {0, limit > n and limit - n or 0, wait, n > 0 and wait or 0}
 elseif cost == 0 then
-  return {1, limit - n, 0, reset_ms}
+  return {1, limit - n, 0, n > 0 and wait or 0}
 end
 
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the window's end, so a call whose clock lags the server's
 -- by up to max_skew still finds the count.
-local ttl_us = end_at - server
+local ttl = end_at - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
+end
+ttl = (ttl - ttl % 1000) / 1000
+if now > t then
+  t = now
 end
 n = n + cost
-redis.call('HSET', counter, 'n', string.format('%d', n), 't', string.format('%d', math.max(t, now)))
-redis.call('PEXPIRE', counter, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, limit - n, 0, ms(end_at - now)}
+redis.call('SET', counter, format('%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
+return {1, limit - n, 0, wait}
 `

@@ -76,16 +76,19 @@ type LeakyBucketResult struct {
 // room, a higher one frees what it drains), capped at a full bucket of the
 // new capacity (a lowered capacity is full, never locked out), and drains
 // at the new rate since.
-// State: a hash with exactly the fields level (µs of water, 0..1e15), ts
-// (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
-// at the key, of any type, is an error and the key is left untouched.
+// State: a string of digits '<ts><unit>/<level>': ts, the last time water
+// was poured, as exactly 16 digits of µs (0..2^52), then the µs per unit it
+// was poured at (1..1e14) and, after the '/', the µs of water then
+// (1..1e15), numbers without leading zeros. Anything else at the key, of
+// any type, is an error and the key is left untouched; that includes the
+// hash {level, ts, unit} of earlier versions of this script (WRONGTYPE).
 //
 // It runs leaky_bucket.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
 // ErrPipeline: queue the call in a Batch instead.
 //
 // Keys:
-//   - bucket: hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
+//   - bucket: string '<ts><unit>/<level>': µs of water at ts, the last time water was poured; expires once empty
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
@@ -157,10 +160,13 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- room, a higher one frees what it drains), capped at a full bucket of the
 --- new capacity (a lowered capacity is full, never locked out), and drains
 --- at the new rate since.
---- State: a hash with exactly the fields level (µs of water, 0..1e15), ts
---- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
---- at the key, of any type, is an error and the key is left untouched.
---- @key    bucket       hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
+--- State: a string of digits '<ts><unit>/<level>': ts, the last time water
+--- was poured, as exactly 16 digits of µs (0..2^52), then the µs per unit it
+--- was poured at (1..1e14) and, after the '/', the µs of water then
+--- (1..1e15), numbers without leading zeros. Anything else at the key, of
+--- any type, is an error and the key is left untouched; that includes the
+--- hash {level, ts, unit} of earlier versions of this script (WRONGTYPE).
+--- @key    bucket       string '<ts><unit>/<level>': µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int[1..1e9]       units the bucket holds
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
@@ -181,36 +187,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -222,10 +239,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -234,17 +251,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -257,7 +275,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -279,10 +298,17 @@ if not bad and rate > period * 1000 then
 end
 if bad then return redis.error_reply(bad) end
 
--- I.371's increment I: the µs one unit takes to drain. A full bucket bounds
--- every level, so keeping it at most 1e15 µs (31 years) keeps every instant
--- below 2^53.
-local unit = math.ceil(period * 1000 / rate)
+-- I.371's increment I: the µs one unit takes to drain, rounded up (exact:
+-- period*1000 is below 2^53). A full bucket bounds every level, so keeping
+-- it at most 1e15 µs (31 years) keeps every instant below 2^53. Integer
+-- division is written with %, which is exact below 2^53 and costs less
+-- than a call to math.floor or math.ceil.
+local unit = period * 1000
+local part = unit % rate
+unit = (unit - part) / rate
+if part > 0 then
+  unit = unit + 1
+end
 local full = capacity * unit
 if full > 1e15 then
   return redis.error_reply('BADARG capacity*period/rate must be at most 1e15 µs (31 years)')
@@ -292,75 +318,97 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', bucket)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
-local level, ts, was
-if size > 0 then
-  local state = redis.call('HMGET', bucket, 'level', 'ts', 'unit')
-  level, ts, was = num(state[1], 0, 1e15), num(state[2], 0, 2^52), num(state[3], 1, 1e14)
-  if size ~= 3 or level == nil or ts == nil or was == nil then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket {level, ts, unit}; it is left untouched')
-  end
-end
-
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', bucket)
 -- A late caller is judged at the stored time; own is its clock, which its
--- waits are measured from.
--- A key that holds nothing is judged at the later of the caller's clock
--- and the server's: a key the server's clock expired must not let a caller
--- that lags it drain the same time again.
+-- waits are measured from. A key that holds nothing is judged at the later
+-- of the caller's clock and the server's: a key the server's clock expired
+-- must not let a caller that lags it drain the same time again.
 local own = now
-ts = ts or math.max(now, server)
-if now < ts then
-  now = ts
-end
-
--- A changed rate or capacity applies from the last pour: the level then is
--- counted in units of the current rate (whole units exactly, a part unit
--- rounded up) and capped at a full bucket (fewer than capacity whole units
--- and a part one never pass it). It depends on the stored state alone, so
--- waits stay exact while denied calls change nothing.
-if level and (was ~= unit or level > full) then
-  local units = math.floor(level / was)
-  if units >= capacity then
-    level = full
-  else
-    local q, r = muldiv(level - units * was, unit, was)
-    level = units * unit + (r > 0 and q + 1 or q)
+local water = 0
+if not stored then
+  if server > now then
+    now = server
+  end
+else
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 16 digits, then two numbers
+  -- without leading zeros; the length bound keeps every number short
+  -- enough to convert exactly.
+  local ts, was, level
+  if #stored <= 48 then
+    ts, was, level = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  end
+  if ts then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    ts, was, level = tonumber(ts), was + 0, level + 0
+  end
+  if not ts or ts > 2^52 or was > 1e14 or level > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket <ts><unit>/<level>; it is left untouched')
+  end
+  if now < ts then
+    now = ts
+  end
+  -- A changed rate or capacity applies from the last pour: the level then
+  -- is counted in units of the current rate (whole units exactly, a part
+  -- unit rounded up) and capped at a full bucket (fewer than capacity
+  -- whole units and a part one never pass it). It depends on the stored
+  -- state alone, so waits stay exact while denied calls change nothing.
+  if was ~= unit or level > full then
+    local units = level % was
+    units = (level - units) / was
+    if units >= capacity then
+      level = full
+    else
+      local q, r = muldiv(level - units * was, unit, was)
+      if r > 0 then
+        q = q + 1
+      end
+      level = units * unit + q
+    end
+  end
+  -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is
+  -- an exact integer, so every wait below is exact too.
+  water = level - (now - ts)
+  if water < 0 then
+    water = 0
   end
 end
--- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is an
--- exact integer, so every wait below is exact too.
-local water = 0
-if level then
-  water = math.max(0, level - (now - ts))
-end
 
-local function ms(us)
-  return math.ceil(us / 1000)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local remaining = (full - water) % unit
+remaining = (full - water - remaining) / unit
+local reset = 0
+if water > 0 then
+  reset = now + water - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local remaining = math.floor((full - water) / unit)
-local reset_ms = water > 0 and ms(now + water - own) or 0
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > capacity then
-  return {0, remaining, -1, reset_ms}
+  return {0, remaining, -1, reset}
 elseif water + want * unit > full then
-  return {0, remaining, ms(now + water + want * unit - full - own), reset_ms}
+  local wait = now + water + want * unit - full - own + 999
+  return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, remaining, 0, reset_ms}
+  return {1, remaining, 0, reset}
 end
 
 water = water + cost * unit
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the instant the bucket is empty, so a call whose clock
 -- lags the server's by up to max_skew still finds the water.
-local ttl_us = now + water - server
+local ttl = now + water - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('HSET', bucket, 'level', string.format('%d', water), 'ts', string.format('%d', now),
-  'unit', string.format('%d', unit))
-redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, remaining - cost, 0, ms(now + water - own)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', bucket, format('%016d%d/%d', now, unit, water), 'PX', format('%d', ttl > 1 and ttl or 1))
+reset = now + water - own + 999
+return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 `

@@ -150,8 +150,13 @@ func (b *Batch) Exec(ctx context.Context, c PipelineClient) error {
 			cmds[i] = cl.s.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
 		}
 	}
-	// Errors are per command; they are read from cmds below.
-	_, _ = pipe.Exec(ctx)
+	// Errors are per command; they are read from cmds below, except when
+	// go-redis could not send the pipeline at all (no connection, a context
+	// that ended while waiting for one): then it returns the error from Exec
+	// but sets it on no command.
+	if _, err := pipe.Exec(ctx); err != nil {
+		unsent(cmds, err)
+	}
 
 	// A NOSCRIPT call did not run, nor did a _RO call the server does not
 	// know: both are sent again, as EVAL_RO or EVAL.
@@ -164,14 +169,16 @@ func (b *Batch) Exec(ctx context.Context, c PipelineClient) error {
 		switch {
 		case cl.s.readOnly && unknownCommand(err):
 			cmds[i] = cl.s.script.Eval(ctx, retry, cl.keys, cl.args...)
-		case cl.s.readOnly && redis.HasErrorPrefix(err, "NOSCRIPT"):
+		case cl.s.readOnly && noScript(err):
 			cmds[i] = cl.s.script.EvalRO(ctx, retry, cl.keys, cl.args...)
-		case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		case noScript(err):
 			cmds[i] = cl.s.script.Eval(ctx, retry, cl.keys, cl.args...)
 		}
 	}
 	if retry.Len() > 0 {
-		_, _ = retry.Exec(ctx)
+		if _, err := retry.Exec(ctx); err != nil {
+			unsent(cmds, err)
+		}
 	}
 	return finishAll(calls, cmds)
 }
@@ -186,6 +193,17 @@ func finishAll(calls []*call, cmds []*redis.Cmd) error {
 		}
 	}
 	return first
+}
+
+// unsent gives err to the commands of a pipeline that have neither a reply
+// nor an error: go-redis could not send them. (A reply of nil comes with
+// redis.Nil, so a command with neither was never answered.)
+func unsent(cmds []*redis.Cmd, err error) {
+	for _, cmd := range cmds {
+		if cmd != nil && cmd.Err() == nil && cmd.Val() == nil {
+			cmd.SetErr(err)
+		}
+	}
 }
 
 // Pending is the result of a call queued in a Batch.
@@ -203,6 +221,13 @@ type scriptMeta struct {
 	file     string
 	script   *redis.Script
 	readOnly bool // @flags no-writes: sent as EVALSHA_RO / EVAL_RO
+	hash     any  // script.Hash(), boxed once for every call's command
+}
+
+func init() {
+	for _, s := range allScripts {
+		s.hash = s.script.Hash()
+	}
 }
 
 // wrap turns an error reply that starts with an @error code into a
@@ -222,18 +247,32 @@ func (s *scriptMeta) wrap(err error) error {
 // unknownCommand reports a server without EVALSHA_RO/EVAL_RO (Redis before
 // 7.0, or one where they are renamed away).
 func unknownCommand(err error) bool {
+	if err == nil { // the common case, without errors.As's allocation
+		return false
+	}
 	var rerr redis.Error
 	return errors.As(err, &rerr) && strings.Contains(strings.ToLower(rerr.Error()), "unknown command")
 }
 
+// noScript reports a NOSCRIPT reply: the server does not have the script
+// cached, and the call did not run.
+func noScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
 // call is one encoded script call; err is set when the parameters could not
-// be encoded, and then the call is never sent.
+// be encoded, and then the call is never sent. keys and args live in keyBuf
+// and argBuf when they fit, so that a call is one allocation; args start
+// after room for the command's name, the hash and the keys, so that a
+// single call sends argBuf itself as its command (see evalSha).
 type call struct {
 	s      *scriptMeta
 	keys   []string
 	args   []any
 	err    error
 	finish func(*redis.Cmd) error // set by queue
+	keyBuf [1]string
+	argBuf [10]any // a call of 256 bytes in all
 }
 
 // isPipeline reports a redis.Pipeliner: commands queued on it have no reply
@@ -260,20 +299,60 @@ func run[T any](ctx context.Context, c redis.Scripter, cl *call, decode func(any
 }
 
 // runOnce sends a call: EVALSHA, then EVAL when the server lacks the
-// script. A no-writes script goes as EVALSHA_RO/EVAL_RO, so Redis enforces
-// that it writes nothing and a cluster may serve it from a replica; a
-// server without the _RO commands gets EVALSHA/EVAL instead.
+// script (what redis.Script.Run does). A no-writes script goes as
+// EVALSHA_RO/EVAL_RO, so Redis enforces that it writes nothing and a
+// cluster may serve it from a replica; a server without the _RO commands
+// gets EVALSHA/EVAL instead.
 func runOnce(ctx context.Context, c redis.Scripter, cl *call) *redis.Cmd {
 	if f, ok := c.(*FunctionsClient); ok {
 		return f.run(ctx, cl)
 	}
-	if !cl.s.readOnly {
-		return cl.s.script.Run(ctx, c, cl.keys, cl.args...)
+	if cl.s.readOnly {
+		cmd := evalSha(ctx, c, cl, "evalsha_ro")
+		if noScript(cmd.Err()) {
+			cmd = cl.s.script.EvalRO(ctx, c, cl.keys, cl.args...)
+		}
+		if !unknownCommand(cmd.Err()) {
+			return cmd
+		}
 	}
-	cmd := cl.s.script.RunRO(ctx, c, cl.keys, cl.args...)
-	if unknownCommand(cmd.Err()) {
-		return cl.s.script.Run(ctx, c, cl.keys, cl.args...)
+	cmd := evalSha(ctx, c, cl, "evalsha")
+	if noScript(cmd.Err()) {
+		cmd = cl.s.script.Eval(ctx, c, cl.keys, cl.args...)
 	}
+	return cmd
+}
+
+// processor is what every go-redis client has besides redis.Scripter.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// evalSha sends EVALSHA or EVALSHA_RO (name) for cl. On a client with
+// Process, every go-redis client, the command is cl.argBuf itself, where
+// go-redis's Scripter methods would copy the hash, the keys and the
+// arguments into a new slice: a decision is the cheaper by two allocations.
+//
+// name is an any holding a constant, which costs no allocation.
+func evalSha(ctx context.Context, c redis.Scripter, cl *call, name any) *redis.Cmd {
+	n := 3 + len(cl.keys) + len(cl.args)
+	p, ok := c.(processor)
+	if !ok || n > len(cl.argBuf) { // the arguments did not fit argBuf
+		if name == "evalsha_ro" {
+			return cl.s.script.EvalShaRO(ctx, c, cl.keys, cl.args...)
+		}
+		return cl.s.script.EvalSha(ctx, c, cl.keys, cl.args...)
+	}
+	argv := cl.argBuf[:n]
+	argv[0], argv[1], argv[2] = name, cl.s.hash, len(cl.keys)
+	for i, k := range cl.keys {
+		argv[3+i] = k
+	}
+	cmd := redis.NewCmd(ctx, argv...)
+	if len(cl.keys) > 0 {
+		cmd.SetFirstKeyPos(3) // as go-redis's EvalSha does, for routing
+	}
+	_ = p.Process(ctx, cmd)
 	return cmd
 }
 
@@ -326,38 +405,45 @@ func (r *intRange) String() string {
 	return "[" + lo + ".." + hi + "]"
 }
 
-// encoder formats every ARGV itself: go-redis would send a time.Duration as
-// nanoseconds, a time.Time as RFC 3339 and a float with an exponent.
-type encoder struct {
-	info *scriptMeta
-	keys []string
-	args []any
-	err  error
+// encoder builds a call's ARGV. It converts every value itself, since
+// go-redis would send a time.Duration as nanoseconds, a time.Time as RFC
+// 3339 and a float with an exponent; integers go as int64, which go-redis
+// writes in decimal without building a string.
+type encoder struct{ cl *call }
+
+// newEncoder starts a call with a copy of keys (so a literal slice of keys
+// need not outlive the call to newEncoder), and its arguments in argBuf
+// after room for the command's name, the hash and the keys.
+func newEncoder(s *scriptMeta, keys []string) encoder {
+	cl := &call{s: s}
+	cl.keys = append(cl.keyBuf[:0:len(cl.keyBuf)], keys...)
+	if from := 3 + len(keys); from <= len(cl.argBuf) {
+		cl.args = cl.argBuf[from:from]
+	}
+	return encoder{cl}
 }
 
-func newEncoder(s *scriptMeta, keys []string) *encoder { return &encoder{info: s, keys: keys} }
+func (e encoder) call() *call { return e.cl }
 
-func (e *encoder) call() *call { return &call{s: e.info, keys: e.keys, args: e.args, err: e.err} }
-
-func (e *encoder) fail(name, value, reason string) {
-	if e.err == nil {
-		e.err = &ArgError{Script: e.info.file, Arg: name, Value: value, Reason: reason}
+func (e encoder) fail(name, value, reason string) {
+	if e.cl.err == nil {
+		e.cl.err = &ArgError{Script: e.cl.s.file, Arg: name, Value: value, Reason: reason}
 	}
 }
 
-func (e *encoder) int(name string, v int64, r *intRange) {
+func (e encoder) int(name string, v int64, r *intRange) {
 	if !r.holds(v) {
 		e.fail(name, strconv.FormatInt(v, 10), "is out of range "+r.String())
 	}
-	e.args = append(e.args, strconv.FormatInt(v, 10))
+	e.cl.args = append(e.cl.args, v)
 }
 
-func (e *encoder) string(v string) { e.args = append(e.args, v) }
+func (e encoder) string(v string) { e.cl.args = append(e.cl.args, v) }
 
-func (e *encoder) enum(name, v string, words ...string) {
+func (e encoder) enum(name, v string, words ...string) {
 	for _, w := range words {
 		if v == w {
-			e.args = append(e.args, v)
+			e.cl.args = append(e.cl.args, v)
 			return
 		}
 	}
@@ -367,7 +453,7 @@ func (e *encoder) enum(name, v string, words ...string) {
 // duration sends v as an integer in unit. A v that is not a whole number of
 // units is an *ArgError rather than silently rounded: rounding either way
 // would change what a limit means.
-func (e *encoder) duration(name string, v, unit time.Duration, units string, r *intRange) {
+func (e encoder) duration(name string, v, unit time.Duration, units string, r *intRange) {
 	if v%unit != 0 {
 		e.fail(name, v.String(), "is not a whole number of "+units)
 	}
@@ -375,17 +461,17 @@ func (e *encoder) duration(name string, v, unit time.Duration, units string, r *
 	if !r.holds(n) {
 		e.fail(name, v.String(), "is out of range "+r.String()+" "+units)
 	}
-	e.args = append(e.args, strconv.FormatInt(n, 10))
+	e.cl.args = append(e.cl.args, n)
 }
 
-func (e *encoder) ms(name string, v time.Duration, r *intRange) {
+func (e encoder) ms(name string, v time.Duration, r *intRange) {
 	e.duration(name, v, time.Millisecond, "milliseconds", r)
 }
 
 // instant sends t as whole units since the Unix epoch, rounded down as a
 // clock of that resolution reads it, and the zero time.Time as 0 (scripts
 // read 0 as "use the server's clock").
-func (e *encoder) instant(name string, t time.Time, unit time.Duration, units string, r *intRange) {
+func (e encoder) instant(name string, t time.Time, unit time.Duration, units string, r *intRange) {
 	var n int64
 	if !t.IsZero() {
 		per := int64(time.Second / unit)
@@ -399,10 +485,10 @@ func (e *encoder) instant(name string, t time.Time, unit time.Duration, units st
 	if !r.holds(n) {
 		e.fail(name, t.Format(time.RFC3339Nano), "is out of range "+r.String()+" "+units+" since the epoch")
 	}
-	e.args = append(e.args, strconv.FormatInt(n, 10))
+	e.cl.args = append(e.cl.args, n)
 }
 
-func (e *encoder) unixUs(name string, t time.Time, r *intRange) {
+func (e encoder) unixUs(name string, t time.Time, r *intRange) {
 	e.instant(name, t, time.Microsecond, "microseconds", r)
 }
 
@@ -415,9 +501,10 @@ type decoder struct {
 }
 
 // newDecoder expects an array of n elements, or at least n when rest is
-// set. A script with one @return may also reply with the bare value.
-func newDecoder(s *scriptMeta, v any, n int, rest bool) *decoder {
-	d := &decoder{info: s}
+// set. A script with one @return may also reply with the bare value. It
+// returns a value, which the generated decoders keep on the stack.
+func newDecoder(s *scriptMeta, v any, n int, rest bool) decoder {
+	d := decoder{info: s}
 	vals, isArray := v.([]any)
 	switch {
 	case !isArray && n == 1 && !rest:

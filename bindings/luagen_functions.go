@@ -188,8 +188,11 @@ func (f *FunctionsClient) exec(ctx context.Context, calls []*call) error {
 			cmds[i] = fcall(ctx, pipe, cl)
 		}
 	}
-	// Errors are per command; they are read from cmds below.
-	_, _ = pipe.Exec(ctx)
+	// Errors are per command; they are read from cmds below, except when
+	// go-redis could not send the pipeline at all (see Batch.Exec).
+	if _, err := pipe.Exec(ctx); err != nil {
+		unsent(cmds, err)
+	}
 
 	var missing []int
 	for i, cmd := range cmds {
@@ -210,7 +213,9 @@ func (f *FunctionsClient) exec(ctx context.Context, calls []*call) error {
 			}
 		}
 		if retry.Len() > 0 {
-			_, _ = retry.Exec(ctx)
+			if _, err := retry.Exec(ctx); err != nil {
+				unsent(cmds, err)
+			}
 		}
 	}
 	return finishAll(calls, cmds)

@@ -69,16 +69,16 @@ type MultiResult struct {
 // new size: no lockout, no free burst). A limit added later starts full;
 // a limit dropped leaves its key to expire. Arithmetic is exact for every
 // accepted input.
-// State: per key, gcra.lua's string '<tat>/<interval>/<at>' in µs;
-// anything else at any key, of any type, is an error, and no key is
-// written.
+// State: per key, gcra.lua's string '<tat><interval>/<lead>' in µs (see
+// there); anything else at any key, of any type, is an error, and no key
+// is written.
 //
 // It runs multi.lua with EVALSHA, falling back to EVAL when the server does
 // not have the script cached. On a redis.Pipeliner it returns ErrPipeline:
 // queue the call in a Batch instead.
 //
 // Keys:
-//   - keys (the rest of KEYS): string '<tat>/<interval>/<at>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+//   - keys (the rest of KEYS): string '<tat><interval>/<lead>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
@@ -108,7 +108,7 @@ func multiDecode(v any) (MultiResult, error) {
 	r := MultiResult{
 		Allowed:  d.bool(0, "allowed"),
 		Denied:   d.int(1, "denied", between(0, 16)),
-		PerLimit: rest(d, 2, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
+		PerLimit: rest(&d, 2, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
 	}
 	if d.err != nil {
 		return MultiResult{}, d.err
@@ -148,10 +148,10 @@ const multiSource = `--- Checks several limits on one request and counts it agai
 --- new size: no lockout, no free burst). A limit added later starts full;
 --- a limit dropped leaves its key to expire. Arithmetic is exact for every
 --- accepted input.
---- State: per key, gcra.lua's string '<tat>/<interval>/<at>' in µs;
---- anything else at any key, of any type, is an error, and no key is
---- written.
---- @key    ...keys       string '<tat>/<interval>/<at>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- State: per key, gcra.lua's string '<tat><interval>/<lead>' in µs (see
+--- there); anything else at any key, of any type, is an error, and no key
+--- is written.
+--- @key    ...keys       string '<tat><interval>/<lead>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
 --- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
@@ -169,36 +169,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -210,10 +221,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -222,17 +233,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -245,7 +257,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -261,10 +274,14 @@ if n == 0 or n > 16 then
   bad = bad or string.format('BADARG takes 1 to 16 keys, one per limit, got %d', n)
 end
 
--- limit reads one number of limit i; its name says which limit it is.
+-- limit reads one number of limit i. The name that says which limit it is
+-- costs a string.format, so it is made only for a bad number: int is asked
+-- again with it, when no earlier problem is kept in bad.
 local function limit(j, what, i, lo, hi)
-  local v = num(ARGV[j], lo, hi)
-  if v == nil then
+  local first = bad
+  local v = int(ARGV[j], what, lo, hi)
+  if not v and not first then
+    bad = nil
     int(ARGV[j], string.format('%s of limit %d', what, i), lo, hi)
   end
   return v
@@ -273,7 +290,7 @@ end
 -- Every limit's numbers, and its key once only: two limits on one key
 -- would each count the request in the same state.
 local limits, seen = {}, {}
-for i = 1, math.min(n, 16) do
+for i = 1, n < 16 and n or 16 do
   limits[i] = {
     burst = limit(3 * i, 'burst', i, 1, 1e9),
     rate = limit(3 * i + 1, 'rate', i, 1, 1e9),
@@ -289,15 +306,22 @@ exactly(n, 2 + 3 * n)
 if bad then return redis.error_reply(bad) end
 
 -- gcra.lua's derived bounds, per limit: the emission interval in whole µs,
--- rounded up, and the tolerance burst*interval at most 1e15 µs, which
--- keeps every instant below 2^53.
+-- rounded up (integer division written with %, exact below 2^53), and the
+-- tolerance burst*interval at most 1e15 µs, which keeps every instant
+-- below 2^53.
 for i = 1, n do
   local l = limits[i]
   if l.rate > l.period * 1000 then
     return redis.error_reply(string.format('BADARG rate of limit %d must be at most one per µs (period*1000)', i))
   end
-  l.interval = math.ceil(l.period * 1000 / l.rate)
-  l.tolerance = l.burst * l.interval
+  local interval = l.period * 1000
+  local part = interval % l.rate
+  interval = (interval - part) / l.rate
+  if part > 0 then
+    interval = interval + 1
+  end
+  l.interval = interval
+  l.tolerance = l.burst * interval
   if l.tolerance > 1e15 then
     return redis.error_reply(string.format('BADARG burst*period/rate of limit %d must be at most 1e15 µs (31 years)', i))
   end
@@ -312,45 +336,63 @@ if bad then return redis.error_reply(bad) end
 -- gcra.lua judges it (see there): a key that holds nothing at the later of
 -- the caller's clock and the server's, a stored TAT at the caller's clock,
 -- a changed limit from the key's last write. Waits count from the
--- caller's own clock, own.
+-- caller's own clock, own, in whole ms rounded up
+-- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
 local own = now
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 local reply = {1, 0}
 local worst = 0
 for i = 1, n do
   local l = limits[i]
+  local burst, interval, tolerance = l.burst, l.interval, l.tolerance
+  -- GET answers a key of another type with an error table (stored.err).
   local stored = redis.pcall('GET', KEYS[i])
-  if type(stored) == 'table' then
-    return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
-  end
-  l.now = now
+  local at, theo = now, now
   if not stored then
-    l.now = math.max(now, server)
-  end
-  l.theo = l.now
-  if stored then
-    local a, b, c = string.match(stored, '^([^/]*)/([^/]*)/([^/]*)$')
-    local v, was, at = num(a, 0, 2^52 + 1e15), num(b, 1, 1e14), num(c, 0, 2^52)
-    if v == nil or was == nil or at == nil or v < at or v - at > 1e15 then
-      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state <tat>/<interval>/<at>; no key is written', i))
+    if server > now then
+      at, theo = server, server
     end
-    if was ~= l.interval or v - at > l.tolerance then
-      local units = math.floor((v - at) / was)
-      if units >= l.burst then
-        v = at + l.tolerance
+  else
+    if stored.err then
+      return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
+    end
+    local v, was, lead
+    if #stored <= 48 then
+      v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+    end
+    if v then
+      -- tonumber for the fixed-width field, as in gcra.lua: gopher-lua
+      -- reads a leading 0 as octal in arithmetic.
+      v, was, lead = tonumber(v), was + 0, lead + 0
+    end
+    if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
+      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state <tat><interval>/<lead>; no key is written', i))
+    end
+    if was ~= interval or lead > tolerance then
+      local units = lead % was
+      units = (lead - units) / was
+      if units >= burst then
+        v = v - lead + tolerance
       else
-        local q, r = muldiv(v - at - units * was, l.interval, was)
-        v = at + units * l.interval + (r > 0 and q + 1 or q)
+        local q, r = muldiv(lead - units * was, interval, was)
+        if r > 0 then
+          q = q + 1
+        end
+        v = v - lead + units * interval + q
       end
     end
-    l.theo = math.max(l.now, v)
+    if v > now then
+      theo = v
+    end
   end
-  l.ahead = l.theo - l.now
+  local ahead = theo - at
+  l.at, l.theo, l.ahead = at, theo, ahead
   local retry = 0
-  if want > l.burst then
+  if want > burst then
     retry = -1
-  elseif l.ahead + want * l.interval > l.tolerance then
-    retry = math.ceil((l.ahead + want * l.interval - l.tolerance + l.now - own) / 1000)
+  elseif ahead + want * interval > tolerance then
+    retry = ahead + want * interval - tolerance + at - own + 999
+    retry = (retry - retry % 1000) / 1000
   end
   -- The limit that binds a denial: a cost that can never pass, else the
   -- longest wait; the first of equals.
@@ -361,28 +403,42 @@ for i = 1, n do
       worst = retry
     end
   end
-  reply[3 * i] = math.max(0, l.burst - math.ceil(l.ahead / l.interval))
+  local used = ahead % interval
+  used = (ahead - used) / interval + (used > 0 and 1 or 0)
+  local reset = 0
+  if ahead > 0 then
+    reset = ahead + at - own + 999
+    reset = (reset - reset % 1000) / 1000
+  end
+  reply[3 * i] = burst > used and burst - used or 0
   reply[3 * i + 1] = retry
-  reply[3 * i + 2] = l.ahead > 0 and math.ceil((l.ahead + l.now - own) / 1000) or 0
+  reply[3 * i + 2] = reset
 end
 if reply[1] == 0 or cost == 0 then
   return reply
 end
 
--- Every limit has room: count cost against each. Keys expire by the
--- server's clock; a caller's write keeps each max_skew longer, so a call
--- whose clock lags the server's by up to max_skew still finds it.
+-- Every limit has room: count cost against each, in gcra.lua's state
+-- (the TAT, the interval, the TAT's lead on the clock it was judged at).
+-- Keys expire by the server's clock; a caller's write keeps each max_skew
+-- longer, so a call whose clock lags the server's by up to max_skew still
+-- finds it.
 for i = 1, n do
   local l = limits[i]
-  local theo = l.theo + cost * l.interval
-  local ahead = l.ahead + cost * l.interval
-  local ttl_us = theo - server
+  local interval = l.interval
+  local theo = l.theo + cost * interval
+  local ahead = l.ahead + cost * interval
+  local ttl = theo - server + 999
   if caller then
-    ttl_us = ttl_us + max_skew
+    ttl = ttl + max_skew
   end
-  redis.call('SET', KEYS[i], string.format('%d/%d/%d', theo, l.interval, l.now), 'PX', string.format('%d', math.max(1, math.ceil(ttl_us / 1000))))
-  reply[3 * i] = math.max(0, l.burst - math.ceil(ahead / l.interval))
-  reply[3 * i + 2] = math.ceil((ahead + l.now - own) / 1000)
+  ttl = (ttl - ttl % 1000) / 1000
+  redis.call('SET', KEYS[i], format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+  local used = ahead % interval
+  used = (ahead - used) / interval + (used > 0 and 1 or 0)
+  local reset = ahead + l.at - own + 999
+  reply[3 * i] = l.burst > used and l.burst - used or 0
+  reply[3 * i + 2] = (reset - reset % 1000) / 1000
 end
 return reply
 `

@@ -82,36 +82,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -123,10 +134,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -135,17 +146,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -158,7 +170,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -353,9 +366,14 @@ redis.register_function{
 --- A new window length counts the stored calls in the new window that holds
 --- the newest of them, and nowhere else: a longer window never forgets them
 --- (no free burst), a shorter one may count them once in its current window.
---- State: a hash with exactly the fields n (0..1e9) and t (µs); anything else
---- at the key, of any type, is an error and the key is left untouched.
---- @key    counter      hash {n, t}: n counted in the window that holds t, the newest counted call; expires when that window ends
+--- State: a string of digits '<t><n>': t, the ms of the newest counted
+--- call, as exactly 13 digits (0..2^52 µs in ms: windows are whole ms, so
+--- the ms names the same window as the µs), then the count n (1..1e9)
+--- without leading zeros. Redis keeps it as an integer (16 bytes) while n
+--- has at most 6 digits. Anything else at the key, of any type, is an
+--- error and the key is left untouched; that includes the hash {n, t} of
+--- earlier versions of this script (WRONGTYPE).
+--- @key    counter      string '<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
 --- @arg    limit        int[1..1e9]       most cost admitted per window
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
@@ -375,36 +393,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -416,10 +445,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -428,17 +457,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -451,7 +481,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -473,60 +504,78 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', counter)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', counter)
 local n, t = 0, nil
-if size > 0 then
-  local state = redis.call('HMGET', counter, 'n', 't')
-  n, t = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
-  if size ~= 2 or n == nil or t == nil then
-    return redis.error_reply('BADSTATE the key is not a fixed window {n, t}; it is left untouched')
+if stored then
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 13 digits, then a count without a
+  -- leading zero; the length bound keeps it short enough to convert
+  -- exactly. t is the newest call's ms, in µs.
+  local a, b
+  if #stored <= 23 then
+    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
+  end
+  if a then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    t, n = tonumber(a) * 1000, b + 0
+  end
+  if not a or t > 2^52 or n > 1e9 then
+    return redis.error_reply('BADSTATE the key is not a fixed window <t><n>; it is left untouched')
   end
 end
 
--- Times stay below 2^52 + 1e14 < 2^53, and floor(x / y) of integers below
--- 2^53 is exact, so the windows need no mul-div.
+-- Times stay below 2^52 + 1e14 < 2^53, so windows divide exactly; integer
+-- division is written with %, which costs less than a call to math.floor.
 local window_us = window * 1000
 -- The stored calls count in the window that holds the newest of them, t; a
 -- late caller counts there too, and a later window starts from 0. A key
 -- that holds nothing counts from the later of the caller's clock and the
 -- server's: a key the server's clock expired must not let a caller that
 -- lags it count in that window again.
-t = t or math.max(now, server)
-local k, kt = math.floor(now / window_us), math.floor(t / window_us)
+if not t then
+  t = server > now and server or now
+end
+local k, kt = now - now % window_us, t - t % window_us
 if kt > k then
   k = kt
 elseif kt < k then
   n = 0
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
-end
-local end_at = (k + 1) * window_us
-local reset_ms = n > 0 and ms(end_at - now) or 0
-local want = math.max(cost, 1)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local end_at = k + window_us
+local wait = end_at - now + 999
+wait = (wait - wait % 1000) / 1000
+local want = cost > 0 and cost or 1
 if want > limit then
-  return {0, math.max(0, limit - n), -1, reset_ms}
+  return {0, limit > n and limit - n or 0, -1, n > 0 and wait or 0}
 elseif n + want > limit then
-  return {0, math.max(0, limit - n), ms(end_at - now), reset_ms}
+  return {0, limit > n and limit - n or 0, wait, n > 0 and wait or 0}
 elseif cost == 0 then
-  return {1, limit - n, 0, reset_ms}
+  return {1, limit - n, 0, n > 0 and wait or 0}
 end
 
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the window's end, so a call whose clock lags the server's
 -- by up to max_skew still finds the count.
-local ttl_us = end_at - server
+local ttl = end_at - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
+end
+ttl = (ttl - ttl % 1000) / 1000
+if now > t then
+  t = now
 end
 n = n + cost
-redis.call('HSET', counter, 'n', string.format('%d', n), 't', string.format('%d', math.max(t, now)))
-redis.call('PEXPIRE', counter, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, limit - n, 0, ms(end_at - now)}
+redis.call('SET', counter, format('%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
+return {1, limit - n, 0, wait}
 end,
 }
 
@@ -565,11 +614,13 @@ redis.register_function{
 --- lower rate frees no room, a higher one frees what it drains), and capped
 --- at a full burst of the new size (a lowered burst is full, never locked
 --- out).
---- State: a string '<tat>/<interval>/<at>': the TAT, the emission interval
---- it counts in, and the clock of the write that set it, all in µs, the TAT
---- at most 1e15 µs past <at>; anything else at the key, of any type, is an
---- error and the key is left untouched.
---- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
+--- State: a string of digits '<tat><interval>/<lead>': the TAT as exactly 16
+--- digits, then the emission interval it counts in and, after the '/', the
+--- TAT's lead on the clock of the write that set it (1..1e15), all in µs,
+--- numbers without leading zeros. Anything else at the key, of any type, is
+--- an error and the key is left untouched; that includes the
+--- '<tat>/<interval>/<at>' of earlier versions of this script.
+--- @key    tat          string '<tat><interval>/<lead>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
@@ -590,36 +641,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -631,10 +693,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -643,17 +705,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -666,7 +729,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -691,8 +755,14 @@ if bad then return redis.error_reply(bad) end
 -- The emission interval T in whole µs, rounded up (exact: period*1000 is
 -- below 2^53). The tolerance burst*T bounds how far an admitted TAT runs
 -- ahead of now, so keeping it at most 1e15 µs (31 years) keeps every
--- instant below 2^53.
-local interval = math.ceil(period * 1000 / rate)
+-- instant below 2^53. Integer division is written with %, which is exact
+-- below 2^53 and cheaper than a call to math.floor or math.ceil.
+local interval = period * 1000
+local part = interval % rate
+interval = (interval - part) / rate
+if part > 0 then
+  interval = interval + 1
+end
 local tolerance = burst * interval
 if tolerance > 1e15 then
   return redis.error_reply('BADARG burst*period/rate must be at most 1e15 µs (31 years)')
@@ -702,10 +772,9 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
 local stored = redis.pcall('GET', tat)
-if type(stored) == 'table' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
 -- A call is judged at its own clock against the stored TAT; a key that
 -- holds nothing is judged at the later of the caller's clock and the
 -- server's: a key the server's clock expired must not let a caller that
@@ -713,56 +782,77 @@ end
 -- waits are measured from. A missing key is a TAT at or before now; a TAT
 -- behind now counts as now, so idle time never banks more than a burst.
 local own = now
-if not stored then
-  now = math.max(now, server)
-end
 local theo = now
-if stored then
-  local a, b, c = string.match(stored, '^([^/]*)/([^/]*)/([^/]*)$')
-  local v, was, at = num(a, 0, 2^52 + 1e15), num(b, 1, 1e14), num(c, 0, 2^52)
-  if v == nil or was == nil or at == nil or v < at or v - at > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a GCRA state <tat>/<interval>/<at>; it is left untouched')
+if not stored then
+  if server > now then
+    now, theo = server, server
   end
-  -- A changed rate or burst applies from the last write, at: the lead the
-  -- TAT had then is counted in intervals of the current rate (whole ones
-  -- exactly, a part one rounded up) and capped at a full burst (fewer than
-  -- burst whole intervals and a part one never pass it). It depends on the
-  -- stored state alone, so waits stay exact while denied calls change
-  -- nothing.
-  if was ~= interval or v - at > tolerance then
-    local units = math.floor((v - at) / was)
+else
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 16 digits, then two numbers
+  -- without leading zeros; the length bound keeps every number short
+  -- enough to convert exactly.
+  local v, was, lead
+  if #stored <= 48 then
+    v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  end
+  if v then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    v, was, lead = tonumber(v), was + 0, lead + 0
+  end
+  -- The write that set the state was at v - lead, on a clock never past
+  -- 2^52, and led by at most 1e15 µs.
+  if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
+    return redis.error_reply('BADSTATE the key is not a GCRA state <tat><interval>/<lead>; it is left untouched')
+  end
+  -- A changed rate or burst applies from the last write, v - lead: its lead
+  -- is counted in intervals of the current rate (whole ones exactly, a part
+  -- one rounded up) and capped at a full burst (fewer than burst whole
+  -- intervals and a part one never pass it). It depends on the stored state
+  -- alone, so waits stay exact while denied calls change nothing.
+  if was ~= interval or lead > tolerance then
+    local units = lead % was
+    units = (lead - units) / was
     if units >= burst then
-      v = at + tolerance
+      v = v - lead + tolerance
     else
-      local q, r = muldiv(v - at - units * was, interval, was)
-      v = at + units * interval + (r > 0 and q + 1 or q)
+      local q, r = muldiv(lead - units * was, interval, was)
+      if r > 0 then
+        q = q + 1
+      end
+      v = v - lead + units * interval + q
     end
   end
-  theo = math.max(now, v)
+  if v > now then
+    theo = v
+  end
 end
 
 -- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
--- while ahead + n*T <= burst*T.
+-- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
+-- count from the caller's own clock, in whole ms rounded up
+-- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
 local ahead = theo - now
-local function ms(us)
-  return math.ceil(us / 1000)
+local used = ahead % interval
+used = (ahead - used) / interval + (used > 0 and 1 or 0)
+local left = burst > used and burst - used or 0
+local reset = 0
+if ahead > 0 then
+  reset = ahead + now - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local function left(d)
-  return math.max(0, burst - math.ceil(d / interval))
-end
-
--- Waits count from the caller's own clock.
-local function wait(us)
-  return math.ceil((us + now - own) / 1000)
-end
-local reset = ahead > 0 and wait(ahead) or 0
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > burst then
-  return {0, left(ahead), -1, reset}
+  return {0, left, -1, reset}
 elseif ahead + want * interval > tolerance then
-  return {0, left(ahead), wait(ahead + want * interval - tolerance), reset}
+  local wait = ahead + want * interval - tolerance + now - own + 999
+  return {0, left, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, left(ahead), 0, reset}
+  return {1, left, 0, reset}
 end
 
 theo = theo + cost * interval
@@ -770,12 +860,16 @@ ahead = ahead + cost * interval
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the TAT, so a call whose clock lags the server's by up to
 -- max_skew still finds it.
-local ttl_us = theo - server
+local ttl = theo - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('SET', tat, string.format('%d/%d/%d', theo, interval, now), 'PX', string.format('%d', math.max(1, ms(ttl_us))))
-return {1, left(ahead), 0, wait(ahead)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', tat, format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+used = ahead % interval
+used = (ahead - used) / interval + (used > 0 and 1 or 0)
+reset = ahead + now - own + 999
+return {1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000}
 end,
 }
 
@@ -814,10 +908,13 @@ redis.register_function{
 --- room, a higher one frees what it drains), capped at a full bucket of the
 --- new capacity (a lowered capacity is full, never locked out), and drains
 --- at the new rate since.
---- State: a hash with exactly the fields level (µs of water, 0..1e15), ts
---- (µs) and unit (the µs per unit it was poured at, 1..1e14); anything else
---- at the key, of any type, is an error and the key is left untouched.
---- @key    bucket       hash {level, ts, unit}: µs of water at ts, the last time water was poured; expires once empty
+--- State: a string of digits '<ts><unit>/<level>': ts, the last time water
+--- was poured, as exactly 16 digits of µs (0..2^52), then the µs per unit it
+--- was poured at (1..1e14) and, after the '/', the µs of water then
+--- (1..1e15), numbers without leading zeros. Anything else at the key, of
+--- any type, is an error and the key is left untouched; that includes the
+--- hash {level, ts, unit} of earlier versions of this script (WRONGTYPE).
+--- @key    bucket       string '<ts><unit>/<level>': µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int[1..1e9]       units the bucket holds
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
@@ -838,36 +935,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -879,10 +987,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -891,17 +999,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -914,7 +1023,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -936,10 +1046,17 @@ if not bad and rate > period * 1000 then
 end
 if bad then return redis.error_reply(bad) end
 
--- I.371's increment I: the µs one unit takes to drain. A full bucket bounds
--- every level, so keeping it at most 1e15 µs (31 years) keeps every instant
--- below 2^53.
-local unit = math.ceil(period * 1000 / rate)
+-- I.371's increment I: the µs one unit takes to drain, rounded up (exact:
+-- period*1000 is below 2^53). A full bucket bounds every level, so keeping
+-- it at most 1e15 µs (31 years) keeps every instant below 2^53. Integer
+-- division is written with %, which is exact below 2^53 and costs less
+-- than a call to math.floor or math.ceil.
+local unit = period * 1000
+local part = unit % rate
+unit = (unit - part) / rate
+if part > 0 then
+  unit = unit + 1
+end
 local full = capacity * unit
 if full > 1e15 then
   return redis.error_reply('BADARG capacity*period/rate must be at most 1e15 µs (31 years)')
@@ -949,77 +1066,99 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', bucket)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
-local level, ts, was
-if size > 0 then
-  local state = redis.call('HMGET', bucket, 'level', 'ts', 'unit')
-  level, ts, was = num(state[1], 0, 1e15), num(state[2], 0, 2^52), num(state[3], 1, 1e14)
-  if size ~= 3 or level == nil or ts == nil or was == nil then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket {level, ts, unit}; it is left untouched')
-  end
-end
-
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', bucket)
 -- A late caller is judged at the stored time; own is its clock, which its
--- waits are measured from.
--- A key that holds nothing is judged at the later of the caller's clock
--- and the server's: a key the server's clock expired must not let a caller
--- that lags it drain the same time again.
+-- waits are measured from. A key that holds nothing is judged at the later
+-- of the caller's clock and the server's: a key the server's clock expired
+-- must not let a caller that lags it drain the same time again.
 local own = now
-ts = ts or math.max(now, server)
-if now < ts then
-  now = ts
-end
-
--- A changed rate or capacity applies from the last pour: the level then is
--- counted in units of the current rate (whole units exactly, a part unit
--- rounded up) and capped at a full bucket (fewer than capacity whole units
--- and a part one never pass it). It depends on the stored state alone, so
--- waits stay exact while denied calls change nothing.
-if level and (was ~= unit or level > full) then
-  local units = math.floor(level / was)
-  if units >= capacity then
-    level = full
-  else
-    local q, r = muldiv(level - units * was, unit, was)
-    level = units * unit + (r > 0 and q + 1 or q)
+local water = 0
+if not stored then
+  if server > now then
+    now = server
+  end
+else
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 16 digits, then two numbers
+  -- without leading zeros; the length bound keeps every number short
+  -- enough to convert exactly.
+  local ts, was, level
+  if #stored <= 48 then
+    ts, was, level = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  end
+  if ts then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    ts, was, level = tonumber(ts), was + 0, level + 0
+  end
+  if not ts or ts > 2^52 or was > 1e14 or level > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket <ts><unit>/<level>; it is left untouched')
+  end
+  if now < ts then
+    now = ts
+  end
+  -- A changed rate or capacity applies from the last pour: the level then
+  -- is counted in units of the current rate (whole units exactly, a part
+  -- unit rounded up) and capped at a full bucket (fewer than capacity
+  -- whole units and a part one never pass it). It depends on the stored
+  -- state alone, so waits stay exact while denied calls change nothing.
+  if was ~= unit or level > full then
+    local units = level % was
+    units = (level - units) / was
+    if units >= capacity then
+      level = full
+    else
+      local q, r = muldiv(level - units * was, unit, was)
+      if r > 0 then
+        q = q + 1
+      end
+      level = units * unit + q
+    end
+  end
+  -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is
+  -- an exact integer, so every wait below is exact too.
+  water = level - (now - ts)
+  if water < 0 then
+    water = 0
   end
 end
--- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is an
--- exact integer, so every wait below is exact too.
-local water = 0
-if level then
-  water = math.max(0, level - (now - ts))
-end
 
-local function ms(us)
-  return math.ceil(us / 1000)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local remaining = (full - water) % unit
+remaining = (full - water - remaining) / unit
+local reset = 0
+if water > 0 then
+  reset = now + water - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local remaining = math.floor((full - water) / unit)
-local reset_ms = water > 0 and ms(now + water - own) or 0
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > capacity then
-  return {0, remaining, -1, reset_ms}
+  return {0, remaining, -1, reset}
 elseif water + want * unit > full then
-  return {0, remaining, ms(now + water + want * unit - full - own), reset_ms}
+  local wait = now + water + want * unit - full - own + 999
+  return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, remaining, 0, reset_ms}
+  return {1, remaining, 0, reset}
 end
 
 water = water + cost * unit
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the instant the bucket is empty, so a call whose clock
 -- lags the server's by up to max_skew still finds the water.
-local ttl_us = now + water - server
+local ttl = now + water - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('HSET', bucket, 'level', string.format('%d', water), 'ts', string.format('%d', now),
-  'unit', string.format('%d', unit))
-redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, remaining - cost, 0, ms(now + water - own)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', bucket, format('%016d%d/%d', now, unit, water), 'PX', format('%d', ttl > 1 and ttl or 1))
+reset = now + water - own + 999
+return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 end,
 }
 
@@ -1057,10 +1196,10 @@ redis.register_function{
 --- new size: no lockout, no free burst). A limit added later starts full;
 --- a limit dropped leaves its key to expire. Arithmetic is exact for every
 --- accepted input.
---- State: per key, gcra.lua's string '<tat>/<interval>/<at>' in µs;
---- anything else at any key, of any type, is an error, and no key is
---- written.
---- @key    ...keys       string '<tat>/<interval>/<at>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- State: per key, gcra.lua's string '<tat><interval>/<lead>' in µs (see
+--- there); anything else at any key, of any type, is an error, and no key
+--- is written.
+--- @key    ...keys       string '<tat><interval>/<lead>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
 --- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
@@ -1078,36 +1217,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -1119,10 +1269,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -1131,17 +1281,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -1154,7 +1305,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -1170,10 +1322,14 @@ if n == 0 or n > 16 then
   bad = bad or string.format('BADARG takes 1 to 16 keys, one per limit, got %d', n)
 end
 
--- limit reads one number of limit i; its name says which limit it is.
+-- limit reads one number of limit i. The name that says which limit it is
+-- costs a string.format, so it is made only for a bad number: int is asked
+-- again with it, when no earlier problem is kept in bad.
 local function limit(j, what, i, lo, hi)
-  local v = num(ARGV[j], lo, hi)
-  if v == nil then
+  local first = bad
+  local v = int(ARGV[j], what, lo, hi)
+  if not v and not first then
+    bad = nil
     int(ARGV[j], string.format('%s of limit %d', what, i), lo, hi)
   end
   return v
@@ -1182,7 +1338,7 @@ end
 -- Every limit's numbers, and its key once only: two limits on one key
 -- would each count the request in the same state.
 local limits, seen = {}, {}
-for i = 1, math.min(n, 16) do
+for i = 1, n < 16 and n or 16 do
   limits[i] = {
     burst = limit(3 * i, 'burst', i, 1, 1e9),
     rate = limit(3 * i + 1, 'rate', i, 1, 1e9),
@@ -1198,15 +1354,22 @@ exactly(n, 2 + 3 * n)
 if bad then return redis.error_reply(bad) end
 
 -- gcra.lua's derived bounds, per limit: the emission interval in whole µs,
--- rounded up, and the tolerance burst*interval at most 1e15 µs, which
--- keeps every instant below 2^53.
+-- rounded up (integer division written with %, exact below 2^53), and the
+-- tolerance burst*interval at most 1e15 µs, which keeps every instant
+-- below 2^53.
 for i = 1, n do
   local l = limits[i]
   if l.rate > l.period * 1000 then
     return redis.error_reply(string.format('BADARG rate of limit %d must be at most one per µs (period*1000)', i))
   end
-  l.interval = math.ceil(l.period * 1000 / l.rate)
-  l.tolerance = l.burst * l.interval
+  local interval = l.period * 1000
+  local part = interval % l.rate
+  interval = (interval - part) / l.rate
+  if part > 0 then
+    interval = interval + 1
+  end
+  l.interval = interval
+  l.tolerance = l.burst * interval
   if l.tolerance > 1e15 then
     return redis.error_reply(string.format('BADARG burst*period/rate of limit %d must be at most 1e15 µs (31 years)', i))
   end
@@ -1221,45 +1384,63 @@ if bad then return redis.error_reply(bad) end
 -- gcra.lua judges it (see there): a key that holds nothing at the later of
 -- the caller's clock and the server's, a stored TAT at the caller's clock,
 -- a changed limit from the key's last write. Waits count from the
--- caller's own clock, own.
+-- caller's own clock, own, in whole ms rounded up
+-- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
 local own = now
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 local reply = {1, 0}
 local worst = 0
 for i = 1, n do
   local l = limits[i]
+  local burst, interval, tolerance = l.burst, l.interval, l.tolerance
+  -- GET answers a key of another type with an error table (stored.err).
   local stored = redis.pcall('GET', KEYS[i])
-  if type(stored) == 'table' then
-    return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
-  end
-  l.now = now
+  local at, theo = now, now
   if not stored then
-    l.now = math.max(now, server)
-  end
-  l.theo = l.now
-  if stored then
-    local a, b, c = string.match(stored, '^([^/]*)/([^/]*)/([^/]*)$')
-    local v, was, at = num(a, 0, 2^52 + 1e15), num(b, 1, 1e14), num(c, 0, 2^52)
-    if v == nil or was == nil or at == nil or v < at or v - at > 1e15 then
-      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state <tat>/<interval>/<at>; no key is written', i))
+    if server > now then
+      at, theo = server, server
     end
-    if was ~= l.interval or v - at > l.tolerance then
-      local units = math.floor((v - at) / was)
-      if units >= l.burst then
-        v = at + l.tolerance
+  else
+    if stored.err then
+      return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
+    end
+    local v, was, lead
+    if #stored <= 48 then
+      v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+    end
+    if v then
+      -- tonumber for the fixed-width field, as in gcra.lua: gopher-lua
+      -- reads a leading 0 as octal in arithmetic.
+      v, was, lead = tonumber(v), was + 0, lead + 0
+    end
+    if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
+      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state <tat><interval>/<lead>; no key is written', i))
+    end
+    if was ~= interval or lead > tolerance then
+      local units = lead % was
+      units = (lead - units) / was
+      if units >= burst then
+        v = v - lead + tolerance
       else
-        local q, r = muldiv(v - at - units * was, l.interval, was)
-        v = at + units * l.interval + (r > 0 and q + 1 or q)
+        local q, r = muldiv(lead - units * was, interval, was)
+        if r > 0 then
+          q = q + 1
+        end
+        v = v - lead + units * interval + q
       end
     end
-    l.theo = math.max(l.now, v)
+    if v > now then
+      theo = v
+    end
   end
-  l.ahead = l.theo - l.now
+  local ahead = theo - at
+  l.at, l.theo, l.ahead = at, theo, ahead
   local retry = 0
-  if want > l.burst then
+  if want > burst then
     retry = -1
-  elseif l.ahead + want * l.interval > l.tolerance then
-    retry = math.ceil((l.ahead + want * l.interval - l.tolerance + l.now - own) / 1000)
+  elseif ahead + want * interval > tolerance then
+    retry = ahead + want * interval - tolerance + at - own + 999
+    retry = (retry - retry % 1000) / 1000
   end
   -- The limit that binds a denial: a cost that can never pass, else the
   -- longest wait; the first of equals.
@@ -1270,28 +1451,42 @@ for i = 1, n do
       worst = retry
     end
   end
-  reply[3 * i] = math.max(0, l.burst - math.ceil(l.ahead / l.interval))
+  local used = ahead % interval
+  used = (ahead - used) / interval + (used > 0 and 1 or 0)
+  local reset = 0
+  if ahead > 0 then
+    reset = ahead + at - own + 999
+    reset = (reset - reset % 1000) / 1000
+  end
+  reply[3 * i] = burst > used and burst - used or 0
   reply[3 * i + 1] = retry
-  reply[3 * i + 2] = l.ahead > 0 and math.ceil((l.ahead + l.now - own) / 1000) or 0
+  reply[3 * i + 2] = reset
 end
 if reply[1] == 0 or cost == 0 then
   return reply
 end
 
--- Every limit has room: count cost against each. Keys expire by the
--- server's clock; a caller's write keeps each max_skew longer, so a call
--- whose clock lags the server's by up to max_skew still finds it.
+-- Every limit has room: count cost against each, in gcra.lua's state
+-- (the TAT, the interval, the TAT's lead on the clock it was judged at).
+-- Keys expire by the server's clock; a caller's write keeps each max_skew
+-- longer, so a call whose clock lags the server's by up to max_skew still
+-- finds it.
 for i = 1, n do
   local l = limits[i]
-  local theo = l.theo + cost * l.interval
-  local ahead = l.ahead + cost * l.interval
-  local ttl_us = theo - server
+  local interval = l.interval
+  local theo = l.theo + cost * interval
+  local ahead = l.ahead + cost * interval
+  local ttl = theo - server + 999
   if caller then
-    ttl_us = ttl_us + max_skew
+    ttl = ttl + max_skew
   end
-  redis.call('SET', KEYS[i], string.format('%d/%d/%d', theo, l.interval, l.now), 'PX', string.format('%d', math.max(1, math.ceil(ttl_us / 1000))))
-  reply[3 * i] = math.max(0, l.burst - math.ceil(ahead / l.interval))
-  reply[3 * i + 2] = math.ceil((ahead + l.now - own) / 1000)
+  ttl = (ttl - ttl % 1000) / 1000
+  redis.call('SET', KEYS[i], format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+  local used = ahead % interval
+  used = (ahead - used) / interval + (used > 0 and 1 or 0)
+  local reset = ahead + l.at - own + 999
+  reply[3 * i] = l.burst > used and l.burst - used or 0
+  reply[3 * i + 2] = (reset - reset % 1000) / 1000
 end
 return reply
 end,
@@ -1338,11 +1533,14 @@ redis.register_function{
 --- counted in whichever window of the new length holds them. A longer window
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
---- State: a hash with exactly the fields s (µs, the start of the current
---- count's window), t (µs, its newest call, at most 1e14 µs after s), cur
---- (0..1e9) and prev (0..2e9: counts from two windows can merge); anything
---- else at the key, of any type, is an error and the key is left untouched.
---- @key    counts       hash {s, t, cur, prev}: counts of the window from s and the one before; expires when both weigh 0
+--- State: a string '<s><d>/<cur>/<prev>': s, the start of the current
+--- count's window, as exactly 13 digits of ms (0..2^52 µs in ms: windows
+--- are whole ms), then d, the ms from s to its newest call (below 1e11),
+--- and the counts cur (1..1e9) and prev (0..2e9: counts from two windows
+--- can merge), numbers without leading zeros. Anything else at the key, of
+--- any type, is an error and the key is left untouched; that includes the
+--- hash {s, t, cur, prev} of earlier versions of this script (WRONGTYPE).
+--- @key    counts       string '<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
@@ -1362,36 +1560,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -1403,10 +1612,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -1415,17 +1624,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -1438,7 +1648,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -1460,24 +1671,42 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', counts)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', counts)
 local s, t, cur, prev
-if size > 0 then
-  local state = redis.call('HMGET', counts, 's', 't', 'cur', 'prev')
-  s, t = num(state[1], 0, 2^52), num(state[2], 0, 2^52)
-  cur, prev = num(state[3], 0, 1e9), num(state[4], 0, 2e9)
-  if size ~= 4 or s == nil or t == nil or cur == nil or prev == nil or t < s or t - s >= 1e14 then
-    return redis.error_reply('BADSTATE the key is not a sliding window counter {s, t, cur, prev}; it is left untouched')
+if stored then
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 13 digits, then three numbers; the
+  -- length bound keeps them short enough to convert exactly, and a number
+  -- below 10^(digits-1) was written with a leading zero. s and t are ms,
+  -- here in µs.
+  local a, b, c, e
+  if #stored <= 46 then
+    a, b, c, e = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
+  end
+  if a then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
+    if (#b > 1 and t < 10 ^ (#b - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+      s = nil
+    else
+      t = s + t * 1000
+    end
+  end
+  if not s or t > 2^52 or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
+    return redis.error_reply('BADSTATE the key is not a sliding window counter <s><d>/<cur>/<prev>; it is left untouched')
   end
 end
 
--- Times stay below 2^52 + 2e14 < 2^53, and floor(x / y) of integers below
--- 2^53 is exact.
+-- Times stay below 2^52 + 2e14 < 2^53, so windows divide exactly; integer
+-- division is written with %, which costs less than a call to math.floor.
+-- Windows are named by the instant they start.
 local window_us = window * 1000
-local w = math.floor(now / window_us)
 -- at is the instant the call is judged at: a late caller is judged at the
 -- start of the newest count's window, so the state never moves back.
 local at = now
@@ -1486,27 +1715,34 @@ if not s then
   -- A key that holds nothing counts from the later of the caller's clock
   -- and the server's: a key the server's clock expired must not let a
   -- caller that lags it count in those windows again.
-  at = math.max(now, server)
-  w = math.floor(at / window_us)
-else
-  local wt, ws = math.floor(t / window_us), math.floor((s - 1) / window_us)
-  if wt > w then
-    w, at = wt, wt * window_us
+  if server > at then
+    at = server
   end
-  if wt == w then
+end
+local start = at - at % window_us
+if s then
+  -- The current count sits at its newest call, the previous one just
+  -- before the current count's window began: each counts in the window of
+  -- the current length that holds it.
+  local wt, ws = t - t % window_us, s - 1 - (s - 1) % window_us
+  if wt > start then
+    start, at = wt, wt
+  end
+  if wt == start then
     c = c + cur
-  elseif wt == w - 1 then
+  elseif wt == start - window_us then
     p = p + cur
   end
-  if ws == w then
+  if ws == start then
     c = c + prev
-  elseif ws == w - 1 then
+  elseif ws == start - window_us then
     p = p + prev
   end
-  p = math.min(p, 2e9)
+  if p > 2e9 then
+    p = 2e9
+  end
 end
-local start = w * window_us
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 
 -- ceil(n * (window - elapsed) / window): the previous count's weight.
 local function weighted(n, elapsed)
@@ -1529,23 +1765,28 @@ local function first(cn, pn, ws, x)
   if e >= window_us then
     return nil
   end
-  return math.max(x, ws + e)
+  return x > ws + e and x or ws + e
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local remaining = limit - c
+if p > 0 then
+  remaining = remaining - weighted(p, at - start)
 end
-local remaining = math.max(0, limit - c - weighted(p, at - start))
-local until_us = 0
+if remaining < 0 then
+  remaining = 0
+end
+local reset = 0
 if c > 0 then
-  until_us = start + 2 * window_us - now
+  reset = start + 2 * window_us - now + 999
 elseif p > 0 then
-  until_us = start + window_us - now
+  reset = start + window_us - now + 999
 end
-local reset_ms = ms(until_us)
+reset = (reset - reset % 1000) / 1000
 
 if want > limit then
-  return {0, remaining, -1, reset_ms}
+  return {0, remaining, -1, reset}
 end
 -- The estimate only falls while nothing is admitted, and two windows on
 -- both counts weigh 0, so the first admitting instant is one of these.
@@ -1553,22 +1794,28 @@ local ok_at = first(c, p, start, at)
   or first(0, c, start + window_us, start + window_us)
   or start + 2 * window_us
 if ok_at > at then
-  return {0, remaining, ms(ok_at - now), reset_ms}
+  local wait = ok_at - now + 999
+  return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, remaining, 0, reset_ms}
+  return {1, remaining, 0, reset}
 end
 
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the instant both counts weigh 0, so a call whose clock
 -- lags the server's by up to max_skew still finds them.
-local ttl_us = start + 2 * window_us - server
+local ttl = start + 2 * window_us - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('HSET', counts, 's', string.format('%d', start), 't', string.format('%d', math.max(t or at, at)),
-  'cur', string.format('%d', c + cost), 'prev', string.format('%d', p))
-redis.call('PEXPIRE', counts, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, remaining - cost, 0, ms(start + 2 * window_us - now)}
+ttl = (ttl - ttl % 1000) / 1000
+if not t or at > t then
+  t = at
+end
+t = t - t % 1000
+redis.call('SET', counts, format('%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
+  'PX', format('%d', ttl > 1 and ttl or 1))
+reset = start + 2 * window_us - now + 999
+return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 end,
 }
 
@@ -1629,36 +1876,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -1670,10 +1928,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -1682,17 +1940,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -1705,7 +1964,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -1735,36 +1995,48 @@ local function badstate()
   return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
 -- time returns the time of a member read WITHSCORES, or nil when the
--- member is not one this script writes. The score is Redis's own text of a
--- double (servers print it differently), so it is read with tonumber; the
--- member's name is checked to the letter.
+-- member is not one this script writes: '<us>-<n>', us without a leading
+-- zero and equal to the score, n from 1 to 10000. The score is Redis's own
+-- text of a double (servers print it differently), so it is compared as a
+-- number. The length bound keeps every number short enough to convert
+-- exactly.
 local function time(member, score)
-  local us = tonumber(score)
-  local at, n = string.match(type(member) == 'string' and member or '', '^(%d+)%-(%d+)$')
-  if us and us >= 0 and us <= 2^52 and us == math.floor(us) and num(at, us, us) and num(n, 1, 10000) then
-    return us
+  local at, n
+  if member and #member <= 22 then
+    at, n = match(member, '^(%d+)%-([1-9]%d*)$')
+  end
+  if at and #n <= 5 and n + 0 <= 10000 and (#at == 1 or at + 0 >= 10 ^ (#at - 1)) then
+    local us = score + 0
+    if us == at + 0 and us <= 2^52 then
+      return us
+    end
   end
   return nil
 end
 
+-- ZCARD answers a key of another type with an error table (size.err); a
+-- number has no err field.
 local size = redis.pcall('ZCARD', log)
-if type(size) ~= 'number' then
+if type(size) == 'table' then
   return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 elseif size > 10000 then
   return badstate()
 end
 -- Members are added at the newest time or later, so the last member holds
--- the newest time; a late caller is judged at that time.
-local last
+-- the newest time and the first the oldest; a late caller is judged at the
+-- newest.
+local last, first
 if size > 0 then
   local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
   last = time(newest[1], newest[2])
   if last == nil then
     return badstate()
   end
+  first = last
   if size > 1 then
     local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
-    if time(oldest[1], oldest[2]) == nil then
+    first = time(oldest[1], oldest[2])
+    if first == nil then
       return badstate()
     end
   end
@@ -1774,50 +2046,64 @@ end
 -- key the server's clock expired must not let a caller that lags it log in
 -- that window again.
 local own = now
-if last and now < last then
-  now = last
-elseif not last then
-  now = math.max(now, server)
+if last then
+  if now < last then
+    now = last
+  end
+elseif server > now then
+  now = server
 end
 
 -- A member at gone or before has left the window. Counting instead of
--- trimming keeps denied calls and peeks free of writes.
+-- trimming keeps denied calls and peeks free of writes; when the oldest
+-- member is still inside, every member is, and there is nothing to count.
 local gone = now - window_us
 local live = 0
 if last and last > gone then
-  live = redis.call('ZCOUNT', log, '(' .. string.format('%d', gone), '+inf')
+  if first > gone then
+    live = size
+  else
+    live = redis.call('ZCOUNT', log, '(' .. format('%d', gone), '+inf')
+  end
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
-end
-local reset_ms = 0
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local reset = 0
 if live > 0 then
-  reset_ms = ms(last + window_us - own)
+  reset = last + window_us - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local remaining = math.max(0, limit - live)
+local remaining = limit > live and limit - live or 0
 
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > limit then
-  return {0, remaining, -1, reset_ms}
+  return {0, remaining, -1, reset}
 elseif live + want > limit then
   -- No member is newer than now, so the live ones are the newest: the call
-  -- fits once the (limit-want+1)-th newest has left, older ones first.
-  local i = string.format('%d', want - limit - 1)
-  local m = redis.call('ZRANGE', log, i, i, 'WITHSCORES')
-  local us = time(m[1], m[2])
-  if us == nil then
-    return badstate()
+  -- fits once the (limit-want+1)-th newest has left, older ones first. When
+  -- that is the oldest member, it has been read already.
+  local us = first
+  if size + want - limit - 1 > 0 then
+    local i = format('%d', want - limit - 1)
+    local m = redis.call('ZRANGE', log, i, i, 'WITHSCORES')
+    us = time(m[1], m[2])
+    if us == nil then
+      return badstate()
+    end
   end
-  return {0, remaining, ms(us + window_us - own), reset_ms}
+  local wait = us + window_us - own + 999
+  return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, remaining, 0, reset_ms}
+  return {1, remaining, 0, reset}
 end
 
-redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', gone))
+if first and first <= gone then
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
+end
 -- Members at one time are numbered 1, 2, ... and all leave together, so
 -- their count is the last number in use.
-local stamp = string.format('%d', now)
+local stamp = format('%d', now)
 local n = 0
 if last == now then
   n = redis.call('ZCOUNT', log, stamp, stamp)
@@ -1826,7 +2112,7 @@ end
 local batch, used = {}, 0
 for i = 1, cost do
   batch[used + 1] = stamp
-  batch[used + 2] = stamp .. '-' .. string.format('%d', n + i)
+  batch[used + 2] = stamp .. '-' .. format('%d', n + i)
   used = used + 2
   if used == 2000 or i == cost then
     redis.call('ZADD', log, unpack(batch, 1, used))
@@ -1837,12 +2123,14 @@ end
 -- member leaves the window. A caller's write keeps the key max_skew
 -- longer, so a call whose clock lags the server's by up to max_skew still
 -- finds it.
-local ttl_us = now + window_us - server
+local ttl = now + window_us - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('PEXPIRE', log, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, remaining - cost, 0, ms(now + window_us - own)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('PEXPIRE', log, format('%d', ttl > 1 and ttl or 1))
+reset = now + window_us - own + 999
+return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 end,
 }
 
@@ -1875,10 +2163,13 @@ redis.register_function{
 --- capacity are dropped (no free burst, no lockout: a full bucket of the new
 --- size), a raised capacity keeps the tokens and fills on, and a new rate or
 --- period credits at its own pace from the last credit.
---- State: a hash with exactly the fields tokens (0..1e9) and ts (µs, the
---- instant tokens were credited up to); anything else at the key, of any
---- type, is an error and the key is left untouched.
---- @key    bucket       hash {tokens, ts}; expires once full
+--- State: a string of digits '<ts><tokens>': ts, the instant tokens were
+--- credited up to, as exactly 16 digits of µs (0..2^52), then tokens
+--- (0..1e9) without leading zeros. Redis keeps it as an integer (16 bytes)
+--- while tokens has at most 3 digits. Anything else at the key, of any
+--- type, is an error and the key is left untouched; that includes the hash
+--- {tokens, ts} of earlier versions of this script (WRONGTYPE).
+--- @key    bucket       string '<ts><tokens>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
@@ -1900,36 +2191,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -1941,10 +2243,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -1953,17 +2255,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -1976,7 +2279,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -1992,7 +2296,8 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local refill   = ARGV[4]
 local cost     = int(ARGV[5], 'cost', 0, 1e9)
 local now      = int(ARGV[6], 'now', 0, 2^52)
-if refill ~= 'smooth' and refill ~= 'interval' then
+local smooth = refill == 'smooth'
+if not smooth and refill ~= 'interval' then
   bad = bad or "BADARG refill must be 'smooth' or 'interval'"
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
@@ -2000,18 +2305,24 @@ exactly(1, 6)
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
-local smooth = refill == 'smooth'
+
+-- span is the time n tokens take to come back, in µs: smooth credits rate
+-- per period_us, so the n-th whole token comes after n*period_us/rate,
+-- rounded up (never early); interval adds rate at once per whole period.
+-- Integer division is written with %, which is exact below 2^53 and costs
+-- less than a call to math.floor or math.ceil.
+local function span(n)
+  if smooth then
+    local q, r = muldiv(n, period_us, rate)
+    return r > 0 and q + 1 or q
+  end
+  local part = n % rate
+  return ((n - part) / rate + (part > 0 and 1 or 0)) * period_us
+end
 
 -- The time an empty bucket takes to fill bounds every wait, so keeping it
 -- at most 1e15 µs (31 years) keeps every instant below 2^53.
-local fill_us
-if smooth then
-  local q, r = muldiv(capacity, period_us, rate)
-  fill_us = r > 0 and q + 1 or q
-else
-  fill_us = math.ceil(capacity / rate) * period_us
-end
-if fill_us > 1e15 then
+if span(capacity) > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 
@@ -2019,19 +2330,31 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', bucket)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
--- A key that holds nothing is a full bucket at the later of the caller's
--- clock and the server's: a key the server's clock expired must not let a
--- caller that lags it count the same time again.
-local tokens, ts = capacity, math.max(now, server)
-if size > 0 then
-  local state = redis.call('HMGET', bucket, 'tokens', 'ts')
-  tokens, ts = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
-  if size ~= 2 or tokens == nil or ts == nil then
-    return redis.error_reply('BADSTATE the key is not a token bucket {tokens, ts}; it is left untouched')
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field. A key that holds nothing is a full bucket at the
+-- later of the caller's clock and the server's: a key the server's clock
+-- expired must not let a caller that lags it count the same time again.
+local stored = redis.pcall('GET', bucket)
+local tokens, ts = capacity, server > now and server or now
+if stored then
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 16 digits, then digits; the length
+  -- bound keeps them short enough to convert exactly, and tokens below
+  -- 10^(digits-1) would be written with a leading zero.
+  local a, b
+  if #stored <= 26 then
+    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
+  end
+  if a then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    ts, tokens = tonumber(a), b + 0
+  end
+  if not a or ts > 2^52 or tokens > 1e9 or (#b > 1 and tokens < 10 ^ (#b - 1)) then
+    return redis.error_reply('BADSTATE the key is not a token bucket <ts><tokens>; it is left untouched')
   end
 end
 
@@ -2042,63 +2365,60 @@ if now < ts then
   now = ts
 end
 
--- The instant a bucket that held have tokens, credited up to mark, holds n
--- (have < n <= capacity). Deciding from the stored state rather than from a
--- refilled copy keeps retry_after exact: refilling rounds, a wait does not.
-local function at(have, mark, n)
-  if smooth then
-    local q, r = muldiv(n - have, period_us, rate)
-    return mark + (r > 0 and q + 1 or q)
-  end
-  return mark + math.ceil((n - have) / rate) * period_us
-end
-
 -- Refill up to now. mark moves only by the time the credited tokens took,
 -- so no interval counts twice; a full bucket restarts its clock at now.
-local have = math.min(tokens, capacity)
-local held, mark = capacity, now
-if have < capacity and now < at(have, ts, capacity) then
-  if smooth then
-    local added = muldiv(now - ts, rate, period_us)
-    local q, r = muldiv(added, period_us, rate)
-    held, mark = have + added, ts + (r > 0 and q + 1 or q)
-  else
-    local steps = math.floor((now - ts) / period_us)
-    held, mark = have + steps * rate, ts + steps * period_us
+-- Deciding from the stored state rather than from a refilled copy keeps
+-- retry_after exact: refilling rounds, a wait does not. full_at is the
+-- instant the stored bucket is full.
+local have = tokens < capacity and tokens or capacity
+local held, mark, full_at = capacity, now, now
+if have < capacity then
+  full_at = ts + span(capacity - have)
+  if now < full_at then
+    if smooth then
+      local added = muldiv(now - ts, rate, period_us)
+      held, mark = have + added, ts + span(added)
+    else
+      local steps = (now - ts) % period_us
+      steps = (now - ts - steps) / period_us
+      held, mark = have + steps * rate, ts + steps * period_us
+    end
   end
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local reset = 0
+if full_at > now then
+  reset = full_at - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local reset_us = 0
-if have < capacity and at(have, ts, capacity) > now then
-  reset_us = at(have, ts, capacity) - own
-end
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > capacity then
-  return {0, held, -1, ms(reset_us)}
+  return {0, held, -1, reset}
 elseif have < want then
-  local ok_at = at(have, ts, want)
-  if ok_at > now then
-    return {0, held, ms(ok_at - own), ms(reset_us)}
+  local wait = ts + span(want - have)
+  if wait > now then
+    wait = wait - own + 999
+    return {0, held, (wait - wait % 1000) / 1000, reset}
   end
 end
 if cost == 0 then
-  return {1, held, 0, ms(reset_us)}
+  return {1, held, 0, reset}
 end
 
 held = held - cost
-local full_at = at(held, mark, capacity)
+full_at = mark + span(capacity - held)
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the instant the bucket is full, so a call whose clock lags
 -- the server's by up to max_skew still finds the state it is judged against.
-local ttl_us = full_at - server
+local ttl = full_at - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('HSET', bucket, 'tokens', string.format('%d', held), 'ts', string.format('%d', mark))
-redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, held, 0, ms(full_at - own)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', bucket, format('%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
+reset = full_at - own + 999
+return {1, held, 0, (reset - reset % 1000) / 1000}
 end,
 }

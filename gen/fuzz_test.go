@@ -9,7 +9,8 @@ import (
 
 // The fuzz targets hold luagen to its promise for any input: no panic, and
 // every problem a "file:line: message" whose line is in the file. Their
-// seeds run in plain go test; `make fuzz-luagen` runs each for a while.
+// seeds run in plain go test; `make fuzz FUZZ_PKGS=./gen` runs each for a while
+// (CI: `make fuzz-ci`, a few seconds each).
 
 // checkDiags fails when a diagnostic is not file:line: message for src.
 func checkDiags(t *testing.T, src string, ds Diagnostics) {

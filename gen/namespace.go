@@ -24,8 +24,9 @@ var sharedNames = []string{
 	"ArgError", "Batch", "ErrPipeline", "LoadAll", "NewBatch", "Pending", "PipelineClient", "ReplyError", "ScriptError",
 	// unexported
 	"allScripts", "atLeast", "atLeastF", "atMost", "atMostF", "between", "betweenF", "call", "decoder",
-	"describe", "encoder", "errNotExecuted", "errorCodes", "finishAll", "floatRange", "intRange", "isPipeline",
-	"newDecoder", "newEncoder", "queue", "rest", "result", "run", "runOnce", "scriptMeta", "unknownCommand",
+	"describe", "encoder", "errNotExecuted", "errorCodes", "evalSha", "finishAll", "floatRange", "init", "intRange",
+	"isPipeline", "newDecoder", "newEncoder", "noScript", "processor", "queue", "rest", "result", "run", "runOnce",
+	"scriptMeta", "unknownCommand", "unsent",
 }
 
 // sharedMethods are the methods of Batch that luagen writes itself.

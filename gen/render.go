@@ -144,7 +144,7 @@ func (f fieldView) Decode() string {
 		if f.enumType != "" {
 			elem = f.enumType
 		}
-		return fmt.Sprintf("rest(d, %d, func(i int) %s { return %s })", f.index, elem, f.decodeOne("i"))
+		return fmt.Sprintf("rest(&d, %d, func(i int) %s { return %s })", f.index, elem, f.decodeOne("i"))
 	}
 	return f.decodeOne(strconv.Itoa(f.index))
 }

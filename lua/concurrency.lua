@@ -57,36 +57,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -98,10 +109,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -110,17 +121,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -133,7 +145,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2

@@ -29,11 +29,13 @@
 --- lower rate frees no room, a higher one frees what it drains), and capped
 --- at a full burst of the new size (a lowered burst is full, never locked
 --- out).
---- State: a string '<tat>/<interval>/<at>': the TAT, the emission interval
---- it counts in, and the clock of the write that set it, all in µs, the TAT
---- at most 1e15 µs past <at>; anything else at the key, of any type, is an
---- error and the key is left untouched.
---- @key    tat          string '<tat>/<interval>/<at>' in µs; expires when the TAT is reached
+--- State: a string of digits '<tat><interval>/<lead>': the TAT as exactly 16
+--- digits, then the emission interval it counts in and, after the '/', the
+--- TAT's lead on the clock of the write that set it (1..1e15), all in µs,
+--- numbers without leading zeros. Anything else at the key, of any type, is
+--- an error and the key is left untouched; that includes the
+--- '<tat>/<interval>/<at>' of earlier versions of this script.
+--- @key    tat          string '<tat><interval>/<lead>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
@@ -54,36 +56,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -95,10 +108,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -107,17 +120,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -130,7 +144,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -155,8 +170,14 @@ if bad then return redis.error_reply(bad) end
 -- The emission interval T in whole µs, rounded up (exact: period*1000 is
 -- below 2^53). The tolerance burst*T bounds how far an admitted TAT runs
 -- ahead of now, so keeping it at most 1e15 µs (31 years) keeps every
--- instant below 2^53.
-local interval = math.ceil(period * 1000 / rate)
+-- instant below 2^53. Integer division is written with %, which is exact
+-- below 2^53 and cheaper than a call to math.floor or math.ceil.
+local interval = period * 1000
+local part = interval % rate
+interval = (interval - part) / rate
+if part > 0 then
+  interval = interval + 1
+end
 local tolerance = burst * interval
 if tolerance > 1e15 then
   return redis.error_reply('BADARG burst*period/rate must be at most 1e15 µs (31 years)')
@@ -166,10 +187,9 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
 local stored = redis.pcall('GET', tat)
-if type(stored) == 'table' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
 -- A call is judged at its own clock against the stored TAT; a key that
 -- holds nothing is judged at the later of the caller's clock and the
 -- server's: a key the server's clock expired must not let a caller that
@@ -177,56 +197,77 @@ end
 -- waits are measured from. A missing key is a TAT at or before now; a TAT
 -- behind now counts as now, so idle time never banks more than a burst.
 local own = now
-if not stored then
-  now = math.max(now, server)
-end
 local theo = now
-if stored then
-  local a, b, c = string.match(stored, '^([^/]*)/([^/]*)/([^/]*)$')
-  local v, was, at = num(a, 0, 2^52 + 1e15), num(b, 1, 1e14), num(c, 0, 2^52)
-  if v == nil or was == nil or at == nil or v < at or v - at > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a GCRA state <tat>/<interval>/<at>; it is left untouched')
+if not stored then
+  if server > now then
+    now, theo = server, server
   end
-  -- A changed rate or burst applies from the last write, at: the lead the
-  -- TAT had then is counted in intervals of the current rate (whole ones
-  -- exactly, a part one rounded up) and capped at a full burst (fewer than
-  -- burst whole intervals and a part one never pass it). It depends on the
-  -- stored state alone, so waits stay exact while denied calls change
-  -- nothing.
-  if was ~= interval or v - at > tolerance then
-    local units = math.floor((v - at) / was)
+else
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 16 digits, then two numbers
+  -- without leading zeros; the length bound keeps every number short
+  -- enough to convert exactly.
+  local v, was, lead
+  if #stored <= 48 then
+    v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  end
+  if v then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    v, was, lead = tonumber(v), was + 0, lead + 0
+  end
+  -- The write that set the state was at v - lead, on a clock never past
+  -- 2^52, and led by at most 1e15 µs.
+  if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
+    return redis.error_reply('BADSTATE the key is not a GCRA state <tat><interval>/<lead>; it is left untouched')
+  end
+  -- A changed rate or burst applies from the last write, v - lead: its lead
+  -- is counted in intervals of the current rate (whole ones exactly, a part
+  -- one rounded up) and capped at a full burst (fewer than burst whole
+  -- intervals and a part one never pass it). It depends on the stored state
+  -- alone, so waits stay exact while denied calls change nothing.
+  if was ~= interval or lead > tolerance then
+    local units = lead % was
+    units = (lead - units) / was
     if units >= burst then
-      v = at + tolerance
+      v = v - lead + tolerance
     else
-      local q, r = muldiv(v - at - units * was, interval, was)
-      v = at + units * interval + (r > 0 and q + 1 or q)
+      local q, r = muldiv(lead - units * was, interval, was)
+      if r > 0 then
+        q = q + 1
+      end
+      v = v - lead + units * interval + q
     end
   end
-  theo = math.max(now, v)
+  if v > now then
+    theo = v
+  end
 end
 
 -- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
--- while ahead + n*T <= burst*T.
+-- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
+-- count from the caller's own clock, in whole ms rounded up
+-- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
 local ahead = theo - now
-local function ms(us)
-  return math.ceil(us / 1000)
+local used = ahead % interval
+used = (ahead - used) / interval + (used > 0 and 1 or 0)
+local left = burst > used and burst - used or 0
+local reset = 0
+if ahead > 0 then
+  reset = ahead + now - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local function left(d)
-  return math.max(0, burst - math.ceil(d / interval))
-end
-
--- Waits count from the caller's own clock.
-local function wait(us)
-  return math.ceil((us + now - own) / 1000)
-end
-local reset = ahead > 0 and wait(ahead) or 0
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > burst then
-  return {0, left(ahead), -1, reset}
+  return {0, left, -1, reset}
 elseif ahead + want * interval > tolerance then
-  return {0, left(ahead), wait(ahead + want * interval - tolerance), reset}
+  local wait = ahead + want * interval - tolerance + now - own + 999
+  return {0, left, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, left(ahead), 0, reset}
+  return {1, left, 0, reset}
 end
 
 theo = theo + cost * interval
@@ -234,9 +275,13 @@ ahead = ahead + cost * interval
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the TAT, so a call whose clock lags the server's by up to
 -- max_skew still finds it.
-local ttl_us = theo - server
+local ttl = theo - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('SET', tat, string.format('%d/%d/%d', theo, interval, now), 'PX', string.format('%d', math.max(1, ms(ttl_us))))
-return {1, left(ahead), 0, wait(ahead)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', tat, format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+used = ahead % interval
+used = (ahead - used) / interval + (used > 0 and 1 or 0)
+reset = ahead + now - own + 999
+return {1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000}

@@ -35,11 +35,14 @@
 --- counted in whichever window of the new length holds them. A longer window
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
---- State: a hash with exactly the fields s (µs, the start of the current
---- count's window), t (µs, its newest call, at most 1e14 µs after s), cur
---- (0..1e9) and prev (0..2e9: counts from two windows can merge); anything
---- else at the key, of any type, is an error and the key is left untouched.
---- @key    counts       hash {s, t, cur, prev}: counts of the window from s and the one before; expires when both weigh 0
+--- State: a string '<s><d>/<cur>/<prev>': s, the start of the current
+--- count's window, as exactly 13 digits of ms (0..2^52 µs in ms: windows
+--- are whole ms), then d, the ms from s to its newest call (below 1e11),
+--- and the counts cur (1..1e9) and prev (0..2e9: counts from two windows
+--- can merge), numbers without leading zeros. Anything else at the key, of
+--- any type, is an error and the key is left untouched; that includes the
+--- hash {s, t, cur, prev} of earlier versions of this script (WRONGTYPE).
+--- @key    counts       string '<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
@@ -59,36 +62,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -100,10 +114,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -112,17 +126,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -135,7 +150,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -157,24 +173,42 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', counts)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', counts)
 local s, t, cur, prev
-if size > 0 then
-  local state = redis.call('HMGET', counts, 's', 't', 'cur', 'prev')
-  s, t = num(state[1], 0, 2^52), num(state[2], 0, 2^52)
-  cur, prev = num(state[3], 0, 1e9), num(state[4], 0, 2e9)
-  if size ~= 4 or s == nil or t == nil or cur == nil or prev == nil or t < s or t - s >= 1e14 then
-    return redis.error_reply('BADSTATE the key is not a sliding window counter {s, t, cur, prev}; it is left untouched')
+if stored then
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 13 digits, then three numbers; the
+  -- length bound keeps them short enough to convert exactly, and a number
+  -- below 10^(digits-1) was written with a leading zero. s and t are ms,
+  -- here in µs.
+  local a, b, c, e
+  if #stored <= 46 then
+    a, b, c, e = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
+  end
+  if a then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
+    if (#b > 1 and t < 10 ^ (#b - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+      s = nil
+    else
+      t = s + t * 1000
+    end
+  end
+  if not s or t > 2^52 or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
+    return redis.error_reply('BADSTATE the key is not a sliding window counter <s><d>/<cur>/<prev>; it is left untouched')
   end
 end
 
--- Times stay below 2^52 + 2e14 < 2^53, and floor(x / y) of integers below
--- 2^53 is exact.
+-- Times stay below 2^52 + 2e14 < 2^53, so windows divide exactly; integer
+-- division is written with %, which costs less than a call to math.floor.
+-- Windows are named by the instant they start.
 local window_us = window * 1000
-local w = math.floor(now / window_us)
 -- at is the instant the call is judged at: a late caller is judged at the
 -- start of the newest count's window, so the state never moves back.
 local at = now
@@ -183,27 +217,34 @@ if not s then
   -- A key that holds nothing counts from the later of the caller's clock
   -- and the server's: a key the server's clock expired must not let a
   -- caller that lags it count in those windows again.
-  at = math.max(now, server)
-  w = math.floor(at / window_us)
-else
-  local wt, ws = math.floor(t / window_us), math.floor((s - 1) / window_us)
-  if wt > w then
-    w, at = wt, wt * window_us
+  if server > at then
+    at = server
   end
-  if wt == w then
+end
+local start = at - at % window_us
+if s then
+  -- The current count sits at its newest call, the previous one just
+  -- before the current count's window began: each counts in the window of
+  -- the current length that holds it.
+  local wt, ws = t - t % window_us, s - 1 - (s - 1) % window_us
+  if wt > start then
+    start, at = wt, wt
+  end
+  if wt == start then
     c = c + cur
-  elseif wt == w - 1 then
+  elseif wt == start - window_us then
     p = p + cur
   end
-  if ws == w then
+  if ws == start then
     c = c + prev
-  elseif ws == w - 1 then
+  elseif ws == start - window_us then
     p = p + prev
   end
-  p = math.min(p, 2e9)
+  if p > 2e9 then
+    p = 2e9
+  end
 end
-local start = w * window_us
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 
 -- ceil(n * (window - elapsed) / window): the previous count's weight.
 local function weighted(n, elapsed)
@@ -226,23 +267,28 @@ local function first(cn, pn, ws, x)
   if e >= window_us then
     return nil
   end
-  return math.max(x, ws + e)
+  return x > ws + e and x or ws + e
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local remaining = limit - c
+if p > 0 then
+  remaining = remaining - weighted(p, at - start)
 end
-local remaining = math.max(0, limit - c - weighted(p, at - start))
-local until_us = 0
+if remaining < 0 then
+  remaining = 0
+end
+local reset = 0
 if c > 0 then
-  until_us = start + 2 * window_us - now
+  reset = start + 2 * window_us - now + 999
 elseif p > 0 then
-  until_us = start + window_us - now
+  reset = start + window_us - now + 999
 end
-local reset_ms = ms(until_us)
+reset = (reset - reset % 1000) / 1000
 
 if want > limit then
-  return {0, remaining, -1, reset_ms}
+  return {0, remaining, -1, reset}
 end
 -- The estimate only falls while nothing is admitted, and two windows on
 -- both counts weigh 0, so the first admitting instant is one of these.
@@ -250,19 +296,25 @@ local ok_at = first(c, p, start, at)
   or first(0, c, start + window_us, start + window_us)
   or start + 2 * window_us
 if ok_at > at then
-  return {0, remaining, ms(ok_at - now), reset_ms}
+  local wait = ok_at - now + 999
+  return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, remaining, 0, reset_ms}
+  return {1, remaining, 0, reset}
 end
 
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the instant both counts weigh 0, so a call whose clock
 -- lags the server's by up to max_skew still finds them.
-local ttl_us = start + 2 * window_us - server
+local ttl = start + 2 * window_us - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('HSET', counts, 's', string.format('%d', start), 't', string.format('%d', math.max(t or at, at)),
-  'cur', string.format('%d', c + cost), 'prev', string.format('%d', p))
-redis.call('PEXPIRE', counts, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, remaining - cost, 0, ms(start + 2 * window_us - now)}
+ttl = (ttl - ttl % 1000) / 1000
+if not t or at > t then
+  t = at
+end
+t = t - t % 1000
+redis.call('SET', counts, format('%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
+  'PX', format('%d', ttl > 1 and ttl or 1))
+reset = start + 2 * window_us - now + 999
+return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}

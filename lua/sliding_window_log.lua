@@ -51,36 +51,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -92,10 +103,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -104,17 +115,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -127,7 +139,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -157,36 +170,48 @@ local function badstate()
   return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
 -- time returns the time of a member read WITHSCORES, or nil when the
--- member is not one this script writes. The score is Redis's own text of a
--- double (servers print it differently), so it is read with tonumber; the
--- member's name is checked to the letter.
+-- member is not one this script writes: '<us>-<n>', us without a leading
+-- zero and equal to the score, n from 1 to 10000. The score is Redis's own
+-- text of a double (servers print it differently), so it is compared as a
+-- number. The length bound keeps every number short enough to convert
+-- exactly.
 local function time(member, score)
-  local us = tonumber(score)
-  local at, n = string.match(type(member) == 'string' and member or '', '^(%d+)%-(%d+)$')
-  if us and us >= 0 and us <= 2^52 and us == math.floor(us) and num(at, us, us) and num(n, 1, 10000) then
-    return us
+  local at, n
+  if member and #member <= 22 then
+    at, n = match(member, '^(%d+)%-([1-9]%d*)$')
+  end
+  if at and #n <= 5 and n + 0 <= 10000 and (#at == 1 or at + 0 >= 10 ^ (#at - 1)) then
+    local us = score + 0
+    if us == at + 0 and us <= 2^52 then
+      return us
+    end
   end
   return nil
 end
 
+-- ZCARD answers a key of another type with an error table (size.err); a
+-- number has no err field.
 local size = redis.pcall('ZCARD', log)
-if type(size) ~= 'number' then
+if type(size) == 'table' then
   return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
 elseif size > 10000 then
   return badstate()
 end
 -- Members are added at the newest time or later, so the last member holds
--- the newest time; a late caller is judged at that time.
-local last
+-- the newest time and the first the oldest; a late caller is judged at the
+-- newest.
+local last, first
 if size > 0 then
   local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
   last = time(newest[1], newest[2])
   if last == nil then
     return badstate()
   end
+  first = last
   if size > 1 then
     local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
-    if time(oldest[1], oldest[2]) == nil then
+    first = time(oldest[1], oldest[2])
+    if first == nil then
       return badstate()
     end
   end
@@ -196,50 +221,64 @@ end
 -- key the server's clock expired must not let a caller that lags it log in
 -- that window again.
 local own = now
-if last and now < last then
-  now = last
-elseif not last then
-  now = math.max(now, server)
+if last then
+  if now < last then
+    now = last
+  end
+elseif server > now then
+  now = server
 end
 
 -- A member at gone or before has left the window. Counting instead of
--- trimming keeps denied calls and peeks free of writes.
+-- trimming keeps denied calls and peeks free of writes; when the oldest
+-- member is still inside, every member is, and there is nothing to count.
 local gone = now - window_us
 local live = 0
 if last and last > gone then
-  live = redis.call('ZCOUNT', log, '(' .. string.format('%d', gone), '+inf')
+  if first > gone then
+    live = size
+  else
+    live = redis.call('ZCOUNT', log, '(' .. format('%d', gone), '+inf')
+  end
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
-end
-local reset_ms = 0
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local reset = 0
 if live > 0 then
-  reset_ms = ms(last + window_us - own)
+  reset = last + window_us - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local remaining = math.max(0, limit - live)
+local remaining = limit > live and limit - live or 0
 
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > limit then
-  return {0, remaining, -1, reset_ms}
+  return {0, remaining, -1, reset}
 elseif live + want > limit then
   -- No member is newer than now, so the live ones are the newest: the call
-  -- fits once the (limit-want+1)-th newest has left, older ones first.
-  local i = string.format('%d', want - limit - 1)
-  local m = redis.call('ZRANGE', log, i, i, 'WITHSCORES')
-  local us = time(m[1], m[2])
-  if us == nil then
-    return badstate()
+  -- fits once the (limit-want+1)-th newest has left, older ones first. When
+  -- that is the oldest member, it has been read already.
+  local us = first
+  if size + want - limit - 1 > 0 then
+    local i = format('%d', want - limit - 1)
+    local m = redis.call('ZRANGE', log, i, i, 'WITHSCORES')
+    us = time(m[1], m[2])
+    if us == nil then
+      return badstate()
+    end
   end
-  return {0, remaining, ms(us + window_us - own), reset_ms}
+  local wait = us + window_us - own + 999
+  return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
-  return {1, remaining, 0, reset_ms}
+  return {1, remaining, 0, reset}
 end
 
-redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', gone))
+if first and first <= gone then
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
+end
 -- Members at one time are numbered 1, 2, ... and all leave together, so
 -- their count is the last number in use.
-local stamp = string.format('%d', now)
+local stamp = format('%d', now)
 local n = 0
 if last == now then
   n = redis.call('ZCOUNT', log, stamp, stamp)
@@ -248,7 +287,7 @@ end
 local batch, used = {}, 0
 for i = 1, cost do
   batch[used + 1] = stamp
-  batch[used + 2] = stamp .. '-' .. string.format('%d', n + i)
+  batch[used + 2] = stamp .. '-' .. format('%d', n + i)
   used = used + 2
   if used == 2000 or i == cost then
     redis.call('ZADD', log, unpack(batch, 1, used))
@@ -259,9 +298,11 @@ end
 -- member leaves the window. A caller's write keeps the key max_skew
 -- longer, so a call whose clock lags the server's by up to max_skew still
 -- finds it.
-local ttl_us = now + window_us - server
+local ttl = now + window_us - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('PEXPIRE', log, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, remaining - cost, 0, ms(now + window_us - own)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('PEXPIRE', log, format('%d', ttl > 1 and ttl or 1))
+reset = now + window_us - own + 999
+return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}

@@ -23,10 +23,13 @@
 --- capacity are dropped (no free burst, no lockout: a full bucket of the new
 --- size), a raised capacity keeps the tokens and fills on, and a new rate or
 --- period credits at its own pace from the last credit.
---- State: a hash with exactly the fields tokens (0..1e9) and ts (µs, the
---- instant tokens were credited up to); anything else at the key, of any
---- type, is an error and the key is left untouched.
---- @key    bucket       hash {tokens, ts}; expires once full
+--- State: a string of digits '<ts><tokens>': ts, the instant tokens were
+--- credited up to, as exactly 16 digits of µs (0..2^52), then tokens
+--- (0..1e9) without leading zeros. Redis keeps it as an integer (16 bytes)
+--- while tokens has at most 3 digits. Anything else at the key, of any
+--- type, is an error and the key is left untouched; that includes the hash
+--- {tokens, ts} of earlier versions of this script (WRONGTYPE).
+--- @key    bucket       string '<ts><tokens>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
@@ -48,36 +51,47 @@ local bad
 -- The most a caller's clock may differ from the server's TIME, in µs.
 local max_skew = 60000000
 
--- num reads an integer from lo to hi written the way Redis writes one:
--- an optional '-', digits, no leading zero, nothing else. tonumber alone
--- takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops at a NUL; a value
--- that prints back as the very same string has none of those. Stored
--- state goes through it too. nil for anything else.
-local function num(raw, lo, hi)
-  local v = type(raw) == 'string' and tonumber(raw)
-  if v and v >= lo and v <= hi and string.format('%d', v) == raw then
-    return v
-  end
-  return nil
-end
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
 
--- int reads an argument with num and, when it is not one, says so in bad.
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
 local function int(raw, name, lo, hi)
-  local v = num(raw, lo, hi)
-  if v == nil and bad == nil then
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
     local got = 'nothing'
     if raw then
       got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
     end
     bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
   end
-  return v
+  return nil
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
 -- one is named by int or by the script's own check before this runs.
 local function exactly(nkeys, nargs)
-  if bad == nil and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
     bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
   end
 end
@@ -89,10 +103,10 @@ end
 -- TTL, more than max_skew away from the server's clock.
 local function clock(now)
   local t = redis.call('TIME')
-  local server = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local server = t[1] * 1000000 + t[2]
   if now == 0 then
     return server, server, false
-  elseif bad == nil and (now < server - max_skew or now > server + max_skew) then
+  elseif not bad and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
@@ -101,17 +115,18 @@ end
 -- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
 -- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
 -- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too.
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
 local function muldiv(a, b, c)
   local p = a * b
   if p < 2^53 then
-    local q = math.floor(p / c)
-    return q, p - q * c
+    local r = p % c
+    return (p - r) / c, r
   end
   -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
   -- built from the bits of b, high to low, keeping its remainder below c.
-  local aq = math.floor(a / c)
-  local ar = a - aq * c
+  local ar = a % c
+  local aq = (a - ar) / c
   local bit = 1
   while bit * 2 <= b do
     bit = bit * 2
@@ -124,7 +139,8 @@ local function muldiv(a, b, c)
       rest = rest - bit
       r = r + ar
     end
-    local carry = math.floor(r / c)
+    local carry = r % c
+    carry = (r - carry) / c
     q = q + carry
     r = r - carry * c
     bit = bit / 2
@@ -140,7 +156,8 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local refill   = ARGV[4]
 local cost     = int(ARGV[5], 'cost', 0, 1e9)
 local now      = int(ARGV[6], 'now', 0, 2^52)
-if refill ~= 'smooth' and refill ~= 'interval' then
+local smooth = refill == 'smooth'
+if not smooth and refill ~= 'interval' then
   bad = bad or "BADARG refill must be 'smooth' or 'interval'"
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
@@ -148,18 +165,24 @@ exactly(1, 6)
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
-local smooth = refill == 'smooth'
+
+-- span is the time n tokens take to come back, in µs: smooth credits rate
+-- per period_us, so the n-th whole token comes after n*period_us/rate,
+-- rounded up (never early); interval adds rate at once per whole period.
+-- Integer division is written with %, which is exact below 2^53 and costs
+-- less than a call to math.floor or math.ceil.
+local function span(n)
+  if smooth then
+    local q, r = muldiv(n, period_us, rate)
+    return r > 0 and q + 1 or q
+  end
+  local part = n % rate
+  return ((n - part) / rate + (part > 0 and 1 or 0)) * period_us
+end
 
 -- The time an empty bucket takes to fill bounds every wait, so keeping it
 -- at most 1e15 µs (31 years) keeps every instant below 2^53.
-local fill_us
-if smooth then
-  local q, r = muldiv(capacity, period_us, rate)
-  fill_us = r > 0 and q + 1 or q
-else
-  fill_us = math.ceil(capacity / rate) * period_us
-end
-if fill_us > 1e15 then
+if span(capacity) > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 
@@ -167,19 +190,31 @@ local server, caller
 now, server, caller = clock(now)
 if bad then return redis.error_reply(bad) end
 
-local size = redis.pcall('HLEN', bucket)
-if type(size) ~= 'number' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-end
--- A key that holds nothing is a full bucket at the later of the caller's
--- clock and the server's: a key the server's clock expired must not let a
--- caller that lags it count the same time again.
-local tokens, ts = capacity, math.max(now, server)
-if size > 0 then
-  local state = redis.call('HMGET', bucket, 'tokens', 'ts')
-  tokens, ts = num(state[1], 0, 1e9), num(state[2], 0, 2^52)
-  if size ~= 2 or tokens == nil or ts == nil then
-    return redis.error_reply('BADSTATE the key is not a token bucket {tokens, ts}; it is left untouched')
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field. A key that holds nothing is a full bucket at the
+-- later of the caller's clock and the server's: a key the server's clock
+-- expired must not let a caller that lags it count the same time again.
+local stored = redis.pcall('GET', bucket)
+local tokens, ts = capacity, server > now and server or now
+if stored then
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: 16 digits, then digits; the length
+  -- bound keeps them short enough to convert exactly, and tokens below
+  -- 10^(digits-1) would be written with a leading zero.
+  local a, b
+  if #stored <= 26 then
+    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
+  end
+  if a then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    ts, tokens = tonumber(a), b + 0
+  end
+  if not a or ts > 2^52 or tokens > 1e9 or (#b > 1 and tokens < 10 ^ (#b - 1)) then
+    return redis.error_reply('BADSTATE the key is not a token bucket <ts><tokens>; it is left untouched')
   end
 end
 
@@ -190,61 +225,58 @@ if now < ts then
   now = ts
 end
 
--- The instant a bucket that held have tokens, credited up to mark, holds n
--- (have < n <= capacity). Deciding from the stored state rather than from a
--- refilled copy keeps retry_after exact: refilling rounds, a wait does not.
-local function at(have, mark, n)
-  if smooth then
-    local q, r = muldiv(n - have, period_us, rate)
-    return mark + (r > 0 and q + 1 or q)
-  end
-  return mark + math.ceil((n - have) / rate) * period_us
-end
-
 -- Refill up to now. mark moves only by the time the credited tokens took,
 -- so no interval counts twice; a full bucket restarts its clock at now.
-local have = math.min(tokens, capacity)
-local held, mark = capacity, now
-if have < capacity and now < at(have, ts, capacity) then
-  if smooth then
-    local added = muldiv(now - ts, rate, period_us)
-    local q, r = muldiv(added, period_us, rate)
-    held, mark = have + added, ts + (r > 0 and q + 1 or q)
-  else
-    local steps = math.floor((now - ts) / period_us)
-    held, mark = have + steps * rate, ts + steps * period_us
+-- Deciding from the stored state rather than from a refilled copy keeps
+-- retry_after exact: refilling rounds, a wait does not. full_at is the
+-- instant the stored bucket is full.
+local have = tokens < capacity and tokens or capacity
+local held, mark, full_at = capacity, now, now
+if have < capacity then
+  full_at = ts + span(capacity - have)
+  if now < full_at then
+    if smooth then
+      local added = muldiv(now - ts, rate, period_us)
+      held, mark = have + added, ts + span(added)
+    else
+      local steps = (now - ts) % period_us
+      steps = (now - ts - steps) / period_us
+      held, mark = have + steps * rate, ts + steps * period_us
+    end
   end
 end
 
-local function ms(us)
-  return math.ceil(us / 1000)
+-- Waits are whole ms rounded up, counted from the caller's own clock:
+-- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+local reset = 0
+if full_at > now then
+  reset = full_at - own + 999
+  reset = (reset - reset % 1000) / 1000
 end
-local reset_us = 0
-if have < capacity and at(have, ts, capacity) > now then
-  reset_us = at(have, ts, capacity) - own
-end
-local want = math.max(cost, 1)
+local want = cost > 0 and cost or 1
 if want > capacity then
-  return {0, held, -1, ms(reset_us)}
+  return {0, held, -1, reset}
 elseif have < want then
-  local ok_at = at(have, ts, want)
-  if ok_at > now then
-    return {0, held, ms(ok_at - own), ms(reset_us)}
+  local wait = ts + span(want - have)
+  if wait > now then
+    wait = wait - own + 999
+    return {0, held, (wait - wait % 1000) / 1000, reset}
   end
 end
 if cost == 0 then
-  return {1, held, 0, ms(reset_us)}
+  return {1, held, 0, reset}
 end
 
 held = held - cost
-local full_at = at(held, mark, capacity)
+full_at = mark + span(capacity - held)
 -- Keys expire by the server's clock. A caller's write keeps the key
 -- max_skew past the instant the bucket is full, so a call whose clock lags
 -- the server's by up to max_skew still finds the state it is judged against.
-local ttl_us = full_at - server
+local ttl = full_at - server + 999
 if caller then
-  ttl_us = ttl_us + max_skew
+  ttl = ttl + max_skew
 end
-redis.call('HSET', bucket, 'tokens', string.format('%d', held), 'ts', string.format('%d', mark))
-redis.call('PEXPIRE', bucket, string.format('%d', math.max(1, ms(ttl_us))))
-return {1, held, 0, ms(full_at - own)}
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', bucket, format('%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
+reset = full_at - own + 999
+return {1, held, 0, (reset - reset % 1000) / 1000}

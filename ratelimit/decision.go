@@ -38,6 +38,12 @@ type Decision struct {
 	// Cause is the error a failure policy decided in spite of; nil when
 	// Redis decided.
 	Cause error
+	// Cached reports a denial the limiter's deny cache made without asking
+	// Redis (WithDenyCache): Allowed is false and RetryAfter counts down to
+	// the end of a denial Redis made earlier, so it is never shorter than
+	// the real wait; Remaining and ResetAfter are from that denial (the
+	// latter counting down), estimates of what Redis would answer now.
+	Cached bool
 }
 
 // decision turns a script's reply into a Decision.
@@ -56,12 +62,15 @@ func decision(r reply, limit int64) Decision {
 }
 
 // String reads like "allowed, 2 of 3 left, full in 667ms", "denied, 0 of 3
-// left, retry in 333ms, full in 1s", "denied, can never pass" or
-// "allowed by fail-open (cause)".
+// left, retry in 333ms, full in 1s", "denied, can never pass", "denied by
+// the deny cache, ..." or "allowed by fail-open (cause)".
 func (d Decision) String() string {
 	verdict := "denied"
 	if d.Allowed {
 		verdict = "allowed"
+	}
+	if d.Cached {
+		verdict += " by the deny cache"
 	}
 	if d.Fallback != NoFallback {
 		return fmt.Sprintf("%s by %v (%v)", verdict, d.Fallback, d.Cause)

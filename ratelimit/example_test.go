@@ -129,6 +129,29 @@ func ExampleLimiter_Reset() {
 	// true
 }
 
+// A flood from a client over its limit: after Redis's first denial the
+// limiter answers itself until the wait is over, with no round trip.
+func ExampleWithDenyCache() {
+	rdb := exampleRedis()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a fake clock, for exact output
+	limiter, _ := ratelimit.New(rdb, ratelimit.PerHour(1), ratelimit.WithDenyCache(10000),
+		ratelimit.WithClock(func() time.Time { return now }))
+
+	for i := 0; i < 3; i++ {
+		d, _ := limiter.Allow(ctx, "dave")
+		fmt.Println(d)
+	}
+	now = now.Add(30 * time.Second)
+	d, _ := limiter.Allow(ctx, "dave")
+	fmt.Println(d, d.Cached)
+	// Output:
+	// allowed, 0 of 1 left, full in 1h0m0s
+	// denied, 0 of 1 left, retry in 1h0m0s, full in 1h0m0s
+	// denied by the deny cache, 0 of 1 left, retry in 1h0m0s, full in 1h0m0s
+	// denied by the deny cache, 0 of 1 left, retry in 59m30s, full in 59m30s true
+}
+
 func ExampleLimiter_RedisKey() {
 	rdb := exampleRedis()
 	limiter, _ := ratelimit.New(rdb, ratelimit.PerSecond(5), ratelimit.WithName("api"))

@@ -22,6 +22,7 @@ type Limiter struct {
 	fallback Fallback
 	timeout  time.Duration
 	hook     Hook
+	cache    *denyCache // nil without WithDenyCache
 	self     []*Limiter // LimitersFor's answer, made once
 }
 
@@ -143,6 +144,53 @@ func WithHook(h Hook) Option {
 	return func(l *Limiter) error { l.hook = h; return nil }
 }
 
+// WithDenyCache keeps up to size recent denials in this process: once Redis
+// denies a key with a finite RetryAfter, the limiter denies that key itself
+// until then (for at most a minute at a time), with no round trip. Under a
+// flood of denied requests, which is what it is for, those decisions cost
+// Redis nothing. 0, the default, turns it off; 10 000 is a reasonable size.
+//
+// It never admits anything, so it never lets through more than the limit.
+// A cached denial answers requests of the cost it was denied for (Allow and
+// Peek are both a cost of 1); another cost asks Redis, since its wait
+// cannot be known without it. A denial with RetryAfter Never (a cost above
+// Burst), a failure policy's denial and an error are not cached. A cached
+// Decision has Cached set, Allowed false and the Limit; RetryAfter counts
+// down to the instant Redis gave, so it is never shorter than the real
+// wait; Remaining is what Redis answered with the denial and ResetAfter
+// counts down from Redis's answer: those two are estimates, since time and
+// other callers may have moved them since.
+//
+// The cache follows the limiter's clock: with WithClock it reads that
+// clock, so a test's fake clock moves it; with the server's clock it
+// measures RetryAfter on this process's monotonic clock from the moment the
+// request was sent, which is at or before the moment Redis judged it. The
+// two clocks can differ only in rate, by far less than the 60 s that the
+// scripts grant a caller clock over the minute an entry can live. It stops
+// serving a denial 1 ms before RetryAfter ends, since RetryAfter is rounded
+// up to whole milliseconds.
+//
+// What it cannot see, until the cached RetryAfter or the minute is over: a
+// Reset made by another process or another Limiter (Reset on this Limiter
+// clears its entry), a limit raised in another process, the key deleted or
+// changed by hand in Redis, and a server clock that was moved (a miniredis
+// SetTime in a test with the server's clock: use WithClock there, or leave
+// the cache off). It holds at most size keys, each of at most 200 bytes
+// (longer keys are never cached), dropping expired entries and then the
+// soonest to expire, and is safe for concurrent use.
+func WithDenyCache(size int) Option {
+	return func(l *Limiter) error {
+		if size < 0 {
+			return fmt.Errorf("%w: negative deny cache size %d", ErrInvalidOption, size)
+		}
+		l.cache = nil
+		if size > 0 {
+			l.cache = newDenyCache(size)
+		}
+		return nil
+	}
+}
+
 // Limit returns the limiter's Limit.
 func (l *Limiter) Limit() Limit { return l.limit }
 
@@ -178,7 +226,8 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 }
 
 // Reset forgets key's state: its next request meets a full limiter. It
-// needs a client with DEL (every go-redis client has it).
+// needs a client with DEL (every go-redis client has it). It also drops
+// key's entry from this limiter's deny cache, whether or not DEL succeeded.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
@@ -189,11 +238,17 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if !ok {
 		return fmt.Errorf("%w: %T has no Del", ErrInvalidOption, l.rdb)
 	}
-	return wrap(del.Del(ctx, l.RedisKey(key)).Err())
+	err := del.Del(ctx, l.RedisKey(key)).Err()
+	// After DEL, so that a denial Redis made before it and that arrives
+	// while DEL is on its way is dropped, not kept (see denyCache.epoch).
+	if l.cache != nil {
+		l.cache.forget(key)
+	}
+	return wrap(err)
 }
 
-// decide makes one decision; cost 0 peeks. A later local deny cache would
-// answer here, before the round trip, for keys it knows to be denied.
+// decide makes one decision; cost 0 peeks. The deny cache, when there is
+// one, answers first.
 func (l *Limiter) decide(ctx context.Context, key string, cost int64) (Decision, error) {
 	var start time.Time
 	if l.hook != nil {
@@ -201,6 +256,16 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64) (Decision,
 	}
 	var r reply
 	now, err := l.now(key)
+	var ck cacheCheck
+	if err == nil && l.cache != nil {
+		var d Decision
+		if d, ck = l.cached(key, cost, now); d.Cached {
+			if l.hook != nil {
+				l.hook(ctx, Event{Limiter: l, Key: key, Cost: cost, Decision: d, Duration: time.Since(start)})
+			}
+			return d, nil
+		}
+	}
 	switch {
 	case err != nil:
 	case l.timeout == 0:
@@ -211,10 +276,37 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64) (Decision,
 		})
 	}
 	d, err := l.finish(ctx, r, err)
+	if ck.ok && err == nil {
+		l.cache.note(key, cost, ck.at, ck.epoch, d)
+	}
 	if l.hook != nil {
 		l.hook(ctx, Event{Limiter: l, Key: key, Cost: cost, Decision: d, Err: err, Duration: time.Since(start)})
 	}
 	return d, err
+}
+
+// cacheCheck is what a request that the deny cache did not answer needs to
+// store Redis's denial: the cache's clock and epoch before it was sent.
+type cacheCheck struct {
+	ok    bool
+	at    int64
+	epoch uint64
+}
+
+// cached asks the deny cache about a request judged at now (the zero time
+// for the server's clock).
+func (l *Limiter) cached(key string, cost int64, now time.Time) (Decision, cacheCheck) {
+	at, ok := l.cache.clock(l, now)
+	if !ok {
+		return Decision{}, cacheCheck{}
+	}
+	// The epoch is read before the lookup, and so before the request is
+	// sent.
+	ck := cacheCheck{ok: true, at: at, epoch: l.cache.epoch.Load()}
+	if d, hit := l.cache.lookup(key, cost, at, l.limit.Burst); hit {
+		return d, ck
+	}
+	return Decision{}, ck
 }
 
 // now checks the key and reads the caller clock, if any.

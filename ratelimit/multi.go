@@ -23,8 +23,9 @@ import (
 // out for it: one caller's state under every limiter shares one Cluster
 // slot.)
 //
-// Each limiter applies its own failure policy and calls its own hook; the
-// shortest timeout among them bounds the whole round trip. The error is the
+// Each limiter applies its own failure policy, deny cache and hook (a
+// limiter whose cache answers is not sent at all); the shortest timeout
+// among the limiters sent bounds the whole round trip. The error is the
 // first one a limiter returned; the decisions are filled in all the same.
 func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision, error) {
 	return AllowAllN(ctx, key, 1, limiters...)
@@ -43,19 +44,34 @@ func AllowAllN(ctx context.Context, key string, n int64, limiters ...*Limiter) (
 	}
 
 	start := time.Now()
-	calls := make([]call, len(limiters))
+	// Limiters whose deny cache answers are decided here; the others go
+	// to Redis in one pipeline (send holds their indexes).
+	ds := make([]Decision, len(limiters))
+	checks := make([]cacheCheck, len(limiters))
+	calls := make([]call, 0, len(limiters))
+	send := make([]int, 0, len(limiters))
 	errs := make([]error, len(limiters))
 	var timeout time.Duration
 	for i, l := range limiters {
 		now, err := l.now(key)
 		errs[i] = err
-		calls[i] = call{alg: l.alg, key: l.RedisKey(key), limit: l.limit, cost: n, now: now}
+		if err == nil && l.cache != nil {
+			if ds[i], checks[i] = l.cached(key, n, now); ds[i].Cached {
+				continue
+			}
+		}
+		calls = append(calls, call{alg: l.alg, key: l.RedisKey(key), limit: l.limit, cost: n, now: now})
+		send = append(send, i)
 		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
 			timeout = l.timeout
 		}
 	}
-	var replies []reply
-	if first := firstError(errs); first == nil {
+	replies := make([]reply, len(limiters))
+	if first := firstError(errs); first != nil {
+		for i := range errs {
+			errs[i] = first
+		}
+	} else if len(calls) > 0 {
 		type sent struct {
 			replies []reply
 			errs    []error
@@ -67,29 +83,27 @@ func AllowAllN(ctx context.Context, key string, n int64, limiters ...*Limiter) (
 			}
 			return sent{replies, errs}, nil
 		})
-		switch {
-		case err == errNoPipeline:
+		if err == errNoPipeline {
 			return allowEach(ctx, key, n, limiters)
-		case err != nil: // the timeout: every call shares it
-			replies = make([]reply, len(limiters))
-			for i := range errs {
-				errs[i] = err
-			}
-		default:
-			replies, errs = s.replies, s.errs
 		}
-	} else {
-		replies = make([]reply, len(limiters))
-		for i := range errs {
-			errs[i] = first
+		for j, i := range send {
+			if err != nil { // the timeout: every call shares it
+				errs[i] = err
+			} else {
+				replies[i], errs[i] = s.replies[j], s.errs[j]
+			}
 		}
 	}
 
-	ds := make([]Decision, len(limiters))
 	var first error
 	for i, l := range limiters {
 		var err error
-		ds[i], err = l.finish(ctx, replies[i], errs[i])
+		if !ds[i].Cached {
+			ds[i], err = l.finish(ctx, replies[i], errs[i])
+			if checks[i].ok && err == nil {
+				l.cache.note(key, n, checks[i].at, checks[i].epoch, ds[i])
+			}
+		}
 		if first == nil {
 			first = err
 		}

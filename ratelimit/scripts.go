@@ -139,7 +139,7 @@ func pipelined(ctx context.Context, c redis.Scripter, calls []call) ([]reply, []
 	for i, cl := range calls {
 		results[i] = scripts[cl.alg].queue(b, cl.key, cl.limit, cl.cost, cl.now)
 	}
-	_ = b.Exec(ctx, execErrors{pc}) // each call reports its own error below
+	_ = b.Exec(ctx, pc) // each call reports its own error below
 	replies := make([]reply, len(calls))
 	errs := make([]error, len(calls))
 	for i, res := range results {
@@ -154,28 +154,4 @@ func pipelined(ctx context.Context, c redis.Scripter, calls []call) ([]reply, []
 // that round trip on each script's first use after a restart.
 func Load(ctx context.Context, c redis.Scripter) error {
 	return wrap(bindings.LoadAll(ctx, c))
-}
-
-// execErrors works around Batch.Exec dropping the pipeline's own error:
-// when go-redis cannot send a pipeline at all (no connection, a context
-// that ended while waiting for one), it returns the error from Exec but
-// sets it on no command, so each call would report an empty reply instead
-// of the outage. This gives such commands the pipeline's error, so that
-// failure policies see an outage. (To be fixed in luagen's Batch.Exec.)
-type execErrors struct{ bindings.PipelineClient }
-
-func (c execErrors) Pipeline() redis.Pipeliner { return execErrorsPipe{c.PipelineClient.Pipeline()} }
-
-type execErrorsPipe struct{ redis.Pipeliner }
-
-func (p execErrorsPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
-	cmds, err := p.Pipeliner.Exec(ctx)
-	if err != nil {
-		for _, cmd := range cmds {
-			if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil && c.Val() == nil {
-				c.SetErr(err)
-			}
-		}
-	}
-	return cmds, err
 }

@@ -82,30 +82,35 @@ func TestCallerClockBoundOnRealServers(t *testing.T) {
 // clock S (as the script could have written it then) and the one limit the
 // test uses: 2 a second.
 var graceStates = map[string]func(key string, s int64) func(context.Context, redis.Cmdable) error{
+	// '<ts><tokens>': drained 40 s ago.
 	"token_bucket": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.HSet(ctx, key, "tokens", "0", "ts", fmt.Sprint(s-40e6)).Err()
+			return c.Set(ctx, key, fmt.Sprintf("%016d0", s-40e6), 0).Err()
 		}
 	},
+	// '<ts><unit>/<level>': 2 units of 1 s poured 40 s ago.
 	"leaky_bucket": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.HSet(ctx, key, "level", "2000000", "ts", fmt.Sprint(s-40e6), "unit", "1000000").Err()
+			return c.Set(ctx, key, fmt.Sprintf("%016d1000000/2000000", s-40e6), 0).Err()
 		}
 	},
+	// '<tat><interval>/<lead>': a TAT 2 s ahead of a write 40 s ago.
 	"gcra": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.Set(ctx, key, fmt.Sprintf("%d/1000000/%d", s-38e6, s-40e6), 0).Err()
+			return c.Set(ctx, key, fmt.Sprintf("%016d1000000/2000000", s-38e6), 0).Err()
 		}
 	},
+	// '<t><n>': 2 calls, the newest 40 s ago (in ms).
 	"fixed_window": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.HSet(ctx, key, "n", "2", "t", fmt.Sprint(s-40e6)).Err()
+			return c.Set(ctx, key, fmt.Sprintf("%013d2", (s-40e6)/1000), 0).Err()
 		}
 	},
+	// '<s><d>/<cur>/<prev>': 2 calls at the start of a window 40 s ago.
 	"sliding_window_counter": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
 			w := (s - 40e6) / 1e6 * 1e6
-			return c.HSet(ctx, key, "s", fmt.Sprint(w), "t", fmt.Sprint(w), "cur", "2", "prev", "0").Err()
+			return c.Set(ctx, key, fmt.Sprintf("%013d0/2/0", w/1000), 0).Err()
 		}
 	},
 	"sliding_window_log": func(key string, s int64) func(context.Context, redis.Cmdable) error {

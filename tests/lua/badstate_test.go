@@ -2,6 +2,7 @@ package luatest
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,13 +15,50 @@ import (
 var notIntegers = []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "1e3", "0x10", " 5", "5 ", "+5",
 	"007", "-0", "5\x00", "99999999999999999999", "-1"}
 
-// outOfRange has, per script and field, the least value above what the
-// script could have written.
-var outOfRange = map[string]map[string]string{
-	"token_bucket":           {"tokens": "1000000001", "ts": "4503599627370497"},
-	"leaky_bucket":           {"level": "1000000000000001", "ts": "4503599627370497", "unit": "100000000000001"},
-	"fixed_window":           {"n": "1000000001", "t": "4503599627370497"},
-	"sliding_window_counter": {"s": "4503599627370497", "t": "4503599627370497", "cur": "1000000001", "prev": "2000000001"},
+// stateLayouts says, for each script whose state is one string, how the
+// string splits into fields (a time of fixed width, then numbers, with the
+// separators that follow each field but the last) and the least value
+// above what the script could have written in each field.
+var stateLayouts = map[string]struct {
+	re    *regexp.Regexp
+	seps  []string
+	above func(f []string) []string
+}{
+	"token_bucket": {tokenBucketState, []string{""}, func([]string) []string {
+		return []string{"4503599627370497", "1000000001"}
+	}},
+	"leaky_bucket": {leakyBucketState, []string{"", "/"}, func([]string) []string {
+		return []string{"4503599627370497", "100000000000001", "1000000000000001"}
+	}},
+	// The TAT is bounded through the write's clock, tat - lead <= 2^52.
+	"gcra": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}},
+	// multi.lua keeps gcra.lua's state at each of its keys.
+	"multi": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}},
+	"fixed_window": {fixedWindowState, []string{""}, func([]string) []string {
+		return []string{"4503599627371", "1000000001"}
+	}},
+	// The newest call, s + d, is bounded by 2^52 µs, and d by 1e14 µs.
+	"sliding_window_counter": {slidingWindowCounterState, []string{"", "/", "/"}, func(f []string) []string {
+		d, _ := strconv.ParseInt(f[1], 10, 64)
+		return []string{fmt.Sprintf("%013d", maxTime/1000-d+1), "100000000000", "1000000001", "2000000001"}
+	}},
+}
+
+func joinState(f, seps []string) string {
+	var b strings.Builder
+	for i, x := range f {
+		b.WriteString(x)
+		if i < len(seps) && i < len(f)-1 {
+			b.WriteString(seps[i])
+		}
+	}
+	return b.String()
 }
 
 // TestStateIsCheckedLikeInput corrupts a key that holds real state, one
@@ -66,40 +104,43 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				}
 			}
 			switch good.kind {
-			case "hash":
-				for field := range good.hash {
-					for _, bad := range append(notIntegers, outOfRange[name][field]) {
-						v := good.clone()
-						v.hash[field] = bad
-						try(fmt.Sprintf("%s=%q", field, bad), v)
-					}
-					v := good.clone()
-					delete(v.hash, field)
-					try("without "+field, v)
-				}
-				v := good.clone()
-				v.hash["name"] = "alice"
-				try("an extra field", v)
-				if name == "sliding_window_counter" {
-					// Fields that are integers in range but do not fit
-					// together: the newest call before its window began, or
-					// further after it than any window is long.
-					s, _ := strconv.ParseInt(good.hash["s"], 10, 64)
-					for _, tv := range []int64{s - 1, s + 1e14} {
-						v := good.clone()
-						v.hash["t"] = strconv.FormatInt(tv, 10)
-						try(fmt.Sprintf("t=%d with s=%d", tv, s), v)
-					}
-				}
 			case "string":
-				tat, _, _ := parseGCRA(good.str)
-				at := strings.Split(good.str, "/")[2]
-				for _, bad := range []string{"alice", "1767225600000000", "1767225600000000/200000", "//",
-					fmt.Sprintf("%d/0/%s", tat, at), fmt.Sprintf("%d/200000/%s/1", tat, at), fmt.Sprintf("%d.5/200000/%s", tat, at),
-					"-1/200000/" + at, fmt.Sprintf("%d/-5/%s", tat, at), fmt.Sprintf(" %d/200000/%s", tat, at),
-					fmt.Sprintf("%d/200000/%s ", tat, at), fmt.Sprintf("%d/200000/%d", tat, tat+1),
-					fmt.Sprintf("%d/200000/%d", tat+1000000000000001, tat), "99999999999999999/200000/" + at} {
-					try(fmt.Sprintf("%q", bad), &value{kind: "string", str: bad, expireAt: good.expireAt})
+				layout := stateLayouts[name]
+				m := layout.re.FindStringSubmatch(good.str)
+				if m == nil {
+					t.Fatalf("state %q does not match %v", good.str, layout.re)
+				}
+				fields := m[1:]
+				str := func(what, s string) {
+					t.Helper()
+					try(fmt.Sprintf("%s: %q", what, s), &value{kind: "string", str: s, expireAt: good.expireAt})
+				}
+				// Every field, every way a stored number can be wrong; the
+				// fixed-width time with the wrong width too.
+				above := layout.above(fields)
+				for i := range fields {
+					for _, bad := range append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400)) {
+						f := append([]string(nil), fields...)
+						f[i] = bad
+						str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(f, layout.seps))
+					}
+				}
+				str("without its last field", joinState(fields[:len(fields)-1], layout.seps))
+				str("with a field more", joinState(append(append([]string(nil), fields...), "1"), append(layout.seps, "/")))
+				for _, bad := range []string{"alice", "", "/", good.str + " ", " " + good.str, good.str + "\x00", "+" + good.str, "-" + good.str} {
+					str("foreign", bad)
+				}
+				if name == "gcra" || name == "multi" {
+					tat, interval, lead, err := parseGCRA(good.str)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ts, iv := fmt.Sprintf("%016d", tat), strconv.FormatInt(interval, 10)
+					// The write's clock, tat - lead, before 0; and the
+					// '<tat>/<interval>/<at>' of earlier versions.
+					str("a lead longer than the TAT", "0000000000000005"+iv+"/"+strconv.FormatInt(max(lead, 6), 10))
+					str("the earlier layout", fmt.Sprintf("%d/%d/%d", tat, interval, tat-lead))
+					str("a TAT of 15 digits", ts[1:]+iv+"/"+strconv.FormatInt(lead, 10))
 				}
 			case "zset":
 				if name == "concurrency" {

@@ -73,25 +73,39 @@ func init() {
 	}
 	fuzzSeeds["token_bucket"] = append(fuzzSeeds["token_bucket"],
 		// 4: a credit that doubles round up.
-		fuzzSeed{fmt.Sprintf("hash\ttokens\t0\tts\t%d", scenario.T0-12890000009), calls(line("0", tb("1491898", "0")...), line("0", tb("0", "0")...)), 20},
+		fuzzSeed{fmt.Sprintf("string\t%016d0", scenario.T0-12890000009), calls(line("0", tb("1491898", "0")...), line("0", tb("0", "0")...)), 20},
 		fuzzSeed{"", calls(line("0", tb("10000000", "0")...), line("12890000009", tb("1491898", "0")...)), 21},
 		fuzzSeed{"", calls(line("0", "1000000000", "999999999", "100000000000", "smooth", "1000000000", "0"),
 			line("1000000001", "1000000000", "999999999", "100000000000", "smooth", "10000", "0")), 22},
+		// The hash of earlier versions, and a state with something after it.
 		fuzzSeed{"hash\ttokens\t5\tts\t" + t0 + "\tname\talice", calls(line("0", tb("1", "0")...)), 23},
+		fuzzSeed{"string\t" + t0 + "5/alice", calls(line("0", tb("1", "0")...)), 24},
+		fuzzSeed{"string\t" + t0 + "5", calls(line("0", tb("1", "0")...), line("300000", tb("7", "0")...)), 25},
+	)
+	fuzzSeeds["leaky_bucket"] = append(fuzzSeeds["leaky_bucket"],
+		fuzzSeed{"string\t" + t0 + "200000/400000", calls(line("0", "10", "5", "1000", "1", "0"), line("0", "10", "1", "1000", "1", "0")), 60},
+		fuzzSeed{"string\t" + t0 + "200000/nan", calls(line("0", "10", "5", "1000", "1", "0")), 61},
+	)
+	fuzzSeeds["sliding_window_counter"] = append(fuzzSeeds["sliding_window_counter"],
+		fuzzSeed{fmt.Sprintf("string\t%013d0/3/2", scenario.T0/1000), calls(line("0", "10", "1000", "1", "0"), line("700000", "10", "500", "1", "0")), 70},
+		fuzzSeed{fmt.Sprintf("string\t%013d0/3/02", scenario.T0/1000), calls(line("0", "10", "1000", "1", "0")), 71},
 	)
 	fuzzSeeds["fixed_window"] = append(fuzzSeeds["fixed_window"],
 		// 3: a longer window after a shorter one.
 		fuzzSeed{"", calls(line("0", "5", "1000", "1", "0"), line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0"),
 			line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0")), 30},
-		// 7: the audit's own corrupt count.
-		fuzzSeed{"hash\tn\tnan\tt\t" + t0, calls(line("0", "3", "1000", "1", t0), line("0", "3", "1000", "1", t0)), 31},
+		// 7: the audit's own corrupt count, in the state as it is now.
+		fuzzSeed{fmt.Sprintf("string\t%013dnan", scenario.T0/1000), calls(line("0", "3", "1000", "1", t0), line("0", "3", "1000", "1", t0)), 31},
+		fuzzSeed{fmt.Sprintf("string\t%013d2", scenario.T0/1000), calls(line("0", "3", "1000", "1", t0), line("1000000", "3", "60000", "1", "0")), 32},
 	)
 	fuzzSeeds["sliding_window_log"] = append(fuzzSeeds["sliding_window_log"],
 		fuzzSeed{"zset\t1\talice\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "1", "0")), 40},
 		fuzzSeed{"zset\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "10", "0"), line("1", "10", "1000", "1", "0")), 41},
 	)
 	fuzzSeeds["gcra"] = append(fuzzSeeds["gcra"],
-		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", "10", "5", "1000", "1", "0"), line("0", "10", "1", "1000", "1", "0")), 50},
+		fuzzSeed{"string\t1767225600200000200000/200000", calls(line("0", "10", "5", "1000", "1", "0"), line("0", "10", "1", "1000", "1", "0")), 50},
+		// The '<tat>/<interval>/<at>' of earlier versions.
+		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", "10", "5", "1000", "1", "0")), 52},
 		fuzzSeed{"string\t" + t0, calls(line("0", "10", "5", "1000", "1", "0")), 51},
 	)
 }

@@ -3,6 +3,7 @@ package luatest
 import (
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,16 +30,23 @@ func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
 	return func(span time.Duration) int { return burst + int(span.Microseconds()/t) }
 }
 
-// parseGCRA reads gcra.lua's state, '<tat>/<interval>/<at>' in µs.
-func parseGCRA(s string) (tat, interval int64, err error) {
-	f := strings.Split(s, "/")
-	if len(f) != 3 {
-		return 0, 0, fmt.Errorf("GCRA state %q is not <tat>/<interval>/<at>", s)
+// gcraStateRE is gcra.lua's state, '<tat><interval>/<lead>' in µs: the TAT
+// as exactly 16 digits, then two numbers without leading zeros.
+var gcraStateRE = regexp.MustCompile(`^([0-9]{16})([1-9][0-9]*)/([1-9][0-9]*)$`)
+
+// parseGCRA reads gcra.lua's state: the TAT, the interval it counts in and
+// its lead on the clock of the write that set it, in µs.
+func parseGCRA(s string) (tat, interval, lead int64, err error) {
+	m := gcraStateRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, 0, fmt.Errorf("GCRA state %q is not <tat><interval>/<lead>", s)
 	}
-	if tat, err = strconv.ParseInt(f[0], 10, 64); err == nil {
-		interval, err = strconv.ParseInt(f[1], 10, 64)
+	if tat, err = strconv.ParseInt(m[1], 10, 64); err == nil {
+		if interval, err = strconv.ParseInt(m[2], 10, 64); err == nil {
+			lead, err = strconv.ParseInt(m[3], 10, 64)
+		}
 	}
-	return tat, interval, err
+	return tat, interval, lead, err
 }
 
 func gcraArgs(burst, rate int, period time.Duration) func(int) []string {
@@ -133,7 +141,7 @@ func TestGCRALateCallsGainNothing(t *testing.T) {
 				t.Fatalf("cost %d allowed at %d but denied at the newest clock %d", c.cost, c.at, latest)
 			}
 			if v := r.get("k"); v != nil {
-				tat, _, err := parseGCRA(v.str)
+				tat, _, _, err := parseGCRA(v.str)
 				if err != nil || tat < lastTAT {
 					t.Fatalf("TAT %q after %d (%v)", v.str, lastTAT, err)
 				}

@@ -2,7 +2,7 @@ package luatest
 
 import (
 	"fmt"
-	"strings"
+	"regexp"
 )
 
 func init() {
@@ -10,6 +10,13 @@ func init() {
 	models["leaky_bucket"] = modelLeakyBucket
 	models["gcra"] = modelGCRA
 }
+
+// The scripts' string states, as patterns: a time as a fixed number of
+// digits, then numbers without leading zeros.
+var (
+	tokenBucketState = regexp.MustCompile(`^([0-9]{16})(0|[1-9][0-9]*)$`)
+	leakyBucketState = regexp.MustCompile(`^([0-9]{16})([1-9][0-9]*)/([1-9][0-9]*)$`)
+)
 
 func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	a := args{argv: argv}
@@ -42,7 +49,11 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := hashState(r, keys[0], []string{"tokens", "ts"}, []int64{0, 0}, []int64{1e9, maxTime}, badState("a token bucket {tokens, ts}"))
+	// '<ts><tokens>': ts as 16 digits, tokens without a leading zero.
+	st, err := stringState(r, keys[0], tokenBucketState, badState("a token bucket <ts><tokens>"))
+	if err == nil && st != nil && (st[0] > maxTime || st[1] > 1e9) {
+		err = ErrorReply(badState("a token bucket <ts><tokens>"))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +61,7 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	// clock and the server's.
 	tokens, ts := capacity, max(now, r.now)
 	if st != nil {
-		tokens, ts = st[0], st[1]
+		ts, tokens = st[0], st[1]
 	}
 	own := now
 	now = max(now, ts)
@@ -80,7 +91,7 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	}
 	held -= cost
 	full := at(held, mark, capacity)
-	writeHash(r, keys[0], ttl(r, full, caller), "tokens", held, "ts", mark)
+	writeString(r, keys[0], ttl(r, full, caller), fmt.Sprintf("%016d%d", mark, held))
 	return []int64{1, held, 0, ms(full - own)}, nil
 }
 
@@ -106,7 +117,12 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := hashState(r, keys[0], []string{"level", "ts", "unit"}, []int64{0, 0, 1}, []int64{1e15, maxTime, 1e14}, badState("a leaky bucket {level, ts, unit}"))
+	// '<ts><unit>/<level>': ts as 16 digits, then two numbers without
+	// leading zeros.
+	st, err := stringState(r, keys[0], leakyBucketState, badState("a leaky bucket <ts><unit>/<level>"))
+	if err == nil && st != nil && (st[0] > maxTime || st[1] > 1e14 || st[2] > 1e15) {
+		err = ErrorReply(badState("a leaky bucket <ts><unit>/<level>"))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +131,7 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if st == nil {
 		now = max(now, r.now)
 	} else {
-		level, ts, was := st[0], st[1], st[2]
+		ts, was, level := st[0], st[1], st[2]
 		now = max(now, ts)
 		// The level at the last pour in units of the current rate: whole
 		// ones exactly, a part one rounded up, then no more than a full
@@ -142,7 +158,7 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 		return []int64{1, remaining, 0, reset}, nil
 	}
 	water += cost * unit
-	writeHash(r, keys[0], ttl(r, now+water, caller), "level", water, "ts", now, "unit", unit)
+	writeString(r, keys[0], ttl(r, now+water, caller), fmt.Sprintf("%016d%d/%d", now, unit, water))
 	return []int64{1, remaining - cost, 0, ms(now + water - own)}, nil
 }
 
@@ -178,23 +194,16 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 		if v.kind != "string" {
 			return nil, ErrorReply(wrongType)
 		}
-		f := strings.Split(v.str, "/")
-		var tat, was, at int64
-		ok := len(f) == 3
-		if ok {
-			var ok1, ok2, ok3 bool
-			tat, ok1 = decimal(f[0], 0, maxTime+1e15)
-			was, ok2 = decimal(f[1], 1, 1e14)
-			at, ok3 = decimal(f[2], 0, maxTime)
-			ok = ok1 && ok2 && ok3 && at <= tat && tat-at <= 1e15
-		}
-		if !ok {
-			return nil, ErrorReply(badState("a GCRA state <tat>/<interval>/<at>"))
+		// '<tat><interval>/<lead>': the TAT as 16 digits, the interval it
+		// counts in, and its lead on the clock of the write that set it.
+		tat, was, lead, err := parseGCRA(v.str)
+		at := tat - lead
+		if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > maxTime {
+			return nil, ErrorReply(badState("a GCRA state <tat><interval>/<lead>"))
 		}
 		// The lead on the last write's clock in intervals of the current
 		// rate: whole ones exactly, a part one rounded up, then no more than
 		// a full burst.
-		lead := tat - at
 		if units := lead / was; units >= burst {
 			lead = tolerance
 		} else {
@@ -220,7 +229,7 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	}
 	theo += cost * interval
 	ahead += cost * interval
-	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("%d/%d/%d", theo, interval, now),
+	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("%016d%d/%d", theo, interval, ahead),
 		expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
 	return []int64{1, left(ahead), 0, wait(ahead)}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -119,36 +120,36 @@ const (
 	wrongType = "WRONGTYPE the key holds another type of value; it is left untouched"
 )
 
-// hashState reads a hash that must hold exactly the given fields, each an
-// integer within its bounds. It returns nil values for a missing key.
-func hashState(r *Redis, key string, fields []string, lo, hi []int64, badState string) ([]int64, error) {
+// stringState reads a string state that must match re in full, and returns
+// re's submatches as integers; nil for a missing key, WRONGTYPE for a key of
+// another type, and badState when the string does not match or a number
+// does not fit an int64 (every bound the scripts check is far below that).
+func stringState(r *Redis, key string, re *regexp.Regexp, badState string) ([]int64, error) {
 	v := r.get(key)
 	if v == nil {
 		return nil, nil
 	}
-	if v.kind != "hash" {
+	if v.kind != "string" {
 		return nil, ErrorReply(wrongType)
 	}
-	out := make([]int64, len(fields))
-	for i, f := range fields {
-		s, ok := v.hash[f]
-		if ok {
-			out[i], ok = decimal(s, lo[i], hi[i])
-		}
-		if !ok || len(v.hash) != len(fields) {
+	m := re.FindStringSubmatch(v.str)
+	if m == nil {
+		return nil, ErrorReply(badState)
+	}
+	out := make([]int64, len(m)-1)
+	for i, f := range m[1:] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
 			return nil, ErrorReply(badState)
 		}
+		out[i] = n
 	}
 	return out, nil
 }
 
-// writeHash stores fields and a TTL as HSET + PEXPIRE would.
-func writeHash(r *Redis, key string, ttlUs int64, kv ...any) {
-	h := map[string]string{}
-	for i := 0; i < len(kv); i += 2 {
-		h[kv[i].(string)] = fmt.Sprint(kv[i+1])
-	}
-	r.data[key] = &value{kind: "hash", hash: h, expireAt: r.now + 1000*max(1, ceilDiv(ttlUs, 1000))}
+// writeString stores a string state and a TTL as SET ... PX would.
+func writeString(r *Redis, key string, ttlUs int64, str string) {
+	r.data[key] = &value{kind: "string", str: str, expireAt: r.now + 1000*max(1, ceilDiv(ttlUs, 1000))}
 }
 
 // floorDiv is floor(a / b) for b > 0.

@@ -14,6 +14,13 @@ func init() {
 	models["sliding_window_log"] = modelSlidingWindowLog
 }
 
+// The scripts' string states, as patterns: a time as a fixed number of
+// digits, then numbers without leading zeros.
+var (
+	fixedWindowState          = regexp.MustCompile(`^([0-9]{13})([1-9][0-9]*)$`)
+	slidingWindowCounterState = regexp.MustCompile(`^([0-9]{13})(0|[1-9][0-9]*)/([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+)
+
 func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	a := args{argv: argv}
 	limit := a.int(0, "limit", 1, 1e9)
@@ -27,7 +34,12 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := hashState(r, keys[0], []string{"n", "t"}, []int64{0, 0}, []int64{1e9, maxTime}, badState("a fixed window {n, t}"))
+	// '<t><n>': t, the newest counted call's ms, as 13 digits, then n
+	// without a leading zero.
+	st, err := stringState(r, keys[0], fixedWindowState, badState("a fixed window <t><n>"))
+	if err == nil && st != nil && (st[0] > maxTime/1000 || st[1] > 1e9) {
+		err = ErrorReply(badState("a fixed window <t><n>"))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +49,7 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	t := max(now, r.now) // a key that holds nothing counts from the later clock
 	if st != nil {
 		// The count lives in the window of its newest call.
-		n, t = st[0], st[1]
+		t, n = st[0]*1000, st[1]
 	}
 	switch kt := t / W; {
 	case kt > k:
@@ -60,7 +72,7 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 		return []int64{1, limit - n, 0, reset}, nil
 	}
 	n += cost
-	writeHash(r, keys[0], ttl(r, end, caller), "n", n, "t", max(t, now))
+	writeString(r, keys[0], ttl(r, end, caller), fmt.Sprintf("%013d%d", max(t, now)/1000, n))
 	return []int64{1, limit - n, 0, ms(end - now)}, nil
 }
 
@@ -77,13 +89,20 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	what := badState("a sliding window counter {s, t, cur, prev}")
-	st, err := hashState(r, keys[0], []string{"s", "t", "cur", "prev"}, []int64{0, 0, 0, 0}, []int64{maxTime, maxTime, 1e9, 2e9}, what)
+	// '<s><d>/<cur>/<prev>': s, the current count's window's start in ms, as
+	// 13 digits, then the ms from s to its newest call and the counts,
+	// without leading zeros.
+	what := badState("a sliding window counter <s><d>/<cur>/<prev>")
+	st, err := stringState(r, keys[0], slidingWindowCounterState, what)
+	if err == nil && st != nil {
+		// In µs: s, t, cur, prev.
+		st = []int64{st[0] * 1000, (st[0] + st[1]) * 1000, st[2], st[3]}
+		if st[1] > maxTime || st[1]-st[0] >= 1e14 || st[2] > 1e9 || st[3] > 2e9 {
+			err = ErrorReply(what)
+		}
+	}
 	if err != nil {
 		return nil, err
-	}
-	if st != nil && (st[1] < st[0] || st[1]-st[0] >= 1e14) {
-		return nil, ErrorReply(what)
 	}
 	W := window * 1000
 	w, at := now/W, now
@@ -154,7 +173,7 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	if cost == 0 {
 		return []int64{1, remaining, 0, reset}, nil
 	}
-	writeHash(r, keys[0], ttl(r, start+2*W, caller), "s", start, "t", max(t, at), "cur", c+cost, "prev", p)
+	writeString(r, keys[0], ttl(r, start+2*W, caller), fmt.Sprintf("%013d%d/%d/%d", start/1000, max(t, at)/1000-start/1000, c+cost, p))
 	return []int64{1, remaining - cost, 0, ms(start + 2*W - now)}, nil
 }
 

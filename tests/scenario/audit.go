@@ -123,11 +123,12 @@ func init() {
 		},
 		Scenario{
 			// HSET k n nan w 1700000000 made all five calls pass, with
-			// remaining -9223372036854775808.
+			// remaining -9223372036854775808. The state is one string now,
+			// '<t><n>': the same corruption is a count of nan.
 			Name: "audit 7: corrupt state is refused and left as it is",
 			Keys: []string{"fw:{audit7}"},
 			Preset: func(t0 int64) []Preset {
-				return []Preset{{Key: "fw:{audit7}", Type: "hash", Vals: []string{"n", "nan", "t", fmt.Sprint(t0)}}}
+				return []Preset{{Key: "fw:{audit7}", Type: "string", Vals: []string{fmt.Sprintf("%013dnan", t0/1000)}}}
 			},
 			Steps: []Step{
 				{Args: fw(3, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
@@ -144,8 +145,8 @@ func init() {
 			Name: "audit 4: a credit a product's last digit decides is exact",
 			Keys: []string{"tb:{audit4}"},
 			Preset: func(t0 int64) []Preset {
-				return []Preset{{Key: "tb:{audit4}", Type: "hash", TTL: 86400000,
-					Vals: []string{"tokens", "0", "ts", fmt.Sprint(t0 - 12890000009)}}}
+				return []Preset{{Key: "tb:{audit4}", Type: "string", TTL: 86400000,
+					Vals: []string{fmt.Sprintf("%016d0", t0-12890000009)}}}
 			},
 			Steps: []Step{
 				{Args: tb(10000000, 9999999, 24*time.Hour, 1491898), Want: R(false, 1491897, 1, 73510009)},
@@ -159,8 +160,8 @@ func init() {
 			Name: "audit 4: the largest bucket credits exactly too",
 			Keys: []string{"tb:{audit4b}"},
 			Preset: func(t0 int64) []Preset {
-				return []Preset{{Key: "tb:{audit4b}", Type: "hash", TTL: 86400000,
-					Vals: []string{"tokens", "0", "ts", fmt.Sprint(t0 - 1000000001)}}}
+				return []Preset{{Key: "tb:{audit4b}", Type: "string", TTL: 86400000,
+					Vals: []string{fmt.Sprintf("%016d0", t0-1000000001)}}}
 			},
 			Steps: []Step{
 				{Args: tb(1000000000, 999999999, 100000000000*ms, 10000), Want: R(false, 9999, 1, 99999000100)},
@@ -189,11 +190,13 @@ func init() {
 	register(Spec{Script: "sliding_window_log", CostArg: 2}, late(func(c int) []string { return Args(1, sec, c) }, "swl:{audit5}"))
 
 	// Foreign data: the audit's HSET k name alice and ZADD k 1 alice 2 bob
-	// were overwritten and given a TTL.
-	foreign := func(script string, costArg int, args []string, presets ...Preset) {
+	// were overwritten and given a TTL. A key of the script's own type that
+	// holds no state of its is BADSTATE; a key of another type, WRONGTYPE
+	// (the scripts that keep a string now meet the audit's hashes so).
+	foreign := func(script string, costArg int, args []string, own string, presets ...Preset) {
 		for i, p := range presets {
 			code := "BADSTATE"
-			if p.Type == "list" {
+			if p.Type != own {
 				code = "WRONGTYPE"
 			}
 			p := p
@@ -214,17 +217,22 @@ func init() {
 	alice := func(key string, more ...string) Preset {
 		return Preset{Key: key, Type: "hash", Vals: append([]string{"name", "alice"}, more...)}
 	}
-	foreign("token_bucket", 4, tb(5, 1, sec, 1), alice("tb:{a6}"), alice("tb:{b6}", "tokens", "5", "ts", "1767225600000000"), list("tb:{c6}"))
-	foreign("leaky_bucket", 3, Args(5, 1, sec, 1), alice("lb:{a6}"), alice("lb:{b6}", "level", "0", "ts", "1767225600000000", "unit", "200000"), list("lb:{c6}"))
-	foreign("fixed_window", 2, fw(5, sec, 1), alice("fw:{a6}"), alice("fw:{b6}", "n", "1", "t", "1767225600000000"), list("fw:{c6}"))
-	foreign("sliding_window_counter", 2, fw(5, sec, 1), alice("swc:{a6}"),
-		alice("swc:{b6}", "s", "1767225600000000", "t", "1767225600000000", "cur", "1", "prev", "0"), list("swc:{c6}"))
-	foreign("sliding_window_log", 2, fw(5, sec, 1),
+	str := func(key, v string) Preset { return Preset{Key: key, Type: "string", Vals: []string{v}} }
+	foreign("token_bucket", 4, tb(5, 1, sec, 1), "string", alice("tb:{a6}"), alice("tb:{b6}", "tokens", "5", "ts", "1767225600000000"), list("tb:{c6}"),
+		str("tb:{d6}", "alice"), str("tb:{e6}", "1767225600000000alice"))
+	foreign("leaky_bucket", 3, Args(5, 1, sec, 1), "string", alice("lb:{a6}"), alice("lb:{b6}", "level", "0", "ts", "1767225600000000", "unit", "200000"), list("lb:{c6}"),
+		str("lb:{d6}", "alice"), str("lb:{e6}", "1767225600000000200000/alice"))
+	foreign("fixed_window", 2, fw(5, sec, 1), "string", alice("fw:{a6}"), alice("fw:{b6}", "n", "1", "t", "1767225600000000"), list("fw:{c6}"),
+		str("fw:{d6}", "alice"), str("fw:{e6}", "1767225600000alice"))
+	foreign("sliding_window_counter", 2, fw(5, sec, 1), "string", alice("swc:{a6}"),
+		alice("swc:{b6}", "s", "1767225600000000", "t", "1767225600000000", "cur", "1", "prev", "0"), list("swc:{c6}"),
+		str("swc:{d6}", "alice"), str("swc:{e6}", "17672256000000/1/alice"))
+	foreign("sliding_window_log", 2, fw(5, sec, 1), "zset",
 		Preset{Key: "swl:{a6}", Type: "zset", Vals: []string{"1", "alice", "2", "bob"}},
 		// Newest member ours, oldest not.
 		Preset{Key: "swl:{b6}", Type: "zset", Vals: []string{"1", "alice", "1767225600000000", "1767225600000000-1"}},
 		list("swl:{c6}"))
-	foreign("gcra", 3, Args(5, 1, sec, 1),
+	foreign("gcra", 3, Args(5, 1, sec, 1), "string",
 		Preset{Key: "gcra:{a6}", Type: "string", Vals: []string{"alice"}},
 		Preset{Key: "gcra:{b6}", Type: "string", Vals: []string{"1767225600000000/200000/alice"}},
 		list("gcra:{c6}"))

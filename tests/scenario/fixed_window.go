@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 func init() {
 	// fw is ARGV for fixed_window without the clock.
@@ -143,12 +146,25 @@ func init() {
 			},
 		},
 		Scenario{
-			Name:    "a key of another type is an error, never overwritten",
-			Keys:    []string{"fw:{wrong}"},
-			Strings: map[string]string{"fw:{wrong}": "x"},
+			// The hash that earlier versions of the script wrote: the state
+			// is one string now, and the old one is refused, not misread.
+			Name: "a key of another type is an error, never overwritten",
+			Keys: []string{"fw:{hash}"},
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "fw:{hash}", Type: "hash", Vals: []string{"n", "1", "t", fmt.Sprint(t0)}}}
+			},
 			Steps: []Step{
 				{At: 0, Args: fw(5, sec, 1), Err: "WRONGTYPE", TTL: []int64{-1}},
 				{At: 0, Args: fw(5, sec, 0), Err: "WRONGTYPE", TTL: []int64{-1}},
+			},
+		},
+		Scenario{
+			Name:    "a string that holds no state is an error, never overwritten",
+			Keys:    []string{"fw:{x}"},
+			Strings: map[string]string{"fw:{x}": "x"},
+			Steps: []Step{
+				{At: 0, Args: fw(5, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
+				{At: 0, Args: fw(5, sec, 0), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 	)

@@ -181,15 +181,15 @@ func init() {
 		Scenario{
 			Name:    "a TAT that is not a whole µs is an error too",
 			Keys:    []string{"gcra:{float}"},
-			Strings: map[string]string{"gcra:{float}": "1767225600000000.25/200000/1767225600000000"},
+			Strings: map[string]string{"gcra:{float}": "1767225600200000.25200000/200000"},
 			Steps: []Step{
 				{At: 0, Args: g(5, 1, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 		Scenario{
-			Name:    "a TAT without its interval and clock is an error too",
+			Name:    "a TAT without its interval and lead is an error too",
 			Keys:    []string{"gcra:{bare}"},
-			Strings: map[string]string{"gcra:{bare}": "1767225600000000"},
+			Strings: map[string]string{"gcra:{bare}": "1767225600200000"},
 			Steps: []Step{
 				{At: 0, Args: g(5, 1, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
 			},

@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 func init() {
 	// lb is ARGV for leaky_bucket without the clock.
@@ -147,11 +150,23 @@ func init() {
 			},
 		},
 		Scenario{
-			Name:    "a key of another type is an error, never overwritten",
-			Keys:    []string{"lb:{wrong}"},
-			Strings: map[string]string{"lb:{wrong}": "x"},
+			// The hash that earlier versions of the script wrote: the state
+			// is one string now, and the old one is refused, not misread.
+			Name: "a key of another type is an error, never overwritten",
+			Keys: []string{"lb:{hash}"},
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "lb:{hash}", Type: "hash", Vals: []string{"level", "200000", "ts", fmt.Sprint(t0), "unit", "200000"}}}
+			},
 			Steps: []Step{
 				{At: 0, Args: lb(5, 1, sec, 1), Err: "WRONGTYPE", TTL: []int64{-1}},
+			},
+		},
+		Scenario{
+			Name:    "a string that holds no state is an error, never overwritten",
+			Keys:    []string{"lb:{x}"},
+			Strings: map[string]string{"lb:{x}": "x"},
+			Steps: []Step{
+				{At: 0, Args: lb(5, 1, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 	)

@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // multi's steps: Args are cost, then burst, rate and period of each limit
 // (the clock goes between them, at ARGV[2]); a reply is allowed, the limit
@@ -149,8 +152,9 @@ func init() {
 	)
 }
 
-// fmtState is gcra.lua's state: the TAT, the interval it counts in and the
-// clock of the write that set it, in µs.
+// fmtState is gcra.lua's state '<tat><interval>/<lead>': the TAT as 16
+// digits, the interval it counts in, and the TAT's lead on the clock of
+// the write that set it, at, all in µs.
 func fmtState(tat, interval, at int64) string {
-	return Args(tat)[0] + "/" + Args(interval)[0] + "/" + Args(at)[0]
+	return fmt.Sprintf("%016d%d/%d", tat, interval, tat-at)
 }

@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 func init() {
 	// swc is ARGV for sliding_window_counter without the clock.
@@ -153,12 +156,25 @@ func init() {
 			},
 		},
 		Scenario{
-			Name:    "a key of another type is an error, never overwritten",
-			Keys:    []string{"swc:{wrong}"},
-			Strings: map[string]string{"swc:{wrong}": "x"},
+			// The hash that earlier versions of the script wrote: the state
+			// is one string now, and the old one is refused, not misread.
+			Name: "a key of another type is an error, never overwritten",
+			Keys: []string{"swc:{hash}"},
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "swc:{hash}", Type: "hash", Vals: []string{"s", fmt.Sprint(t0), "t", fmt.Sprint(t0), "cur", "1", "prev", "0"}}}
+			},
 			Steps: []Step{
 				{At: 0, Args: swc(5, sec, 1), Err: "WRONGTYPE", TTL: []int64{-1}},
 				{At: 0, Args: swc(5, sec, 0), Err: "WRONGTYPE", TTL: []int64{-1}},
+			},
+		},
+		Scenario{
+			Name:    "a string that holds no state is an error, never overwritten",
+			Keys:    []string{"swc:{x}"},
+			Strings: map[string]string{"swc:{x}": "x"},
+			Steps: []Step{
+				{At: 0, Args: swc(5, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
+				{At: 0, Args: swc(5, sec, 0), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 	)

@@ -1,6 +1,9 @@
 package scenario
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 const ms = time.Millisecond
 
@@ -126,11 +129,23 @@ func init() {
 			},
 		},
 		Scenario{
-			Name:    "a key of another type is an error, never overwritten",
-			Keys:    []string{"tb:{wrong}"},
-			Strings: map[string]string{"tb:{wrong}": "x"},
+			// The hash that earlier versions of the script wrote: the state
+			// is one string now, and the old one is refused, not misread.
+			Name: "a key of another type is an error, never overwritten",
+			Keys: []string{"tb:{hash}"},
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "tb:{hash}", Type: "hash", Vals: []string{"tokens", "5", "ts", fmt.Sprint(t0)}}}
+			},
 			Steps: []Step{
 				{At: 0, Args: tb(5, 1, sec, "smooth", 1), Err: "WRONGTYPE", TTL: []int64{-1}},
+			},
+		},
+		Scenario{
+			Name:    "a string that holds no state is an error, never overwritten",
+			Keys:    []string{"tb:{x}"},
+			Strings: map[string]string{"tb:{x}": "x"},
+			Steps: []Step{
+				{At: 0, Args: tb(5, 1, sec, "smooth", 1), Err: "BADSTATE", TTL: []int64{-1}},
 			},
 		},
 	)

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func load(t *testing.T) *results {
+	t.Helper()
+	f, err := os.Open("testdata/raw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Medians over the passes, and decisions/s against the floor's.
+func TestMedians(t *testing.T) {
+	r := load(t)
+	if got, _ := r.get("hot-deny", 64, "redlimit_gcra", "srv-cmd-us/op"); got != 4 {
+		t.Errorf("median command time %v, want 4", got)
+	}
+	if got, _ := r.vsFloor("hot-deny", 64, "redlimit_gcra_cache"); got != 1e9/2000/(1e9/21000) {
+		t.Errorf("cache vs floor %v", got)
+	}
+	if got := r.passes(row{"hot-deny", 64, "floor"}); got != 2 {
+		t.Errorf("%d passes", got)
+	}
+}
+
+// Every verdict follows from the numbers: met at the bound, missed past it
+// with by how much.
+func TestTargets(t *testing.T) {
+	got := map[string]string{}
+	for _, c := range targets(load(t)) {
+		v := "met"
+		if !c.met {
+			v = c.miss
+		}
+		got[c.target+" / "+c.setting] = c.got + " " + v
+	}
+	want := map[string]string{
+		"Redis µs per decision: GCRA and token bucket ≤ 4 / hot-deny, gcra":                                 "4.0 µs met",
+		"Redis µs per decision: every script but the sliding log ≤ ulule's / hot-deny, worst: gcra":         "4.0 µs met",
+		"memory per key: GCRA and fixed window ≤ ulule's / gcra":                                            "130.0 B 11% over",
+		"unpipelined at 64 goroutines: ≥ 0.95× the floor's decisions/s / hot-deny, slowest: gcra":           "0.88× 8% short",
+		"deny cache under a flood: ≥ 10× redis_rate's decisions/s / hot-deny, 64 goroutines, slowest: gcra": "12× met",
+		"deny cache: Redis commands per cached denial / hot-deny, 64 goroutines, most of six":               "0 met",
+		"Go allocations per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                           "10 met",
+		"Go bytes per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                 "560 met",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestReplace(t *testing.T) {
+	doc := []byte("a\n<!-- benchtable:x -->\nold\n<!-- /benchtable:x -->\nb\n")
+	got, err := replace(doc, "x", "new")
+	if err != nil || string(got) != "a\n<!-- benchtable:x -->\n\nnew\n<!-- /benchtable:x -->\nb\n" {
+		t.Errorf("%q, %v", got, err)
+	}
+	if _, err := replace(doc, "y", "new"); err == nil {
+		t.Error("a missing marker is no error")
+	}
+}
+
+func TestSections(t *testing.T) {
+	r := load(t)
+	if s := accuracySection(r); !strings.Contains(s, "| redlimit_gcra | server | 2000 [1000, 3000] | 200 [199, 200] | 201 [201, 201] | 0.993 [0.990, 0.995] | 0.0% [0.0%, 0.0%] |") ||
+		!strings.Contains(s, "| ulule_limiter | server (TTL) | 1000 | 100 | 200 | 0.500 | 1.0% |") {
+		t.Errorf("accuracy:\n%s", s)
+	}
+	if s := envSection(r); !strings.Contains(s, "took 12.5 minutes") || !strings.Contains(s, "ranged 0.50 to 0.70") {
+		t.Errorf("env:\n%s", s)
+	}
+	if s := chart(r); strings.Count(s, "<rect x=") < 5 || !strings.HasSuffix(s, "</svg>\n") {
+		t.Errorf("chart:\n%s", s)
+	}
+}

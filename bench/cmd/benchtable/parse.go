@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// results is everything one raw output holds: the decision benchmarks'
+// samples (one per pass), the memory benchmark's, the accuracy test's
+// rounds, and the environment lines the passes printed.
+type results struct {
+	decision map[row]map[string][]float64
+	memory   map[string]map[string][]float64
+	accuracy []accuracyRound
+	env      map[string][]string // key -> every value seen, in order
+}
+
+// row is one decision benchmark: BenchmarkDecision/scenario=S/g=G/impl=I,
+// or BenchmarkAtomic's rows, named the same way.
+type row struct {
+	scenario string
+	g        int
+	impl     string
+}
+
+type accuracyRound struct {
+	limiter, clock                   string
+	calls, admitted, allowed, errors float64
+}
+
+func parse(in io.Reader) (*results, error) {
+	r := &results{
+		decision: map[row]map[string][]float64{},
+		memory:   map[string]map[string][]float64{},
+		env:      map[string][]string{},
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "# bench-env "):
+			k, v, _ := strings.Cut(strings.TrimPrefix(line, "# bench-env "), "=")
+			r.env[k] = append(r.env[k], v)
+		case strings.HasPrefix(line, "cpu: "):
+			r.env["cpu"] = append(r.env["cpu"], strings.TrimSpace(strings.TrimPrefix(line, "cpu: ")))
+		case strings.HasPrefix(line, "BenchmarkDecision/"), strings.HasPrefix(line, "BenchmarkAtomic/"):
+			fields := strings.Fields(line)
+			rw, ok := parseDecisionName(fields[0])
+			if !ok || len(fields) < 4 {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
+			if r.decision[rw] == nil {
+				r.decision[rw] = map[string][]float64{}
+			}
+			addMetrics(r.decision[rw], fields[2:])
+		case strings.HasPrefix(line, "BenchmarkMemory/impl="):
+			fields := strings.Fields(line)
+			impl := trimProcs(strings.TrimPrefix(fields[0], "BenchmarkMemory/impl="))
+			if r.memory[impl] == nil {
+				r.memory[impl] = map[string][]float64{}
+			}
+			addMetrics(r.memory[impl], fields[2:])
+		case strings.HasPrefix(line, "ACCURACY "):
+			a := accuracyRound{}
+			for _, f := range strings.Fields(strings.TrimPrefix(line, "ACCURACY ")) {
+				k, v, _ := strings.Cut(f, "=")
+				n, _ := strconv.ParseFloat(v, 64)
+				switch k {
+				case "limiter":
+					a.limiter = v
+				case "clock":
+					a.clock = strings.ReplaceAll(v, "_", " ")
+				case "calls":
+					a.calls = n
+				case "admitted":
+					a.admitted = n
+				case "allowed":
+					a.allowed = n
+				case "errors":
+					a.errors = n
+				}
+			}
+			r.accuracy = append(r.accuracy, a)
+		}
+	}
+	return r, sc.Err()
+}
+
+// addMetrics reads value, unit pairs.
+func addMetrics(m map[string][]float64, fields []string) {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if v, err := strconv.ParseFloat(fields[i], 64); err == nil {
+			m[fields[i+1]] = append(m[fields[i+1]], v)
+		}
+	}
+}
+
+func parseDecisionName(name string) (row, bool) {
+	var r row
+	for _, part := range strings.Split(name, "/")[1:] {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "scenario":
+			r.scenario = v
+		case "g":
+			r.g, _ = strconv.Atoi(v)
+		case "impl":
+			r.impl = trimProcs(v)
+		}
+	}
+	return r, r.scenario != "" && r.g > 0 && r.impl != ""
+}
+
+// trimProcs drops the -GOMAXPROCS suffix of a benchmark name.
+func trimProcs(s string) string {
+	if i := strings.LastIndex(s, "-"); i > 0 {
+		if _, err := strconv.Atoi(s[i+1:]); err == nil {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func median(v []float64) (float64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2], true
+	}
+	return (v[n/2-1] + v[n/2]) / 2, true
+}
+
+// get is a decision benchmark's median of unit.
+func (r *results) get(scenario string, g int, impl, unit string) (float64, bool) {
+	return median(r.decision[row{scenario, g, impl}][unit])
+}
+
+// perSecond is a decision benchmark's median decisions per second.
+func (r *results) perSecond(scenario string, g int, impl string) (float64, bool) {
+	ns, ok := r.get(scenario, g, impl, "ns/op")
+	if !ok || ns <= 0 {
+		return 0, false
+	}
+	return 1e9 / ns, true
+}
+
+// passes is how many samples a decision benchmark has.
+func (r *results) passes(rw row) int { return len(r.decision[rw]["ns/op"]) }

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// check is one line of the targets table: a target of issue 10 at one
+// setting of this run.
+type check struct {
+	target, setting, got, bound string
+	met                         bool
+	miss                        string // by how much, when missed
+}
+
+// over says how far got is past bound, as a percentage of bound.
+func over(got, bound float64) string {
+	return fmt.Sprintf("%.0f%% over", 100*(got-bound)/bound)
+}
+
+// under says how far got falls short of bound.
+func under(got, bound float64) string {
+	return fmt.Sprintf("%.0f%% short", 100*(bound-got)/bound)
+}
+
+// targets evaluates every target of the issue that this run measures, at
+// 64 goroutines unless a target says otherwise.
+func targets(r *results) []check {
+	const g = 64
+	scenarios, _ := r.groups()
+	var out []check
+	atMost := func(target, setting string, got, bound float64, unit string) {
+		c := check{target: target, setting: setting, got: fmt.Sprintf("%.1f%s", got, unit), bound: fmt.Sprintf("≤ %.1f%s", bound, unit), met: got <= bound}
+		if !c.met {
+			c.miss = over(got, bound)
+		}
+		out = append(out, c)
+	}
+	atLeast := func(target, setting string, got, bound float64) {
+		c := check{target: target, setting: setting, got: ratio(got), bound: fmt.Sprintf("≥ %s", ratio(bound)), met: got >= bound}
+		if !c.met {
+			c.miss = under(got, bound)
+		}
+		out = append(out, c)
+	}
+
+	// Lever 1: the scripts' command time.
+	for _, s := range scenarios {
+		for _, a := range []string{"gcra", "token_bucket"} {
+			if v, ok := r.get(s, g, "redlimit_"+a, "srv-cmd-us/op"); ok {
+				atMost("Redis µs per decision: GCRA and token bucket ≤ 4", s+", "+a, v, 4, " µs")
+			}
+		}
+	}
+	for _, s := range scenarios {
+		ulule, ok := r.get(s, g, "ulule_limiter", "srv-cmd-us/op")
+		if !ok {
+			continue
+		}
+		worst, worstV := "", 0.0
+		for _, a := range algorithms {
+			if a == "sliding_window_log" {
+				continue
+			}
+			if v, ok := r.get(s, g, "redlimit_"+a, "srv-cmd-us/op"); ok && v > worstV {
+				worst, worstV = a, v
+			}
+		}
+		if worst != "" {
+			atMost("Redis µs per decision: every script but the sliding log ≤ ulule's", s+", worst: "+worst, worstV, ulule, " µs")
+		}
+	}
+
+	// Lever 1: memory per key.
+	if ulule, ok := median(r.memory["ulule_limiter"]["info-B/key"]); ok {
+		for _, a := range algorithms {
+			v, ok := median(r.memory["redlimit_"+a]["info-B/key"])
+			if !ok || a == "sliding_window_log" {
+				continue
+			}
+			bound, target := 1.2*ulule, "memory per key ≤ 1.2× ulule's (sliding log excepted)"
+			if a == "gcra" || a == "fixed_window" {
+				bound, target = ulule, "memory per key: GCRA and fixed window ≤ ulule's"
+			}
+			atMost(target, a, v, bound, " B")
+		}
+	}
+
+	// The floor, unpipelined.
+	for _, s := range scenarios {
+		worst, worstV := "", 0.0
+		for _, a := range algorithms {
+			if v, ok := r.vsFloor(s, g, "redlimit_"+a); ok && (worst == "" || v < worstV) {
+				worst, worstV = a, v
+			}
+		}
+		if worst != "" {
+			atLeast("unpipelined at 64 goroutines: ≥ 0.95× the floor's decisions/s", s+", slowest: "+worst, worstV, 0.95)
+		}
+	}
+
+	// AutoPipeline against redis_rate.
+	for _, s := range scenarios {
+		rr, ok := r.perSecond(s, g, "redis_rate")
+		if !ok {
+			continue
+		}
+		worst, worstV := "", 0.0
+		for _, a := range algorithms {
+			if v, ok := r.perSecond(s, g, "redlimit_"+a+"_ap"); ok && (worst == "" || v < worstV) {
+				worst, worstV = a, v
+			}
+		}
+		if v, ok := r.perSecond(s, g, "redlimit_gcra_ap"); ok {
+			atLeast("AutoPipeline at 64 goroutines: ≥ 3× redis_rate's decisions/s", s+", gcra", v/rr, 3)
+		}
+		if worst != "" && worst != "gcra" {
+			atLeast("AutoPipeline at 64 goroutines: ≥ 3× redis_rate's decisions/s", s+", slowest: "+worst, worstV/rr, 3)
+		}
+	}
+
+	// The deny cache under a flood.
+	for _, gc := range []int{1, 16, 64} {
+		rr, ok := r.perSecond("hot-deny", gc, "redis_rate")
+		if !ok {
+			continue
+		}
+		worst, worstV, cmds := "", 0.0, 0.0
+		for _, a := range algorithms {
+			impl := "redlimit_" + a + "_cache"
+			if v, ok := r.perSecond("hot-deny", gc, impl); ok && (worst == "" || v < worstV) {
+				worst, worstV = a, v
+			}
+			if c, ok := r.get("hot-deny", gc, impl, "cmds/cached"); ok && c > cmds {
+				cmds = c
+			}
+		}
+		if worst != "" {
+			setting := fmt.Sprintf("hot-deny, %d goroutine%s, slowest: %s", gc, plural(gc), worst)
+			atLeast("deny cache under a flood: ≥ 10× redis_rate's decisions/s", setting, worstV/rr, 10)
+			c := check{target: "deny cache: Redis commands per cached denial", setting: fmt.Sprintf("hot-deny, %d goroutine%s, most of six", gc, plural(gc)),
+				got: fmt.Sprintf("%g", cmds), bound: "0", met: cmds == 0}
+			if !c.met {
+				c.miss = "not zero"
+			}
+			out = append(out, c)
+		}
+	}
+
+	// Allocations against redis_rate, at every scenario and caller count.
+	_, gs := r.groups()
+	for _, s := range scenarios {
+		for _, unit := range []string{"allocs/op", "B/op"} {
+			worst, worstRatio, worstV, rrV := "", 0.0, 0.0, 0.0
+			for _, gc := range gs {
+				rr, ok := r.get(s, gc, "redis_rate", unit)
+				if !ok || rr == 0 {
+					continue
+				}
+				for _, a := range algorithms {
+					if v, ok := r.get(s, gc, "redlimit_"+a, unit); ok && v/rr > worstRatio {
+						worst, worstRatio, worstV, rrV = fmt.Sprintf("%s at %d", a, gc), v/rr, v, rr
+					}
+				}
+			}
+			if worst == "" {
+				continue
+			}
+			name := map[string]string{"allocs/op": "allocations", "B/op": "bytes"}[unit]
+			c := check{target: "Go " + name + " per decision ≤ redis_rate's", setting: s + ", most: " + worst,
+				got: fmt.Sprintf("%.0f", worstV), bound: fmt.Sprintf("≤ %.0f", rrV), met: worstV <= rrV}
+			if !c.met {
+				c.miss = over(worstV, rrV)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func targetsSection(r *results) string {
+	var b strings.Builder
+	b.WriteString("| target | setting | this run | bound | verdict |\n| --- | --- | ---: | ---: | --- |\n")
+	for _, c := range targets(r) {
+		verdict := "met"
+		if !c.met {
+			verdict = "**missed**, " + c.miss
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.target, c.setting, c.got, c.bound, verdict)
+	}
+	return b.String()
+}

@@ -1,0 +1,164 @@
+// Unit tests of redlimit.js's manifest handling, with a fake client:
+//   (cd examples/node && npm test)
+// The real-server tests are in tests/polyglot (go test), which runs these too.
+
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ReplyError as RedisReplyError } from 'ioredis';
+import { ArgError, Bundle, FunctionsStaleError, ManifestError, NEVER, ReplyError, Script, ScriptError } from './redlimit.js';
+import { parseCallArgs } from './cli-args.js';
+
+const MANIFEST = new URL('../../bindings/scripts.json', import.meta.url);
+const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'));
+const bundle = Bundle.load(MANIFEST);
+
+// Answers call() from a list of replies (an Error is thrown), and records
+// every command.
+function fake(...replies) {
+  const sent = [];
+  return {
+    sent,
+    async call(...args) {
+      sent.push(args);
+      const r = replies.shift();
+      if (r instanceof Error) throw r;
+      return r;
+    },
+  };
+}
+
+const gcraArgs = { burst: 3, rate: 3, period: 3000, cost: 1 };
+
+test('every script of the manifest loads with its file', () => {
+  assert.deepEqual([...bundle].map((s) => s.name).sort(), manifest.scripts.map((s) => s.name).sort());
+  assert.ok(bundle.has('gcra') && bundle.has('token_bucket'));
+  assert.throws(() => bundle.script('nope'), /no script "nope"/);
+});
+
+test('ARGV in the manifest order, in wire units', () => {
+  const gcra = bundle.script('gcra');
+  const now = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
+  const { keys, argv } = gcra.encode(['k'], { cost: 1, period: 3_600_000, rate: 3, burst: 5, now });
+  assert.deepEqual(keys, ['k']);
+  const want = { burst: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000) };
+  assert.deepEqual(argv, gcra.args.map((a) => want[a.name]));
+  assert.equal(gcra.encode(['k'], gcraArgs).argv.at(-1), '0', 'a left-out instant is 0, the server clock');
+});
+
+test('refusals send nothing', async () => {
+  const gcra = bundle.script('gcra');
+  const cases = {
+    'below min': { ...gcraArgs, burst: 0 },
+    'above max': { ...gcraArgs, cost: 1e9 + 1 },
+    'fraction for int': { ...gcraArgs, rate: 2.5 },
+    'string for int': { ...gcraArgs, rate: '3' },
+    'part of a ms': { ...gcraArgs, period: 1.5 },
+    'epoch reads as server clock': { ...gcraArgs, now: new Date(0) },
+    'unknown (snake_case is not the JS name)': { ...gcraArgs, burst_size: 3 },
+    missing: { burst: 3, period: 1000, cost: 1 },
+  };
+  for (const [name, args] of Object.entries(cases)) {
+    const r = fake();
+    await assert.rejects(gcra.run(r, ['k'], args), ArgError, name);
+    assert.deepEqual(r.sent, [], name);
+  }
+  for (const keys of [[], ['a', 'b'], [1], 'k']) assert.throws(() => gcra.encode(keys, gcraArgs), ArgError);
+});
+
+test('enum words from the manifest', () => {
+  const tb = bundle.script('token_bucket');
+  const words = tb.args.find((a) => a.name === 'refill').enum;
+  for (const refill of words) assert.ok(tb.encode(['k'], { capacity: 3, rate: 3, period: 1000, refill, cost: 1 }).argv.includes(refill));
+  assert.throws(() => tb.encode(['k'], { capacity: 3, rate: 3, period: 1000, refill: 'Smooth', cost: 1 }), /must be one of/);
+});
+
+test('the reply by the manifest', () => {
+  const gcra = bundle.script('gcra');
+  assert.deepEqual(gcra.decode([1, '2', 0, 1200000]), { allowed: true, remaining: 2, retryAfter: 0, resetAfter: 1_200_000 });
+  assert.equal(gcra.decode([0, 3, -1, 0]).retryAfter, NEVER);
+  for (const bad of [[1, 2, 0], [1, 2, 0, 0, 0], [2, 2, 0, 0], [1, -1, 0, 0], [1, 2, 0, -1], [1, '2.5', 0, 0], [1, ' 2', 0, 0], 7]) {
+    assert.throws(() => gcra.decode(bad), ReplyError, JSON.stringify(bad));
+  }
+});
+
+test('NOSCRIPT falls back to EVAL with the file', async () => {
+  const gcra = bundle.script('gcra');
+  const r = fake(new RedisReplyError('NOSCRIPT No matching script. Please use EVAL.'), [1, 2, 0, 1000]);
+  const d = await gcra.run(r, ['k'], gcraArgs);
+  assert.equal(d.allowed, true);
+  assert.deepEqual(r.sent.map((c) => c[0]), ['EVALSHA', 'EVAL']);
+  assert.equal(r.sent[0][1], gcra.sha1);
+  assert.deepEqual(r.sent[1][1], gcra.source);
+  assert.deepEqual(r.sent[0].slice(2), r.sent[1].slice(2));
+});
+
+test('error codes become ScriptErrors, other errors pass through', async () => {
+  const gcra = bundle.script('gcra');
+  for (const msg of ['BADARG now must be 0', 'ERR BADARG now must be 0']) {
+    const err = await gcra.run(fake(new RedisReplyError(msg)), ['k'], gcraArgs).catch((e) => e);
+    assert.ok(err instanceof ScriptError, msg);
+    assert.deepEqual([err.code, err.detail], ['BADARG', 'now must be 0']);
+  }
+  const err = await gcra.run(fake(new RedisReplyError('OOM command not allowed')), ['k'], gcraArgs).catch((e) => e);
+  assert.ok(err instanceof RedisReplyError && !(err instanceof ScriptError));
+});
+
+test('FCALL loads a missing library once, and never replaces another', async () => {
+  const gcra = bundle.script('gcra');
+  const r = fake(new RedisReplyError('ERR Function not found'), 'redlimit', [0, 0, 5, 5]);
+  const d = await gcra.fcall(r, ['k'], gcraArgs);
+  assert.equal(d.allowed, false);
+  assert.deepEqual(r.sent[0].slice(0, 2), [gcra.function.command, gcra.function.name]);
+  assert.deepEqual(r.sent[1], ['FUNCTION', 'LOAD', bundle.library.code]);
+  assert.deepEqual(r.sent[2], r.sent[0]);
+  const stale = fake(new RedisReplyError('ERR Function not found'), new RedisReplyError("ERR Library 'redlimit' already exists"));
+  await assert.rejects(gcra.fcall(stale, ['k'], gcraArgs), FunctionsStaleError);
+});
+
+test('manifest problems are refused', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'redlimit-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'lua'));
+  copyFileSync(fileURLToPath(new URL('../../lua/gcra.lua', import.meta.url)), join(dir, 'lua', 'gcra.lua'));
+  const load = (mutate = () => {}) => {
+    const m = structuredClone(manifest);
+    delete m.functions;
+    m.scripts = m.scripts.filter((s) => s.name === 'gcra');
+    m.scripts[0].file = 'lua/gcra.lua';
+    mutate(m);
+    writeFileSync(join(dir, 'scripts.json'), JSON.stringify(m));
+    return Bundle.load(join(dir, 'scripts.json'));
+  };
+  assert.deepEqual([...load()].map((s) => s.name), ['gcra']);
+  assert.throws(() => load((m) => { m.version = 3; }), ManifestError);
+  assert.throws(() => load((m) => { m.scripts[0].sha1 = '0'.repeat(40); }), /sha1/);
+  assert.throws(() => load((m) => { m.scripts[0].args[0].type = 'decimal'; }), /unknown type/);
+});
+
+test('variadic keys, arguments and returns', () => {
+  const entry = structuredClone(manifest.scripts.find((s) => s.name === 'gcra'));
+  entry.file = '../lua/gcra.lua';
+  entry.keys = [{ name: 'first' }, { name: 'rest', variadic: true }];
+  entry.args = [{ name: 'n', type: 'int', wire: '' }, { name: 'windows', type: 'ms', unit: 'milliseconds', wire: '', variadic: true }];
+  entry.returns = [{ name: 'allowed', type: 'bool', wire: '' }, { name: 'wait_each', type: 'ms', unit: 'milliseconds', min: -1, wire: '', variadic: true }];
+  const s = new Script(entry, fileURLToPath(new URL('../../bindings', import.meta.url)), null);
+  assert.deepEqual(s.encode(['a', 'b', 'c'], { n: 2, windows: [1000, 3_600_000] }), { keys: ['a', 'b', 'c'], argv: ['2', '1000', '3600000'] });
+  assert.deepEqual(s.encode(['a'], { n: 2, windows: [] }).argv, ['2']);
+  assert.throws(() => s.encode([], { n: 2, windows: [] }), ArgError);
+  assert.throws(() => s.encode(['a'], { n: 2, windows: 1000 }), ArgError);
+  assert.deepEqual(s.decode([0, 5, -1]), { allowed: false, waitEach: [5, NEVER] });
+});
+
+test('command-line values by the manifest types', () => {
+  const gcra = bundle.script('gcra');
+  assert.deepEqual(parseCallArgs(gcra, ['burst=3', 'rate=3', 'period=1h', 'cost=1']), { burst: 3, rate: 3, period: 3_600_000, cost: 1 });
+  assert.deepEqual(parseCallArgs(gcra, ['period=2500']), { period: 2500 }, 'a bare number is in the wire unit');
+  assert.deepEqual(parseCallArgs(gcra, ['now=1700000000123000']).now, new Date(1_700_000_000_123));
+  assert.equal(parseCallArgs(gcra, ['now=0']).now, null);
+  assert.throws(() => parseCallArgs(gcra, ['burst=3s']), ArgError);
+  assert.throws(() => parseCallArgs(gcra, ['nope=1']), ArgError);
+});

@@ -1,0 +1,225 @@
+"""Unit tests of redlimit.py's manifest handling, with a fake client.
+
+    /usr/bin/python3 -m unittest discover -s examples/python
+
+The real-server tests are in tests/polyglot (go test), which runs these too.
+"""
+
+import collections
+import copy
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import redis
+
+import redlimit
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MANIFEST = os.path.join(HERE, "..", "..", "bindings", "scripts.json")
+UTC = dt.timezone.utc
+
+
+class FakeRedis:
+    """Answers execute_command from a list of replies (an exception is
+    raised), and records every command."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.sent = []
+
+    def execute_command(self, *args):
+        self.sent.append(args)
+        r = self.replies.pop(0)
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+
+class ManifestTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.bundle = redlimit.Bundle.load(MANIFEST)
+        with open(MANIFEST, encoding="utf-8") as fh:
+            cls.manifest = json.load(fh)
+
+    def test_every_script_loads_with_its_file(self):
+        got = sorted(s.name for s in self.bundle)
+        want = sorted(e["name"] for e in self.manifest["scripts"])
+        self.assertEqual(got, want)
+        self.assertIn("gcra", self.bundle)
+        self.assertIn("token_bucket", self.bundle)
+        with self.assertRaisesRegex(KeyError, "no script 'nope'"):
+            self.bundle["nope"]
+
+    def test_argv_in_manifest_order_in_wire_units(self):
+        gcra = self.bundle["gcra"]
+        now = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+        keys, argv = gcra.encode(["k"], {"cost": 1, "period": dt.timedelta(hours=1), "rate": 3, "burst": 5, "now": now})
+        self.assertEqual(keys, ["k"])
+        want = {"burst": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901)}
+        self.assertEqual(argv, [want[a["name"]] for a in gcra.args])
+
+    def test_instant_defaults_to_zero_and_rounds_down(self):
+        tb = self.bundle["token_bucket"]
+        base = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "refill": "smooth", "cost": 0}
+        _, argv = tb.encode(["k"], base)
+        self.assertEqual(argv[-1], "0")
+        # An instant in a coarser unit is rounded down, as a clock of that
+        # resolution reads; build a synthetic unix_ms field to see it.
+        f = {"name": "at", "type": "unix_ms", "unit": "milliseconds", "wire": ""}
+        self.assertEqual(tb._encode_value(f, dt.datetime(1970, 1, 1, 0, 0, 0, 1999, tzinfo=UTC)), "1")
+
+    def test_refusals_send_nothing(self):
+        gcra = self.bundle["gcra"]
+        ok = {"burst": 3, "rate": 3, "period": dt.timedelta(seconds=1), "cost": 1}
+        cases = {
+            "below min": dict(ok, burst=0),
+            "above max": dict(ok, cost=10**9 + 1),
+            "bool for int": dict(ok, rate=True),
+            "float for int": dict(ok, rate=3.0),
+            "int for duration": dict(ok, period=1000),
+            "part of a ms": dict(ok, period=dt.timedelta(microseconds=1500)),
+            "naive datetime": dict(ok, now=dt.datetime(2026, 1, 1)),
+            "epoch reads as the server clock": dict(ok, now=dt.datetime(1970, 1, 1, tzinfo=UTC)),
+            "unknown": dict(ok, burts=3),
+        }
+        missing = dict(ok)
+        del missing["rate"]
+        cases["missing"] = missing
+        for name, args in cases.items():
+            with self.subTest(name):
+                r = FakeRedis()
+                with self.assertRaises(redlimit.ArgError):
+                    gcra(r, ["k"], **args)
+                self.assertEqual(r.sent, [])
+        for keys in ([], ["a", "b"], [1], "k"):
+            with self.assertRaises(redlimit.ArgError):
+                gcra.encode(keys, ok)
+
+    def test_enum_words_from_the_manifest(self):
+        tb = self.bundle["token_bucket"]
+        words = next(a["enum"] for a in tb.args if a["name"] == "refill")
+        base = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "cost": 1}
+        for w in words:
+            _, argv = tb.encode(["k"], dict(base, refill=w))
+            self.assertIn(w, argv)
+        with self.assertRaisesRegex(redlimit.ArgError, "must be one of"):
+            tb.encode(["k"], dict(base, refill="Smooth"))
+
+    def test_reply_by_the_manifest(self):
+        gcra = self.bundle["gcra"]
+        got = gcra.decode([1, b"2", 0, 1200000])
+        self.assertEqual(got, gcra.Reply(True, 2, dt.timedelta(0), dt.timedelta(minutes=20)))
+        self.assertEqual(got.remaining, 2)
+        never = gcra.decode([0, 3, -1, 0])
+        self.assertIs(never.retry_after, redlimit.NEVER)
+        self.assertGreater(never.retry_after, dt.timedelta(days=10**6))
+        for bad in ([1, 2, 0], [1, 2, 0, 0, 0], [2, 2, 0, 0], [1, -1, 0, 0], [1, 2, 0, -1], [1, b"2.5", 0, 0], [1, b" 2", 0, 0], 7):
+            with self.subTest(bad=bad), self.assertRaises(redlimit.ReplyError):
+                gcra.decode(bad)
+
+    def test_noscript_falls_back_to_eval(self):
+        gcra = self.bundle["gcra"]
+        r = FakeRedis(redis.exceptions.NoScriptError("No matching script."), [1, 2, 0, 1000])
+        got = gcra(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+        self.assertTrue(got.allowed)
+        self.assertEqual([s[0] for s in r.sent], ["EVALSHA", "EVAL"])
+        self.assertEqual(r.sent[0][1], gcra.sha1)
+        self.assertEqual(r.sent[1][1], gcra.source)
+        self.assertEqual(r.sent[0][2:], r.sent[1][2:])
+
+    def test_error_codes_become_script_errors(self):
+        gcra = self.bundle["gcra"]
+        for msg in ("BADARG now must be 0", "ERR BADARG now must be 0"):
+            r = FakeRedis(redis.exceptions.ResponseError(msg))
+            with self.assertRaises(redlimit.ScriptError) as cm:
+                gcra(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+            self.assertEqual((cm.exception.code, cm.exception.message), ("BADARG", "now must be 0"))
+        r = FakeRedis(redis.exceptions.ResponseError("OOM command not allowed"))
+        with self.assertRaises(redis.exceptions.ResponseError) as cm:
+            gcra(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+        self.assertNotIsInstance(cm.exception, redlimit.ScriptError)
+
+    def test_fcall_loads_a_missing_library_once(self):
+        gcra = self.bundle["gcra"]
+        r = FakeRedis(redis.exceptions.ResponseError("Function not found"), b"redlimit", [0, 0, 5, 5])
+        got = gcra.fcall(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+        self.assertFalse(got.allowed)
+        self.assertEqual(r.sent[0][:2], (gcra.function["command"], gcra.function["name"]))
+        self.assertEqual(r.sent[1], ("FUNCTION", "LOAD", self.bundle.library.code))
+        self.assertEqual(r.sent[2], r.sent[0])
+        # Another library under the name is not replaced by a call.
+        r = FakeRedis(redis.exceptions.ResponseError("Function not found"), redis.exceptions.ResponseError("Library 'redlimit' already exists"))
+        with self.assertRaises(redlimit.FunctionsStaleError):
+            gcra.fcall(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+
+    def test_manifest_problems(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        lua = os.path.join(tmp, "lua")
+        os.mkdir(lua)
+        m = copy.deepcopy(self.manifest)
+        m.pop("functions")
+        m["scripts"] = [s for s in m["scripts"] if s["name"] == "gcra"]
+        m["scripts"][0]["file"] = "lua/gcra.lua"
+        shutil.copy(os.path.join(HERE, "..", "..", "lua", "gcra.lua"), lua)
+
+        def load(mutate=lambda m: None):
+            mm = copy.deepcopy(m)
+            mutate(mm)
+            path = os.path.join(tmp, "scripts.json")
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(mm, fh)
+            return redlimit.Bundle.load(path)
+
+        self.assertEqual([s.name for s in load()], ["gcra"])
+        renamed = load(lambda m: m["scripts"][0]["returns"][1].update(name="in"))["gcra"]
+        self.assertEqual(renamed.Reply._fields[1], "in_")
+        with self.assertRaisesRegex(redlimit.ManifestError, "version"):
+            load(lambda m: m.update(version=3))
+        with self.assertRaisesRegex(redlimit.ManifestError, "sha1"):
+            load(lambda m: m["scripts"][0].update(sha1="0" * 40))
+        with self.assertRaisesRegex(redlimit.ManifestError, "unknown type"):
+            load(lambda m: m["scripts"][0]["args"][0].update(type="decimal"))
+        with self.assertRaisesRegex(redlimit.ManifestError, "no Functions library"):
+            load().load_functions(FakeRedis())
+
+    def test_variadic_keys_args_and_returns(self):
+        s = copy.copy(self.bundle["gcra"])
+        s.keys = [{"name": "first"}, {"name": "rest", "variadic": True}]
+        s.args = [{"name": "n", "type": "int", "wire": ""}, {"name": "windows", "type": "ms", "unit": "milliseconds", "wire": "", "variadic": True}]
+        s.returns = [{"name": "allowed", "type": "bool", "wire": ""}, {"name": "waits", "type": "ms", "unit": "milliseconds", "min": -1, "wire": "", "variadic": True}]
+        s.Reply = collections.namedtuple("R", ["allowed", "waits"])
+        keys, argv = s.encode(["a", "b", "c"], {"n": 2, "windows": [dt.timedelta(seconds=1), dt.timedelta(hours=1)]})
+        self.assertEqual((keys, argv), (["a", "b", "c"], ["2", "1000", "3600000"]))
+        self.assertEqual(s.encode(["a"], {"n": 2, "windows": []}), (["a"], ["2"]))
+        with self.assertRaises(redlimit.ArgError):
+            s.encode([], {"n": 2, "windows": []})
+        with self.assertRaises(redlimit.ArgError):
+            s.encode(["a"], {"n": 2, "windows": dt.timedelta(seconds=1)})
+        got = s.decode([0, 5, -1])
+        self.assertEqual(got, s.Reply(False, (dt.timedelta(milliseconds=5), redlimit.NEVER)))
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_values_by_the_manifest_types(self):
+        import demo
+
+        gcra = redlimit.Bundle.load(MANIFEST)["gcra"]
+        self.assertEqual(demo.parse_args(gcra, ["burst=3", "rate=3", "period=1h", "cost=1"]),
+                         {"burst": 3, "rate": 3, "period": dt.timedelta(hours=1), "cost": 1})
+        self.assertEqual(demo.parse_args(gcra, ["period=2500"]), {"period": dt.timedelta(milliseconds=2500)})
+        self.assertEqual(demo.parse_args(gcra, ["now=1700000000123456"])["now"],
+                         dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC))
+        self.assertIsNone(demo.parse_args(gcra, ["now=0"])["now"])
+        for bad in (["burst=3s"], ["nope=1"], ["burst"], ["now=1h"]):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                demo.parse_args(gcra, bad)
+
+
+if __name__ == "__main__":
+    unittest.main()

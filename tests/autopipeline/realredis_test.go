@@ -1,0 +1,277 @@
+package autopipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+// faces returns the AutoPipeliner's blocking and async faces over rdb,
+// closed when the test ends.
+func faces(t *testing.T, rdb *redis.Client) map[string]*redis.AutoPipeliner {
+	t.Helper()
+	blocking, err := rdb.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	async, err := rdb.AsyncAutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blocking.Close(); async.Close() })
+	return map[string]*redis.AutoPipeliner{"blocking": blocking, "async": async}
+}
+
+// commandCalls reads how many times the server ran a command.
+func commandCalls(t *testing.T, rdb *redis.Client, name string) int64 {
+	t.Helper()
+	stats, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(stats, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":calls="); ok {
+			var n int64
+			fmt.Sscan(strings.SplitN(rest, ",", 2)[0], &n)
+			return n
+		}
+	}
+	return 0
+}
+
+// SCRIPT FLUSH while 64 goroutines decide over the AutoPipeliner: the calls
+// answered NOSCRIPT (which did not run) are sent again as EVAL, none fails,
+// and a hot key admits exactly its burst: nothing ran twice.
+func TestNoScriptUnderLoad(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
+	defer rdb.Close()
+	ctx := context.Background()
+	for name, ap := range faces(t, rdb) {
+		evalsBefore := commandCalls(t, rdb, "eval")
+		l, err := ratelimit.New(ap, ratelimit.PerDay(300), ratelimit.WithName("flush-"+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		flushed := make(chan int)
+		go func() {
+			n := 0
+			defer func() { flushed <- n }()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(2 * time.Millisecond):
+					if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+						t.Error(err)
+						return
+					}
+					n++
+				}
+			}
+		}()
+		var allowed, failed atomic.Int64
+		var firstErr atomic.Value
+		var wg sync.WaitGroup
+		for g := 0; g < 64; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 20; i++ {
+					d, err := l.Allow(ctx, "hot")
+					switch {
+					case err != nil:
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, err)
+					case d.Allowed:
+						allowed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		flushes := <-flushed
+		if allowed.Load() != 300 || failed.Load() != 0 {
+			t.Errorf("%s: %d of 1280 allowed, %d failed (first: %v); want 300, 0", name, allowed.Load(), failed.Load(), firstErr.Load())
+		}
+		// The test proves something only if calls did meet NOSCRIPT.
+		if evals := commandCalls(t, rdb, "eval") - evalsBefore; evals == 0 || flushes == 0 {
+			t.Errorf("%s: %d SCRIPT FLUSHes, %d EVAL fallbacks: the fallback was not exercised", name, flushes, evals)
+		} else {
+			t.Logf("%s: %d SCRIPT FLUSHes, %d calls fell back to EVAL", name, flushes, evals)
+		}
+	}
+}
+
+// Error replies reach the caller whose call caused them, however calls
+// share a pipeline: BADARG from the script (a rate above one per µs, which
+// Go does not check), WRONGTYPE from foreign data, and good calls beside
+// them, all at once. A failure policy never hides WRONGTYPE.
+func TestScriptErrorsOverAutoPipeline(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
+	defer rdb.Close()
+	ctx := context.Background()
+	for name, ap := range faces(t, rdb) {
+		l, err := ratelimit.New(ap, ratelimit.PerDay(1e6), ratelimit.WithName("errs-"+name), ratelimit.OnFailure(ratelimit.FailOpen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.LPush(ctx, l.RedisKey("foreign"), "not ours").Err(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for g := 0; g < 48; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					switch g % 3 {
+					case 0:
+						_, err := bindings.GCRA(ctx, ap, "badarg", bindings.GCRAParams{Burst: 1, Rate: 1e9, Period: time.Millisecond, Cost: 1})
+						if !errors.Is(err, bindings.ErrBadArg) {
+							t.Errorf("%s: a rate above one per µs: %v, want ErrBadArg", name, err)
+						}
+					case 1:
+						d, err := l.Allow(ctx, "foreign")
+						if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Fallback != ratelimit.NoFallback {
+							t.Errorf("%s: foreign data: %v, %v; want ErrWrongType", name, d, err)
+						}
+					default:
+						d, err := l.Allow(ctx, fmt.Sprintf("good%d", g))
+						if err != nil || !d.Allowed || d.Remaining != 1e6-1-int64(i) {
+							t.Errorf("%s: a good call: %v, %v", name, d, err)
+						}
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		if n, _ := rdb.LLen(ctx, l.RedisKey("foreign")).Result(); n != 1 {
+			t.Errorf("%s: the foreign list has %d elements", name, n)
+		}
+		if n, _ := rdb.Exists(ctx, "badarg").Result(); n != 0 {
+			t.Errorf("%s: a BADARG call wrote its key", name)
+		}
+	}
+}
+
+// Redis stops answering for a while (DEBUG SLEEP): decisions over the
+// AutoPipeliner still end within their timeout, the failure policies
+// decide, and once Redis answers again decisions come from it. Then Redis
+// crashes and restarts empty: the policies decide while it is down, and
+// decisions come from it again after. No goroutine is left behind once the
+// AutoPipeliners and the client close.
+func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv := redisserver.New(t, "--enable-debug-command", "yes")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	ctx := context.Background()
+	const timeout = 100 * time.Millisecond
+	// A decision must end within the timeout plus scheduling slack on a
+	// loaded 2-core machine; the stall lasts far longer.
+	const slack = 900 * time.Millisecond
+	const stall = 3 * time.Second
+	aps := faces(t, rdb)
+	for name, ap := range aps {
+		policies := map[ratelimit.Fallback]*ratelimit.Limiter{}
+		for _, fb := range []ratelimit.Fallback{ratelimit.NoFallback, ratelimit.FailOpen, ratelimit.FailClosed} {
+			l, err := ratelimit.New(ap, ratelimit.PerDay(1e6), ratelimit.WithName(fmt.Sprintf("%s-%v", name, fb)),
+				ratelimit.WithTimeout(timeout), ratelimit.OnFailure(fb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 1000 counted before: a key that Redis lost counts far less.
+			if _, err := l.AllowN(ctx, "k", 1000); err != nil {
+				t.Fatalf("%s %v before the stall: %v", name, fb, err)
+			}
+			policies[fb] = l
+		}
+		slept := make(chan error, 1)
+		go func() { slept <- admin.Do(ctx, "DEBUG", "SLEEP", stall.Seconds()).Err() }()
+		time.Sleep(100 * time.Millisecond) // DEBUG SLEEP has begun
+		for fb, l := range policies {
+			start := time.Now()
+			d, err := l.Allow(ctx, "k")
+			took := time.Since(start)
+			if took < timeout || took > timeout+slack {
+				t.Errorf("%s %v: the decision took %v with a timeout of %v", name, fb, took, timeout)
+			}
+			switch fb {
+			case ratelimit.NoFallback:
+				if !errors.Is(err, ratelimit.ErrTimeout) {
+					t.Errorf("%s: no policy: %v, %v; want ErrTimeout", name, d, err)
+				}
+			default:
+				if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || !errors.Is(d.Cause, ratelimit.ErrTimeout) {
+					t.Errorf("%s %v: %v, %v", name, fb, d, err)
+				}
+			}
+		}
+		if err := <-slept; err != nil {
+			t.Fatal(err)
+		}
+		// Redis answers again: within a few seconds every policy's decision
+		// comes from Redis (the AutoPipeliner first finishes the calls the
+		// timeouts abandoned).
+		for fb, l := range policies {
+			d, err := fromRedis(ctx, l, "k")
+			if err != nil || d.Fallback != ratelimit.NoFallback || !d.Allowed {
+				t.Errorf("%s %v after the stall: %v, %v", name, fb, d, err)
+			}
+		}
+
+		// Redis is gone (a crash): the policies decide on the error, and
+		// after a restart (scripts and data lost) decisions come from Redis.
+		srv.Stop()
+		for fb, l := range policies {
+			d, err := l.Allow(ctx, "k")
+			if fb == ratelimit.NoFallback {
+				if err == nil {
+					t.Errorf("%s: no policy, Redis down: %v", name, d)
+				}
+			} else if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || d.Cause == nil {
+				t.Errorf("%s %v, Redis down: %v, %v", name, fb, d, err)
+			}
+		}
+		srv.Restart()
+		for fb, l := range policies {
+			d, err := fromRedis(ctx, l, "k")
+			// (Not exactly 1e6-1 left: a call the timeout abandoned while
+			// the AutoPipeliner reconnected may still have run.)
+			if err != nil || d.Fallback != ratelimit.NoFallback || !d.Allowed || d.Remaining < 1e6-10 {
+				t.Errorf("%s %v after a restart: %v, %v; want a fresh key from Redis", name, fb, d, err)
+			}
+		}
+	}
+	for _, ap := range aps {
+		ap.Close()
+	}
+	rdb.Close()
+	admin.Close()
+	srv.Stop()
+}
+
+// fromRedis decides until Redis decides (no fallback, no error), for at
+// most 5 s, and returns the last decision.
+func fromRedis(ctx context.Context, l *ratelimit.Limiter, key string) (d ratelimit.Decision, err error) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if d, err = l.Allow(ctx, key); err == nil && d.Fallback == ratelimit.NoFallback {
+			break
+		}
+	}
+	return d, err
+}

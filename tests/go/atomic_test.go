@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,9 @@ func noRetries(t *testing.T, c redis.Scripter) redis.Scripter {
 	}
 	return out
 }
+
+// gcraState is gcra.lua's (and multi.lua's) state, '<tat><interval>/<lead>'.
+var gcraState = regexp.MustCompile(`^(\d{16})([1-9]\d*)/([1-9]\d*)$`)
 
 // TestMultiUnderLoad: 64 goroutines send multi.lua random subsets of three
 // limits on one user's keys (one hash tag), with random costs, all at one
@@ -119,9 +123,13 @@ func TestMultiUnderLoad(t *testing.T) {
 				}
 				units := int64(0)
 				if err == nil {
-					f := strings.Split(state, "/")
-					tat, _ := strconv.ParseInt(f[0], 10, 64)
-					interval, _ := strconv.ParseInt(f[1], 10, 64)
+					// gcra.lua's '<tat><interval>/<lead>': the TAT in 16 digits.
+					m := gcraState.FindStringSubmatch(state)
+					if m == nil {
+						t.Fatalf("limit %d: %q is not a GCRA state", j, state)
+					}
+					tat, _ := strconv.ParseInt(m[1], 10, 64)
+					interval, _ := strconv.ParseInt(m[2], 10, 64)
 					units = (tat - now.UnixMicro()) / interval
 					if (tat-now.UnixMicro())%interval != 0 {
 						t.Errorf("limit %d: TAT %d is not a whole number of intervals past the clock", j, tat)

@@ -3,7 +3,8 @@
 # every table of ../BENCHMARKS.md and ../benchmarks.svg regenerated from it
 # (cmd/benchtable). One command, on its own redis-server (see main_test.go).
 #
-#   PASSES   processes of BenchmarkDecision, each -count 1 (default 6)
+#   PASSES   processes of BenchmarkDecision and BenchmarkAtomic, each
+#            -count 1 (default 6)
 #   ROUNDS   rounds of TestAccuracy (default 3)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,7 +18,7 @@ out=results/latest.txt
 	# benchmark back to back, so a slow spell of the machine would land on
 	# a few rows only; each process also starts every group at a random row.
 	for i in $(seq "$PASSES"); do
-		"$GO" test -run '^$' -bench '^BenchmarkDecision$' -benchtime 10000x -count 1
+		"$GO" test -run '^$' -bench '^Benchmark(Decision|Atomic)$' -benchtime 10000x -count 1
 	done
 	"$GO" test -run '^$' -bench '^BenchmarkMemory$' -benchtime 1x -count 1
 	"$GO" test -run '^TestAccuracy$' -v -accuracy.rounds "$ROUNDS"

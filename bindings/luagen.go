@@ -43,9 +43,11 @@ var errorCodes = map[string]error{
 
 // allScripts is every script of the package, for LoadAll.
 var allScripts = []*scriptMeta{
+	concurrencyInfo,
 	fixedWindowInfo,
 	gcraInfo,
 	leakyBucketInfo,
+	multiInfo,
 	slidingWindowCounterInfo,
 	slidingWindowLogInfo,
 	tokenBucketInfo,
@@ -436,6 +438,8 @@ func (e encoder) int(name string, v int64, r *intRange) {
 	e.cl.args = append(e.cl.args, v)
 }
 
+func (e encoder) string(v string) { e.cl.args = append(e.cl.args, v) }
+
 func (e encoder) enum(name, v string, words ...string) {
 	for _, w := range words {
 		if v == w {
@@ -592,4 +596,16 @@ func (d *decoder) duration(i int, name string, unit time.Duration, units string,
 
 func (d *decoder) ms(i int, name string, r *intRange) time.Duration {
 	return d.duration(i, name, time.Millisecond, "milliseconds", r)
+}
+
+// rest decodes the elements from index from on, for a ...name @return.
+func rest[T any](d *decoder, from int, one func(int) T) []T {
+	if d.err != nil {
+		return nil
+	}
+	out := make([]T, 0, len(d.vals)-from)
+	for i := from; i < len(d.vals); i++ {
+		out = append(out, one(i))
+	}
+	return out
 }

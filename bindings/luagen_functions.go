@@ -53,7 +53,7 @@ type FunctionsCmdable interface {
 // wherever the package takes a client, singly or to Batch.Exec:
 //
 //	fc := WithFunctions(rdb)
-//	r, err := FixedWindow(ctx, fc, ...)
+//	r, err := Concurrency(ctx, fc, ...)
 //
 // A call whose function the server does not hold (after FUNCTION FLUSH, or
 // on a server that restarted without persistence) did not run: the
@@ -140,9 +140,11 @@ func CheckFunctions(ctx context.Context, c FunctionsCmdable) error {
 
 // functionOf maps each script to its function in the library.
 var functionOf = map[*scriptMeta]string{
+	concurrencyInfo:          "redlimit_concurrency",
 	fixedWindowInfo:          "redlimit_fixed_window",
 	gcraInfo:                 "redlimit_gcra",
 	leakyBucketInfo:          "redlimit_leaky_bucket",
+	multiInfo:                "redlimit_multi",
 	slidingWindowCounterInfo: "redlimit_sliding_window_counter",
 	slidingWindowLogInfo:     "redlimit_sliding_window_log",
 	tokenBucketInfo:          "redlimit_token_bucket",
@@ -332,15 +334,27 @@ const functionsCode = `#!lua name=redlimit
 -- Load it (REPLACE also replaces an older version) with
 --   redis-cli -x FUNCTION LOAD REPLACE < redlimit.functions.lua
 -- and call a script with its keys and arguments as its header says:
---   redis-cli FCALL redlimit_fixed_window <numkeys> <key> ... <arg> ...
+--   redis-cli FCALL redlimit_concurrency <numkeys> <key> ... <arg> ...
 -- (FCALL_RO for no-writes ones). FUNCTION LOAD needs Redis 7.0 or later.
 --
+-- redlimit_concurrency             concurrency.lua
 -- redlimit_fixed_window            fixed_window.lua
 -- redlimit_gcra                    gcra.lua
 -- redlimit_leaky_bucket            leaky_bucket.lua
+-- redlimit_multi                   multi.lua
 -- redlimit_sliding_window_counter  sliding_window_counter.lua
 -- redlimit_sliding_window_log      sliding_window_log.lua
 -- redlimit_token_bucket            token_bucket.lua
+` +
+	`
+-- concurrency.lua
+redis.register_function{
+  function_name = 'redlimit_concurrency',
+  callback = function(KEYS, ARGV)
+` +
+	concurrencySource +
+	`end,
+}
 ` +
 	`
 -- fixed_window.lua
@@ -369,6 +383,16 @@ redis.register_function{
   callback = function(KEYS, ARGV)
 ` +
 	leakyBucketSource +
+	`end,
+}
+` +
+	`
+-- multi.lua
+redis.register_function{
+  function_name = 'redlimit_multi',
+  callback = function(KEYS, ARGV)
+` +
+	multiSource +
 	`end,
 }
 ` +

@@ -2,6 +2,8 @@ package bindings
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +42,19 @@ var smokes = map[string]smoke{
 		r, err := GCRA(ctx, c, key, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
+	"multi.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
+		r, err := Multi(ctx, c, []string{key, key + ":day"}, MultiParams{Cost: 1, Now: now, Limits: []int64{1, 1, 1000, 10, 10, 86400000}})
+		return r.Allowed, err
+	},
+	"concurrency.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
+		// Each call takes a lease of its own: the same id again would be
+		// the same lease.
+		r, err := Concurrency(ctx, c, key, ConcurrencyParams{Op: ConcurrencyOpAcquire, Lease: fmt.Sprint(leases.Add(1)), Limit: 1, TTL: time.Second, Now: now})
+		return r.Allowed, err
+	},
 }
+
+var leases atomic.Int64
 
 func TestSmokeCoversEveryScript(t *testing.T) {
 	for _, s := range allScripts {

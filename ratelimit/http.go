@@ -7,7 +7,9 @@ import (
 )
 
 // Middleware limits an http.Handler: for each request, rule says which
-// limiters apply and key says who the request counts against. It works
+// limiters apply and key says who the request counts against (checked as
+// AllowAll does, or atomically when the rule is, or a tier picks, a
+// *Multi). It works
 // with the standard mux and any router that takes func(http.Handler)
 // http.Handler. For per-route limits, wrap each route's handler with its
 // own limiter (see the examples).
@@ -71,7 +73,7 @@ type middleware struct {
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	limiters, err := m.rule.LimitersFor(r)
+	limiters, check, err := checkerFor(r, m.rule)
 	if err != nil {
 		m.fail(w, r, err)
 		return
@@ -85,7 +87,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.cost != nil {
 		n = m.cost(r)
 	}
-	ds, err := AllowAllN(r.Context(), key, n, limiters...)
+	ds, err := check(r.Context(), key, n)
 	if err != nil {
 		m.fail(w, r, err)
 		return

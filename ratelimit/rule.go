@@ -49,6 +49,16 @@ type Tiers struct {
 
 // LimitersFor applies the rule of r's tier.
 func (t Tiers) LimitersFor(r *http.Request) ([]*Limiter, error) {
+	rule, err := t.ruleFor(r)
+	if err != nil {
+		return nil, err
+	}
+	return rule.LimitersFor(r)
+}
+
+// ruleFor is the rule of r's tier (the middleware checks a *Multi
+// atomically, so it needs the rule itself).
+func (t Tiers) ruleFor(r *http.Request) (Rule, error) {
 	name := t.Tier(r)
 	rule, ok := t.Rules[name]
 	if !ok && t.Default != "" {
@@ -57,5 +67,5 @@ func (t Tiers) LimitersFor(r *http.Request) ([]*Limiter, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q (and no default)", ErrUnknownTier, name)
 	}
-	return rule.LimitersFor(r)
+	return rule, nil
 }

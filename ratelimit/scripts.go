@@ -1,9 +1,10 @@
 package ratelimit
 
-// This is the only file that calls package bindings: the one table that
-// knows the six scripts, how a Limit maps onto each one's arguments, and
+// This file and scripts_atomic.go (multi.lua and concurrency.lua) are the
+// only ones that call package bindings: the one table that knows the six
+// scripts of one limit, how a Limit maps onto each one's arguments, and
 // which bounds (bounds.go) each one checks. When the generated bindings
-// change shape, this file is what adapts.
+// change shape, these files are what adapts.
 
 import (
 	"context"

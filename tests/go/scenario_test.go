@@ -101,10 +101,15 @@ func TestScenarioTiers(t *testing.T) {
 	for _, tr := range tiers() {
 		t.Run(tr.name, func(t *testing.T) {
 			c, setTime := tr.open(t)
-			var n paths
+			n := paths{byScript: map[string]int{}}
 			defer func() {
 				if !t.Failed() && (n.typed < 100 || n.raw < 20) {
 					t.Errorf("%d steps went through the typed API and %d raw: both paths must be exercised", n.typed, n.raw)
+				}
+				for _, script := range scenario.Scripts() {
+					if !t.Failed() && n.byScript[script] < 3 {
+						t.Errorf("%s: %d steps went through the typed API", script, n.byScript[script])
+					}
 				}
 			}()
 			for _, sc := range scenario.All() {
@@ -143,8 +148,12 @@ type stepper struct {
 	shift  int64 // µs the run's clocks are moved from the table's T0
 }
 
-// paths counts the calls that went through the typed API and the raw one.
-type paths struct{ typed, raw int }
+// paths counts the calls that went through the typed API and the raw one,
+// and the typed ones per script.
+type paths struct {
+	typed, raw int
+	byScript   map[string]int
+}
 
 func runTier(t *testing.T, tr tier, c redis.Scripter, setTime func(int64), run string, sc scenario.Scenario, n *paths) {
 	src, err := luatest.Source(sc.Script)
@@ -249,10 +258,11 @@ func preset(ctx context.Context, c redis.Cmdable, p scenario.Preset) error {
 // bindings' script with raw ARGV.
 func (s *stepper) send(argv []string) (reply any, viaTyped bool, err error) {
 	ctx := context.Background()
-	if len(s.keys) == 1 && len(argv) == scenario.SpecOf(s.sc.Script).CostArg+2 && canonical(argv) {
-		got, err := typed[s.sc.Script](ctx, s.typedC, s.keys[0], &rawArgs{vals: argv, ok: true})
+	if canonical(argv) {
+		got, err := typed[s.sc.Script](ctx, s.typedC, s.keys, &rawArgs{vals: argv, ok: true})
 		if err != errNotTyped {
 			s.paths.typed++
+			s.paths.byScript[s.sc.Script]++
 			return got, true, err
 		}
 	}
@@ -275,12 +285,12 @@ func (s *stepper) step(i int, st scenario.Step) {
 	t.Helper()
 	argv := s.sc.Argv(st)
 	if st.Now == "" && s.sc.CallerClock && s.shift != 0 {
-		argv[len(argv)-1] = fmt.Sprint(scenario.T0 + s.shift + st.At.Microseconds())
+		argv[scenario.SpecOf(s.sc.Script).ClockIndex(argv)] = fmt.Sprint(scenario.T0 + s.shift + st.At.Microseconds())
 	}
 	before := s.dump()
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
 	got, viaTyped, err := s.send(argv)
-	wrote := err == nil && st.Args[scenario.SpecOf(s.sc.Script).CostArg] != "0" && ints(got)[0] == 1
+	wrote := err == nil && !s.sc.Peek(st) && ints(got)[0] == 1
 	if !wrote {
 		// An error, a denial and a peek leave every key as it was.
 		if after := s.dump(); after != before {

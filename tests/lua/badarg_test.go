@@ -14,7 +14,8 @@ import (
 // BADARG reply naming that argument as the header does, and it changes
 // nothing. That includes every spelling Lua's tonumber takes but Redis
 // would not write: exponents, hex, spaces, a sign, leading zeros, a NUL and
-// what follows it, an underflow to 0. Cutting ARGV short anywhere is a
+// what follows it, an underflow to 0. A variadic argument (multi's limits)
+// is swept at every position it fills. Cutting ARGV short anywhere is a
 // BADARG too, and so are an extra argument, an extra key, and a call
 // without its key.
 func TestEveryNumberRejectsBadInput(t *testing.T) {
@@ -53,15 +54,35 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 					continue
 				}
 				checked[arg.Name] = true
-				for _, v := range values {
-					argv := append([]string(nil), good...)
-					argv[i] = v
-					expectBadArg(t, r, src, keys, argv, "BADARG "+arg.Name+" ")
+				positions := []int{i}
+				if arg.Variadic {
+					positions = nil
+					for j := i; j < len(good); j++ {
+						positions = append(positions, j)
+					}
+				}
+				for _, j := range positions {
+					for _, v := range values {
+						argv := append([]string(nil), good...)
+						argv[j] = v
+						// A variadic argument's message names the element
+						// (multi: "burst of limit 2"); multi_test.go checks
+						// each name.
+						prefix := "BADARG " + arg.Name + " "
+						if arg.Variadic {
+							prefix = "BADARG "
+						}
+						expectBadArg(t, r, src, keys, argv, prefix)
+					}
 				}
 			}
 			// A header whose types stop being read as numbers must not
 			// quietly empty this sweep.
-			for _, name := range []string{"cost", "now"} {
+			must := []string{"now"}
+			if scenario.SpecOf(name).CostArg >= 0 {
+				must = append(must, "cost")
+			}
+			for _, name := range must {
 				if !checked[name] {
 					t.Errorf("%s was not swept: its header type is %q", name, header.Args[len(header.Args)-1].Type)
 				}
@@ -71,11 +92,20 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 			}
 			expectBadArg(t, r, src, keys, append(append([]string(nil), good...), "1"), "BADARG takes ")
 			expectBadArg(t, r, src, keys, append(append([]string(nil), good...), ""), "BADARG takes ")
-			expectBadArg(t, r, src, append(append([]string(nil), keys...), "other"), good, "BADARG takes ")
+			// One key more: one limit more for multi, whose numbers are
+			// then missing.
+			extraKey := "BADARG takes "
+			if header.Keys[0].Variadic {
+				extraKey = "BADARG "
+			}
+			expectBadArg(t, r, src, append(append([]string(nil), keys...), "other"), good, extraKey)
 			// Without its key a script fails before it sends anything.
-			key := header.Keys[0].Name
+			want := "BADARG " + header.Keys[0].Name + " key is missing"
+			if header.Keys[0].Variadic {
+				want = "BADARG takes 1 to 16 keys, one per limit, got 0"
+			}
 			got, err := r.Eval(src, nil, good)
-			if want := "BADARG " + key + " key is missing"; err == nil || err.Error() != want {
+			if err == nil || err.Error() != want {
 				t.Errorf("no key: got (%v, %v), want %q", got, err, want)
 			}
 			if len(r.Commands()) != 0 {
@@ -98,7 +128,6 @@ func parseHeader(t *testing.T, name, src string) *gen.Script {
 // write, so the bad calls meet a key that holds state.
 func firstWrite(t *testing.T, name, src string) (*Redis, []string, []string) {
 	t.Helper()
-	spec := scenario.SpecOf(name)
 	for _, sc := range scenario.All() {
 		if sc.Script != name || sc.Strings != nil || sc.Preset != nil {
 			continue
@@ -108,7 +137,7 @@ func firstWrite(t *testing.T, name, src string) (*Redis, []string, []string) {
 			r.SetTime(max(r.Now(), scenario.T0+st.At.Microseconds()))
 			argv := sc.Argv(st)
 			got, err := r.Eval(src, sc.Keys, argv)
-			if err == nil && got.([]any)[0] == int64(1) && st.Args[spec.CostArg] != "0" {
+			if err == nil && got.([]any)[0] == int64(1) && !sc.Peek(st) {
 				return r, sc.Keys, argv
 			}
 		}

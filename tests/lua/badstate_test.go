@@ -35,6 +35,11 @@ var stateLayouts = map[string]struct {
 		lead, _ := strconv.ParseInt(f[2], 10, 64)
 		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
 	}},
+	// multi.lua keeps gcra.lua's state at each of its keys.
+	"multi": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}},
 	"fixed_window": {fixedWindowState, []string{""}, func([]string) []string {
 		return []string{"4503599627371", "1000000001"}
 	}},
@@ -68,13 +73,26 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, keys, argv := firstWrite(t, name, src)
-			peek := append([]string(nil), argv...)
-			peek[scenario.SpecOf(name).CostArg] = "0"
+			// Each corruption meets the first write's call and the calls
+			// that only look: a peek, or for concurrency, which has none,
+			// every other op on the same lease.
+			calls := [][]string{argv}
+			if i := scenario.SpecOf(name).CostArg; i >= 0 {
+				peek := append([]string(nil), argv...)
+				peek[i] = "0"
+				calls = append(calls, peek)
+			} else {
+				for _, op := range []string{"renew", "release"} {
+					a := append([]string(nil), argv...)
+					a[0] = op
+					calls = append(calls, a)
+				}
+			}
 			key := keys[0]
 			good := r.get(key).clone()
 			try := func(what string, v *value) {
 				t.Helper()
-				for _, a := range [][]string{argv, peek} {
+				for _, a := range calls {
 					c := r.Clone()
 					c.data[key] = v.clone()
 					expectBadArg(t, c, src, keys, a, "BADSTATE ")
@@ -112,7 +130,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				for _, bad := range []string{"alice", "", "/", good.str + " ", " " + good.str, good.str + "\x00", "+" + good.str, "-" + good.str} {
 					str("foreign", bad)
 				}
-				if name == "gcra" {
+				if name == "gcra" || name == "multi" {
 					tat, interval, lead, err := parseGCRA(good.str)
 					if err != nil {
 						t.Fatal(err)
@@ -125,6 +143,10 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					str("a TAT of 15 digits", ts[1:]+iv+"/"+strconv.FormatInt(lead, 10))
 				}
 			case "zset":
+				if name == "concurrency" {
+					leaseCorruptions(good, try)
+					break
+				}
 				var newest string
 				for m := range good.zset {
 					newest = max(newest, m)
@@ -153,4 +175,50 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leaseCorruptions spoils a set of leases every way concurrency.lua checks:
+// the oldest and newest members (a member that is no lease id, a score
+// that is no whole µs or lies past the latest expiry a lease can have),
+// the lease the call names, and a set over 10000 members.
+func leaseCorruptions(good *value, try func(string, *value)) {
+	var newest, oldest string
+	for m, s := range good.zset {
+		if newest == "" || s > good.zset[newest] {
+			newest = m
+		}
+		if oldest == "" || s < good.zset[oldest] {
+			oldest = m
+		}
+	}
+	s := good.zset[newest]
+	for _, m := range []string{"", "a b", "x\x00", strings.Repeat("a", 65), "é"} {
+		v := good.clone()
+		delete(v.zset, newest)
+		v.zset[m] = s
+		try(fmt.Sprintf("newest member %q", m), v)
+		v = good.clone()
+		v.zset[m] = 1
+		try(fmt.Sprintf("oldest member %q", m), v)
+	}
+	// s+86460e6+1 is past a day and 60 s after any clock the call may have.
+	for _, bad := range []float64{s + 0.5, -1, s + 86460e6 + 1e6} {
+		v := good.clone()
+		v.zset[newest] = bad
+		try(fmt.Sprintf("newest scored %v", bad), v)
+	}
+	v := good.clone()
+	v.zset[oldest] = 0.5
+	try("oldest scored 0.5", v)
+	// The named lease in the middle of three: only ZSCORE reads it.
+	v = good.clone()
+	v.zset["first"] = 1
+	v.zset["last"] = s + 1
+	v.zset[newest] = s - 0.5
+	try("the named lease scored off a whole µs", v)
+	v = good.clone()
+	for i := 0; len(v.zset) <= 10000; i++ {
+		v.zset[fmt.Sprintf("l%d", i)] = s
+	}
+	try("10001 members", v)
 }

@@ -175,6 +175,38 @@ func (r *Redis) exec(argv []string) (any, error) {
 		return n, nil
 	case "ZRANGE":
 		return r.zrange(args)
+	case "ZSCORE":
+		if err := need(2, false); err != nil || len(args) != 2 {
+			return nil, errArity(cmd)
+		}
+		v, err := r.typed(args[0], "zset")
+		if v == nil {
+			return nil, err
+		}
+		s, ok := v.zset[args[1]]
+		if !ok {
+			return nil, nil
+		}
+		return strconv.FormatFloat(s, 'g', 17, 64), nil
+	case "ZREM":
+		if err := need(2, false); err != nil {
+			return nil, err
+		}
+		v, err := r.typed(args[0], "zset")
+		if v == nil {
+			return int64(0), err
+		}
+		n := int64(0)
+		for _, m := range args[1:] {
+			if _, ok := v.zset[m]; ok {
+				delete(v.zset, m)
+				n++
+			}
+		}
+		if len(v.zset) == 0 {
+			delete(r.data, args[0])
+		}
+		return n, nil
 	}
 	return nil, fmt.Errorf("luatest: %s is not a command the bundled scripts may use", cmd)
 }

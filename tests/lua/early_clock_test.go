@@ -34,16 +34,15 @@ func TestScenariosEarlyClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			spec := scenario.SpecOf(sc.Script)
 			r := New(base)
 			clock := r.Now()
 			for i, st := range sc.Steps {
 				clock = max(clock, base+(st.At-st.Skew).Microseconds())
 				r.SetTime(clock)
-				argv := append([]string(nil), st.Args...)
+				argv := sc.Argv(st)
 				if sc.CallerClock {
-					argv = append(argv, fmt.Sprint(base+st.At.Microseconds()))
-				} else {
-					argv = append(argv, "0")
+					argv[spec.ClockIndex(argv)] = fmt.Sprint(base + st.At.Microseconds())
 				}
 				got, err := r.Eval(src, sc.Keys, argv)
 				if st.Err != "" {

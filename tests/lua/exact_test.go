@@ -112,6 +112,9 @@ func adversarial(script string) []config {
 // (TTL included) fails.
 func TestScriptsAreExact(t *testing.T) {
 	for _, script := range scenario.Scripts() {
+		if script == "multi" || script == "concurrency" {
+			continue // their keys and arguments differ: TestMultiIsExact, TestConcurrencyMatchesModel
+		}
 		t.Run(script, func(t *testing.T) {
 			t.Parallel() // each twin has its own servers and Lua states
 			cfgs := adversarial(script)

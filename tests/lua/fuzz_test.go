@@ -135,30 +135,46 @@ func fuzzScript(f *testing.F, script string) {
 			lines = lines[:60]
 		}
 		for _, line := range lines {
-			fields := strings.Split(line, "\t")
-			if len(fields) < 2 {
+			keys, adv, argv, ok := fuzzLine(line)
+			if !ok {
 				continue
 			}
-			keys := []string{"k"}
-			adv := fields[0]
-			switch {
-			case strings.HasSuffix(adv, "**"):
-				keys, adv = []string{"k", "k2"}, strings.TrimSuffix(adv, "**")
-			case strings.HasSuffix(adv, "*"):
-				keys, adv = nil, strings.TrimSuffix(adv, "*")
-			}
-			d, _ := strconv.ParseInt(adv, 10, 64)
-			fz.advance(d)
-			argv := fields[1:]
-			if last := argv[len(argv)-1]; strings.HasPrefix(last, "~") {
-				n, _ := strconv.ParseInt(last[1:], 10, 64)
-				argv[len(argv)-1] = strconv.FormatInt(max(0, fz.w.lua.Now()+max(-1e13, min(1e13, n))), 10)
-			}
+			fz.advance(adv)
+			argv[len(argv)-1] = fuzzClock(argv[len(argv)-1], fz.w.lua.Now())
 			fz.call(keys, argv)
 		}
 		fz.random(rand.New(rand.NewSource(seed)), 40)
 		fz.checkBound()
 	})
+}
+
+// fuzzLine reads one call of a fuzz input: the µs the server's clock moves
+// first (a trailing '*' sends no key, '**' two), then ARGV split by tabs;
+// ok is false for a line without ARGV.
+func fuzzLine(line string) (keys []string, adv int64, argv []string, ok bool) {
+	fields := strings.Split(line, "\t")
+	if len(fields) < 2 {
+		return nil, 0, nil, false
+	}
+	keys, first := []string{"k"}, fields[0]
+	switch {
+	case strings.HasSuffix(first, "**"):
+		keys, first = []string{"k", "k2"}, strings.TrimSuffix(first, "**")
+	case strings.HasSuffix(first, "*"):
+		keys, first = nil, strings.TrimSuffix(first, "*")
+	}
+	adv, _ = strconv.ParseInt(first, 10, 64)
+	return keys, adv, fields[1:], true
+}
+
+// fuzzClock reads a clock argument: "~n" is the server's clock plus n (n
+// within ±1e13), anything else is sent as it is.
+func fuzzClock(arg string, server int64) string {
+	if !strings.HasPrefix(arg, "~") {
+		return arg
+	}
+	n, _ := strconv.ParseInt(arg[1:], 10, 64)
+	return strconv.FormatInt(max(0, server+max(-1e13, min(1e13, n))), 10)
 }
 
 // fuzzRun is one input's sequence of calls.

@@ -26,9 +26,28 @@ const Grace = 60000
 // Spec says where a script's cost and clock arguments are, so the tiers can
 // tell peeks apart and fill in the clock.
 type Spec struct {
-	Script  string // file name in lua/ without .lua
-	CostArg int    // index of cost in ARGV
-	// The caller clock is always the last ARGV.
+	Script string // file name in lua/ without .lua
+	// CostArg is the index of cost in ARGV, or -1 for a script without
+	// one (concurrency), which never peeks.
+	CostArg int
+	// NowArg, when above 0, is the index of the caller clock in ARGV
+	// (multi's comes before its variadic limits); otherwise it is the
+	// last ARGV. A step's Args leave it out either way.
+	NowArg int
+}
+
+// ClockIndex is the index of the caller clock in a step's whole ARGV.
+func (sp Spec) ClockIndex(argv []string) int {
+	if sp.NowArg > 0 {
+		return sp.NowArg
+	}
+	return len(argv) - 1
+}
+
+// Peek reports whether a step only looks: a cost of 0.
+func (sc Scenario) Peek(st Step) bool {
+	i := specs[sc.Script].CostArg
+	return i >= 0 && i < len(st.Args) && st.Args[i] == "0"
 }
 
 // Scenario is one table of steps on fresh keys.
@@ -93,9 +112,16 @@ func (sc Scenario) NowArg(st Step) string {
 // ServerAt is the server's clock a step asks for, in µs since the epoch.
 func (st Step) ServerAt() int64 { return T0 + (st.At - st.Skew).Microseconds() }
 
-// Argv is the whole ARGV of a step.
+// Argv is the whole ARGV of a step: its Args with the clock where the
+// script takes it.
 func (sc Scenario) Argv(st Step) []string {
-	return append(append([]string(nil), st.Args...), sc.NowArg(st))
+	i := specs[sc.Script].NowArg
+	if i <= 0 || i > len(st.Args) {
+		return append(append([]string(nil), st.Args...), sc.NowArg(st))
+	}
+	out := append([]string(nil), st.Args[:i]...)
+	out = append(out, sc.NowArg(st))
+	return append(out, st.Args[i:]...)
 }
 
 // Args formats values as ARGV strings: durations in whole ms.
@@ -117,6 +143,17 @@ func R(allowed bool, remaining, retryMs, resetMs int64) []int64 {
 		a = 1
 	}
 	return []int64{a, remaining, retryMs, resetMs}
+}
+
+// M builds a reply of multi: allowed, the limit that binds a denial (0
+// when allowed), then remaining, retry after and reset after in ms for
+// each limit in turn.
+func M(allowed bool, denied int64, perLimit ...int64) []int64 {
+	a := int64(0)
+	if allowed {
+		a = 1
+	}
+	return append([]int64{a, denied}, perLimit...)
 }
 
 var (

@@ -15,7 +15,8 @@ var peerNames = []string{"redis_rate", "ulule_limiter", "throttled", "redis_docs
 
 // implOrder is every row name in table order: the floor, redlimit's
 // scripts plain, over the AutoPipeliner and with the deny cache, two
-// through the Functions library, then the peers.
+// through the Functions library, several limits and a lease
+// (BenchmarkAtomic), then the peers.
 var implOrder = func() []string {
 	out := []string{"floor", "floor_ap"}
 	for _, suffix := range []string{"", "_ap", "_cache"} {
@@ -23,7 +24,8 @@ var implOrder = func() []string {
 			out = append(out, "redlimit_"+a+suffix)
 		}
 	}
-	out = append(out, "redlimit_token_bucket_fcall", "redlimit_gcra_fcall")
+	out = append(out, "redlimit_token_bucket_fcall", "redlimit_gcra_fcall",
+		"redlimit_multi_2", "redlimit_allowall_2", "redlimit_multi_4", "redlimit_lease")
 	return append(append(out, peerNames...), "redis_rate_ap")
 }()
 

@@ -19,7 +19,8 @@ type results struct {
 	env      map[string][]string // key -> every value seen, in order
 }
 
-// row is one decision benchmark: BenchmarkDecision/scenario=S/g=G/impl=I.
+// row is one decision benchmark: BenchmarkDecision/scenario=S/g=G/impl=I,
+// or BenchmarkAtomic's rows, named the same way.
 type row struct {
 	scenario string
 	g        int
@@ -47,7 +48,7 @@ func parse(in io.Reader) (*results, error) {
 			r.env[k] = append(r.env[k], v)
 		case strings.HasPrefix(line, "cpu: "):
 			r.env["cpu"] = append(r.env["cpu"], strings.TrimSpace(strings.TrimPrefix(line, "cpu: ")))
-		case strings.HasPrefix(line, "BenchmarkDecision/"):
+		case strings.HasPrefix(line, "BenchmarkDecision/"), strings.HasPrefix(line, "BenchmarkAtomic/"):
 			fields := strings.Fields(line)
 			rw, ok := parseDecisionName(fields[0])
 			if !ok || len(fields) < 4 {

@@ -1,0 +1,319 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+func mustConcurrency(t *testing.T, rdb redis.Scripter, limit int64, ttl time.Duration, opts ...ratelimit.Option) *ratelimit.ConcurrencyLimiter {
+	t.Helper()
+	c, err := ratelimit.NewConcurrency(rdb, limit, ttl, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestNewConcurrencyRefuses(t *testing.T) {
+	f := newFrozen(t)
+	for _, tc := range []struct {
+		limit int64
+		ttl   time.Duration
+		opts  []ratelimit.Option
+		want  error
+	}{
+		{0, time.Second, nil, ratelimit.ErrInvalidLimit},
+		{10001, time.Second, nil, ratelimit.ErrInvalidLimit},
+		{1, 0, nil, ratelimit.ErrInvalidLimit},
+		{1, 1500 * time.Microsecond, nil, ratelimit.ErrInvalidLimit},
+		{1, 24*time.Hour + time.Millisecond, nil, ratelimit.ErrInvalidLimit},
+		{1, time.Second, []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA)}, ratelimit.ErrInvalidOption},
+		{1, time.Second, []ratelimit.Option{ratelimit.WithHook(func(context.Context, ratelimit.Event) {})}, ratelimit.ErrInvalidOption},
+		{1, time.Second, []ratelimit.Option{ratelimit.WithName("bad name")}, ratelimit.ErrInvalidOption},
+		{1, time.Second, []ratelimit.Option{ratelimit.WithPrefix("a{")}, ratelimit.ErrInvalidOption},
+	} {
+		if _, err := ratelimit.NewConcurrency(f.rdb, tc.limit, tc.ttl, tc.opts...); !errors.Is(err, tc.want) {
+			t.Errorf("limit %d ttl %v: %v, want %v", tc.limit, tc.ttl, err, tc.want)
+		}
+	}
+	if _, err := ratelimit.NewConcurrency(nil, 1, time.Second); !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("no client: %v", err)
+	}
+	for _, ok := range []struct {
+		limit int64
+		ttl   time.Duration
+	}{{1, time.Millisecond}, {10000, 24 * time.Hour}} {
+		if _, err := ratelimit.NewConcurrency(f.rdb, ok.limit, ok.ttl); err != nil {
+			t.Errorf("limit %d ttl %v: %v", ok.limit, ok.ttl, err)
+		}
+	}
+}
+
+var leaseID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func TestConcurrencyAcquireRelease(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	c := mustConcurrency(t, f.rdb, 2, 10*time.Second, ratelimit.WithName("jobs"))
+	if got := c.RedisKey("u"); got != "rl:jobs:{u}" {
+		t.Errorf("RedisKey %q", got)
+	}
+	a, d, err := c.Acquire(ctx, "u")
+	if err != nil || !d.Allowed || d.Limit != 2 || d.Remaining != 1 || d.ResetAfter != 10*time.Second {
+		t.Fatalf("first: %v %v", d, err)
+	}
+	b, _, _ := c.Acquire(ctx, "u")
+	if !leaseID.MatchString(a.ID()) || a.ID() == b.ID() || a.Key() != "u" {
+		t.Errorf("ids %q %q, key %q", a.ID(), b.ID(), a.Key())
+	}
+	f.advance(time.Second)
+	x, d, err := c.Acquire(ctx, "u")
+	if err != nil || d.Allowed || x != nil || d.RetryAfter != 9*time.Second {
+		t.Fatalf("over the cap: %v %v %v", x, d, err)
+	}
+	// Another key is not capped by this one.
+	if _, d, _ := c.Acquire(ctx, "v"); !d.Allowed {
+		t.Error("another key was denied")
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Errorf("second release: %v", err)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ratelimit.ErrLeaseLost) {
+		t.Errorf("renew after release: %v", err)
+	}
+	if _, d, _ = c.Acquire(ctx, "u"); !d.Allowed || d.Remaining != 0 {
+		t.Errorf("after a release: %v", d)
+	}
+	// A nil lease (a denial) does nothing.
+	var none *ratelimit.Lease
+	if none.Release(ctx) != nil || none.Renew(ctx) != nil {
+		t.Error("a nil lease did something")
+	}
+	none.KeepAlive(ctx)()
+}
+
+// A holder that never comes back loses its lease when the TTL runs out;
+// renewing keeps it.
+func TestConcurrencyLeaseExpires(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	c := mustConcurrency(t, f.rdb, 1, 10*time.Second)
+	crashed, _, _ := c.Acquire(ctx, "u")
+	f.advance(9 * time.Second)
+	if _, d, _ := c.Acquire(ctx, "u"); d.Allowed || d.RetryAfter != time.Second {
+		t.Fatalf("at 9 s: %v", d)
+	}
+	f.advance(time.Second)
+	renewed, d, _ := c.Acquire(ctx, "u")
+	if !d.Allowed {
+		t.Fatalf("at 10 s: %v", d)
+	}
+	if err := crashed.Renew(ctx); !errors.Is(err, ratelimit.ErrLeaseLost) {
+		t.Errorf("renew of an expired lease: %v", err)
+	}
+	if err := crashed.Release(ctx); err != nil {
+		t.Errorf("release after a lost renew: %v (the lease is known lost)", err)
+	}
+	f.advance(8 * time.Second)
+	if err := renewed.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(8 * time.Second) // 16 s after it was taken, 8 after the renew
+	if _, d, _ := c.Acquire(ctx, "u"); d.Allowed {
+		t.Error("a renewed lease expired at its first TTL")
+	}
+	f.advance(3 * time.Second)
+	if err := renewed.Release(ctx); !errors.Is(err, ratelimit.ErrLeaseLost) {
+		t.Errorf("first release of an expired lease: %v, want ErrLeaseLost", err)
+	}
+	if err := renewed.Release(ctx); err != nil {
+		t.Errorf("second release: %v", err)
+	}
+}
+
+// KeepAlive renews on its own: with a caller clock moved past the first
+// expiry, the lease still holds once a renew has landed.
+func TestConcurrencyKeepAlive(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	var now atomic.Int64
+	now.Store(t0.UnixMicro())
+	clock := ratelimit.WithClock(func() time.Time { return time.UnixMicro(now.Load()) })
+	c := mustConcurrency(t, f.rdb, 1, 300*time.Millisecond, clock)
+	lease, _, _ := c.Acquire(ctx, "u")
+	score := func() float64 { return f.rdb.ZScore(ctx, c.RedisKey("u"), lease.ID()).Val() }
+	now.Add(200e3) // 200 ms on: a renew now runs to 500 ms
+	stop := lease.KeepAlive(ctx)
+	want := float64(t0.UnixMicro() + 500e3)
+	for deadline := time.Now().Add(20 * time.Second); score() < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no renew within 20 s: expiry %v", score())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	now.Add(250e3) // 450 ms: past the first expiry, before the renewed one
+	if _, d, _ := c.Acquire(ctx, "u"); d.Allowed {
+		t.Errorf("the kept lease was not held at 450 ms: %v", d)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// lostReply runs a script for real, then reports a network error: the
+// acquire took its slot, but the caller never learns it.
+type lostReply struct{ redis.Scripter }
+
+func (l lostReply) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	cmd := l.Scripter.EvalSha(ctx, sha1, keys, args...)
+	if len(args) > 0 && args[0] == "acquire" {
+		cmd.SetErr(errors.New("read tcp: connection reset by peer"))
+	}
+	return cmd
+}
+
+// An acquire whose reply is lost gives its slot back in the background.
+func TestConcurrencyForgetsALostAcquire(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	c := mustConcurrency(t, lostReply{f.rdb}, 1, time.Hour, ratelimit.OnFailure(ratelimit.FailClosed))
+	lease, d, err := c.Acquire(ctx, "u")
+	if err != nil || d.Allowed || d.Fallback != ratelimit.FailClosed || lease != nil {
+		t.Fatalf("got %v %v %v", lease, d, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); f.rdb.Exists(ctx, c.RedisKey("u")).Val() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the lost acquire's slot was not given back within 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestConcurrencyFailurePolicies(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	ctx := context.Background()
+	open := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(ratelimit.FailOpen))
+	lease, d, err := open.Acquire(ctx, "u")
+	if err != nil || !d.Allowed || d.Fallback != ratelimit.FailOpen || lease != nil || d.Cause == nil {
+		t.Errorf("fail-open: %v %v %v", lease, d, err)
+	}
+	strict := mustConcurrency(t, down, 1, time.Second)
+	if _, _, err := strict.Acquire(ctx, "u"); err == nil {
+		t.Error("no policy: no error")
+	}
+	if _, _, err := strict.Acquire(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Errorf("empty key: %v", err)
+	}
+}
+
+// The middleware: at most limit handlers run at once per key; the rest get
+// a 429 with Retry-After: 1; a lease is released when the handler returns,
+// panics, or its client hangs up.
+func TestConcurrencyMiddleware(t *testing.T) {
+	f := newFrozen(t)
+	c := mustConcurrency(t, f.rdb, 2, time.Minute)
+	var running, most atomic.Int64
+	release := make(chan struct{})
+	started := make(chan struct{}, 10)
+	h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		started <- struct{}{}
+		switch r.URL.Path {
+		case "/panic":
+			running.Add(-1)
+			panic(http.ErrAbortHandler)
+		case "/wait":
+			<-release
+		}
+		running.Add(-1)
+	}))
+	req := func(path, user string) *http.Request {
+		r := httptest.NewRequest("GET", path, nil)
+		r.Header.Set("X-User", user)
+		return r
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); serve(h, req("/wait", "ann")) }()
+		<-started
+	}
+	rec := serve(h, req("/", "ann"))
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" || rec.Header().Get("RateLimit") != "" {
+		t.Errorf("third: %d %v", rec.Code, rec.Header())
+	}
+	if p := problemOf(t, rec); p.Status != 429 {
+		t.Errorf("problem %+v", p)
+	}
+	if rec := serve(h, req("/", "bob")); rec.Code != http.StatusOK {
+		t.Errorf("another user: %d", rec.Code)
+	}
+	close(release)
+	wg.Wait()
+	if most.Load() > 2+1 { // ann's two and bob's one
+		t.Errorf("%d handlers ran at once", most.Load())
+	}
+	// A panicking handler releases its lease.
+	func() {
+		defer func() { recover() }()
+		serve(h, req("/panic", "ann"))
+	}()
+	<-started
+	// A client that hung up: its context is cancelled, the lease released.
+	ctx, cancel := context.WithCancel(context.Background())
+	r := req("/", "ann").WithContext(ctx)
+	cancel()
+	serve(h, r)
+	if n := f.rdb.Exists(context.Background(), c.RedisKey("header:x-user:ann")).Val(); n != 0 {
+		t.Errorf("leases left after every handler returned: %v", f.rdb.ZRange(context.Background(), c.RedisKey("header:x-user:ann"), 0, -1).Val())
+	}
+}
+
+func TestConcurrencyMiddlewareFailures(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	for _, tc := range []struct {
+		policy ratelimit.Fallback
+		want   int
+	}{{ratelimit.FailOpen, 200}, {ratelimit.FailClosed, 503}, {ratelimit.NoFallback, 503}} {
+		c := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(tc.policy))
+		h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(okHandler)
+		if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != tc.want {
+			t.Errorf("%v: %d, want %d", tc.policy, rec.Code, tc.want)
+		}
+	}
+	f := newFrozen(t)
+	c := mustConcurrency(t, f.rdb, 1, time.Second)
+	h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(okHandler)
+	if rec := serve(h, get("192.0.2.1:1")); rec.Code != http.StatusBadRequest {
+		t.Errorf("no key: %d", rec.Code)
+	}
+	denied := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyDenied(func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusTooManyRequests {
+			t.Errorf("nested: %d", rec.Code)
+		}
+	}))
+	if rec := serve(denied, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusOK {
+		t.Errorf("outer: %d", rec.Code)
+	}
+}

@@ -6,11 +6,13 @@
 #   PASSES   processes of BenchmarkDecision and BenchmarkAtomic, each
 #            -count 1 (default 6)
 #   ROUNDS   rounds of TestAccuracy (default 3)
+#   ANATOMY_ROUNDS   rounds of TestAnatomy (default 5)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
 PASSES=${PASSES:-6}
 ROUNDS=${ROUNDS:-3}
+ANATOMY_ROUNDS=${ANATOMY_ROUNDS:-5}
 out=results/latest.txt
 {
 	echo "# bench-env start=$(date -u +%FT%TZ)"
@@ -22,6 +24,7 @@ out=results/latest.txt
 	done
 	"$GO" test -run '^$' -bench '^BenchmarkMemory$' -benchtime 1x -count 1
 	"$GO" test -run '^TestAccuracy$' -v -accuracy.rounds "$ROUNDS"
+	"$GO" test -run '^TestAnatomy$' -v -count "$ANATOMY_ROUNDS"
 	echo "# bench-env end=$(date -u +%FT%TZ)"
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

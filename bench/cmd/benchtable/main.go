@@ -28,6 +28,7 @@ var sections = []struct {
 	{"summary", summarySection},
 	{"decision", decisionSection},
 	{"memory", memorySection},
+	{"anatomy", anatomySection},
 	{"accuracy", accuracySection},
 }
 

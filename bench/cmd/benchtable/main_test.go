@@ -82,6 +82,9 @@ func TestSections(t *testing.T) {
 	if s := envSection(r); !strings.Contains(s, "took 12.5 minutes") || !strings.Contains(s, "ranged 0.50 to 0.70") {
 		t.Errorf("env:\n%s", s)
 	}
+	if s := anatomySection(r); !strings.Contains(s, "| return 1 | 1.50 | 1.0× | 3 |") || !strings.Contains(s, "| gcra admits | 6.00 | 4.0× | 3 |") {
+		t.Errorf("anatomy:\n%s", s)
+	}
 	if s := chart(r); strings.Count(s, "<rect x=") < 5 || !strings.HasSuffix(s, "</svg>\n") {
 		t.Errorf("chart:\n%s", s)
 	}

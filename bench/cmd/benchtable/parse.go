@@ -16,7 +16,11 @@ type results struct {
 	decision map[row]map[string][]float64
 	memory   map[string]map[string][]float64
 	accuracy []accuracyRound
-	env      map[string][]string // key -> every value seen, in order
+	// anatomy holds TestAnatomy's µs per call of each row, one sample a
+	// round; anatomyRows its rows in the order they first appear.
+	anatomy     map[string][]float64
+	anatomyRows []string
+	env         map[string][]string // key -> every value seen, in order
 }
 
 // row is one decision benchmark: BenchmarkDecision/scenario=S/g=G/impl=I,
@@ -36,6 +40,7 @@ func parse(in io.Reader) (*results, error) {
 	r := &results{
 		decision: map[row]map[string][]float64{},
 		memory:   map[string]map[string][]float64{},
+		anatomy:  map[string][]float64{},
 		env:      map[string][]string{},
 	}
 	sc := bufio.NewScanner(in)
@@ -65,6 +70,22 @@ func parse(in io.Reader) (*results, error) {
 				r.memory[impl] = map[string][]float64{}
 			}
 			addMetrics(r.memory[impl], fields[2:])
+		case strings.HasPrefix(line, "ANATOMY "):
+			// The row's name comes last and may hold spaces.
+			fields, name, _ := strings.Cut(strings.TrimPrefix(line, "ANATOMY "), "row=")
+			var usec float64
+			for _, f := range strings.Fields(fields) {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					usec, _ = strconv.ParseFloat(v, 64)
+				}
+			}
+			if name == "" || usec <= 0 {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
+			if r.anatomy[name] == nil {
+				r.anatomyRows = append(r.anatomyRows, name)
+			}
+			r.anatomy[name] = append(r.anatomy[name], usec)
 		case strings.HasPrefix(line, "ACCURACY "):
 			a := accuracyRound{}
 			for _, f := range strings.Fields(strings.TrimPrefix(line, "ACCURACY ")) {

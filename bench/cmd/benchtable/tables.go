@@ -205,6 +205,26 @@ func memorySection(r *results) string {
 	return b.String()
 }
 
+// anatomySection is TestAnatomy's table: each script call's µs inside
+// Redis (median over the rounds) and its multiple of return 1's.
+func anatomySection(r *results) string {
+	if len(r.anatomyRows) == 0 {
+		return "(no TestAnatomy rows in this run)\n"
+	}
+	floor, _ := median(r.anatomy["return 1"])
+	var b strings.Builder
+	b.WriteString("| script call | µs in Redis | ÷ return 1 | rounds |\n| --- | ---: | ---: | ---: |\n")
+	for _, name := range r.anatomyRows {
+		v, _ := median(r.anatomy[name])
+		cmp := "–"
+		if floor > 0 {
+			cmp = fmt.Sprintf("%.1f×", v/floor)
+		}
+		fmt.Fprintf(&b, "| %s | %.2f | %s | %d |\n", name, v, cmp, len(r.anatomy[name]))
+	}
+	return b.String()
+}
+
 // accuracySection is the accuracy test's table: median [min, max] over
 // the rounds of each limiter and clock.
 func accuracySection(r *results) string {

@@ -29,6 +29,7 @@ type anatomyRow struct {
 // (source and arguments, so the rows replay exactly what the peer sends,
 // at the clock of that decision for the docs' bucket, which takes the
 // caller's), named with what.
+//
 // rec keeps the sources across calls: a script loaded once is sent by SHA
 // from then on.
 func peerRows(t *testing.T, rec *scriptRecorder, q quota, what string) []anatomyRow {

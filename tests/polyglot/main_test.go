@@ -93,7 +93,9 @@ var langs = []lang{
 			return []string{node(t), filepath.Join(root, "examples", "node", "demo.js")}
 		},
 		unit: func(t *testing.T) *exec.Cmd {
-			cmd := exec.Command(node(t), "--test")
+			// TAP, which unit_test.go counts: Node 23 made the spec
+			// reporter the default.
+			cmd := exec.Command(node(t), "--test", "--test-reporter=tap")
 			cmd.Dir = filepath.Join(root, "examples", "node")
 			return cmd
 		},

@@ -10,12 +10,25 @@ NESTED := tests/browser tests/autopipeline
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
-# is; each says plainly when it is missing. Of bench/, only the table
-# generator's tests (the benchmarks themselves run in make bench).
+# is. go test shows nothing of a package that passes, skips included, so
+# test-tools says before and after the run which tiers will skip, and why;
+# under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
+# cache's concurrency test runs again under -race (cgo: gcc). Of bench/,
+# only the table generator's tests (the benchmarks run in make bench).
 test:
+	@$(MAKE) --no-print-directory test-tools
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
 	cd bench && $(GO) test ./cmd/...
+	$(GO) test -race -run 'TestDenyCache' ./ratelimit/
+	@$(MAKE) --no-print-directory test-tools
+
+.PHONY: test-tools
+test-tools:
+	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers SKIP (apt-get install -y redis-server)"
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "$$REDLIMIT_CHROMIUM" ] || echo "*** no chromium on PATH: the browser test SKIPS (apt-get install -y chromium)"
+	@/usr/bin/python3 -c 'import redis' 2>/dev/null || python3 -c 'import redis' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with redis-py: the Python example's tests SKIP (apt-get install -y python3-redis)"
+	@[ -d examples/node/node_modules/ioredis ] || echo "*** no examples/node/node_modules: the Node example's tests SKIP (cd examples/node && npm ci)"
 
 # The real-Redis tiers, where a missing redis-server is a failure, as in CI
 # (and so are a missing redis-py or examples/node/node_modules for the
@@ -46,7 +59,9 @@ fuzz: fuzz-run
 .PHONY: fuzz-run
 fuzz-run:
 	@for p in $(FUZZ_PKGS); do \
-		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+		list=$$($(GO) test -list '^Fuzz' $$p) || { echo "$$list"; echo "fuzz: cannot list the targets of $$p"; exit 1; }; \
+		ts=$$(echo "$$list" | grep '^Fuzz') || { echo "fuzz: $$p has no fuzz target"; exit 1; }; \
+		for t in $$ts; do \
 			echo "$$p $$t ($(FUZZTIME))"; \
 			$(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
 		done; \
@@ -61,7 +76,7 @@ check-generated:
 	$(GO) run ./cmd/luagen -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
 	$(GO) test ./gen -run 'Golden|Deterministic'
 	$(GO) generate ./bindings/...
-	@out="$$(git status --porcelain -- bindings gen/testdata)"; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
+	@out="$$(git status --porcelain -- bindings gen/testdata)" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }

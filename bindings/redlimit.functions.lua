@@ -1829,9 +1829,9 @@ redis.register_function{
 --- members plus its cost fit within limit. There is no boundary burst and no
 --- approximation, at a price: memory and work per call grow with limit. The
 --- set never holds more than limit members, so limit is capped at 10000. At
---- the cap a key takes 1.29 MB (about 129 bytes a member), and an admit of
---- cost 10000 keeps Redis busy 12 to 18 ms (Redis 7.0, MEMORY USAGE and
---- INFO commandstats on a 2-core machine); an admit of cost c adds c members
+--- the cap a key takes about 1.3 MB (about 130 bytes a member), and an
+--- admit of cost 10000 keeps Redis busy 13 to 22 ms (Redis 7.0, MEMORY USAGE
+--- and INFO commandstats on a 2-core machine); an admit of cost c adds c members
 --- and removes those that left. Where that matters, use
 --- sliding_window_counter. A cost of 0 peeks: it
 --- answers for a cost of 1 and writes nothing. A cost above limit can never

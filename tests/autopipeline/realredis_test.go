@@ -168,6 +168,22 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 	}
 }
 
+// awaitStall returns once the server at addr stops answering (DEBUG SLEEP
+// has begun): a fixed sleep would guess how long the admin client takes to
+// dial and send it on a loaded machine.
+func awaitStall(t *testing.T, addr string) {
+	t.Helper()
+	probe := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 20 * time.Millisecond, MaxRetries: -1, PoolSize: 1})
+	defer probe.Close()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		if err := probe.Ping(context.Background()).Err(); err != nil {
+			return // the ping timed out: Redis is asleep
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("DEBUG SLEEP did not begin within 2 s")
+}
+
 // Redis stops answering for a while (DEBUG SLEEP): decisions over the
 // AutoPipeliner still end within their timeout, the failure policies
 // decide, and once Redis answers again decisions come from it. Then Redis
@@ -202,7 +218,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 		}
 		slept := make(chan error, 1)
 		go func() { slept <- admin.Do(ctx, "DEBUG", "SLEEP", stall.Seconds()).Err() }()
-		time.Sleep(100 * time.Millisecond) // DEBUG SLEEP has begun
+		awaitStall(t, srv.Addr)
 		for fb, l := range policies {
 			start := time.Now()
 			d, err := l.Allow(ctx, "k")

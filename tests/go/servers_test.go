@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
 // The real-server tiers need redis-server and redis-cli on PATH. TestMain
@@ -28,10 +30,6 @@ var (
 	clusterAddrs   []string
 	serverProblem  string // why the real servers are missing
 )
-
-func requireReal() bool {
-	return os.Getenv("CI") != "" || os.Getenv("REDLIMIT_REQUIRE_REDIS") == "1"
-}
 
 func TestMain(m *testing.M) {
 	stop := startServers()
@@ -200,7 +198,7 @@ func needReal(t testing.TB) {
 	if serverProblem == "" && standaloneAddr != "" {
 		return
 	}
-	if requireReal() {
+	if redisserver.Required() {
 		t.Fatalf("real Redis is required here (CI or REDLIMIT_REQUIRE_REDIS=1) but missing: %s", serverProblem)
 	}
 	t.Skipf("SKIPPED: real Redis tier not run: %s", serverProblem)

@@ -89,3 +89,17 @@ func TestSections(t *testing.T) {
 		t.Errorf("chart:\n%s", s)
 	}
 }
+
+// A line parse cannot read is an error naming it, not a panic or a zero.
+func TestParseErrors(t *testing.T) {
+	for _, line := range []string{
+		"BenchmarkMemory/impl=redlimit_gcra-2",
+		"BenchmarkMemory/impl=redlimit_gcra-2 \t 1",
+		"BenchmarkMemory/impl=redlimit_gcra-2 \t 1\t 4000000000",
+		"BenchmarkMemory/impl= \t 1\t 4000000000 ns/op",
+	} {
+		if _, err := parse(strings.NewReader(line + "\n")); err == nil || !strings.Contains(err.Error(), "BenchmarkMemory") {
+			t.Errorf("parse(%q) error = %v, want one naming the line", line, err)
+		}
+	}
+}

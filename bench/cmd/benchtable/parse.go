@@ -64,8 +64,15 @@ func parse(in io.Reader) (*results, error) {
 			}
 			addMetrics(r.decision[rw], fields[2:])
 		case strings.HasPrefix(line, "BenchmarkMemory/impl="):
+			// Name, iterations, then at least one value and its unit.
 			fields := strings.Fields(line)
+			if len(fields) < 4 {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
 			impl := trimProcs(strings.TrimPrefix(fields[0], "BenchmarkMemory/impl="))
+			if impl == "" {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
 			if r.memory[impl] == nil {
 				r.memory[impl] = map[string][]float64{}
 			}

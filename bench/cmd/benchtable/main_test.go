@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -97,8 +98,10 @@ func TestParseErrors(t *testing.T) {
 		"BenchmarkMemory/impl=redlimit_gcra-2 \t 1",
 		"BenchmarkMemory/impl=redlimit_gcra-2 \t 1\t 4000000000",
 		"BenchmarkMemory/impl= \t 1\t 4000000000 ns/op",
+		"ACCURACY limiter=redlimit_gcra clock=server round=0 calls=1000 admitted=2O0 allowed=201 errors=0",
+		"ACCURACY limiter=redlimit_gcra clock=server round=0 calls= admitted=200 allowed=201 errors=0",
 	} {
-		if _, err := parse(strings.NewReader(line + "\n")); err == nil || !strings.Contains(err.Error(), "BenchmarkMemory") {
+		if _, err := parse(strings.NewReader(line + "\n")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", line)) {
 			t.Errorf("parse(%q) error = %v, want one naming the line", line, err)
 		}
 	}

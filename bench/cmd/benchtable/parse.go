@@ -97,7 +97,14 @@ func parse(in io.Reader) (*results, error) {
 			a := accuracyRound{}
 			for _, f := range strings.Fields(strings.TrimPrefix(line, "ACCURACY ")) {
 				k, v, _ := strings.Cut(f, "=")
-				n, _ := strconv.ParseFloat(v, 64)
+				var n float64
+				switch k {
+				case "calls", "admitted", "allowed", "errors":
+					var err error
+					if n, err = strconv.ParseFloat(v, 64); err != nil {
+						return nil, fmt.Errorf("cannot read %s in %q: %v", k, line, err)
+					}
+				}
 				switch k {
 				case "limiter":
 					a.limiter = v

@@ -106,3 +106,36 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// A run whose cache never reported cmds/cached has not shown zero Redis
+// commands per cached denial: that target is not met, and says why.
+func TestTargetsWithoutCmdsCached(t *testing.T) {
+	raw, err := os.ReadFile("testdata/raw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.ReplaceAll(string(raw), "\t 0 cmds/cached", "")
+	if in == string(raw) {
+		t.Fatal("the fixture has no cmds/cached to drop")
+	}
+	r, err := parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range targets(r) {
+		if c.target != "deny cache: Redis commands per cached denial" {
+			continue
+		}
+		found = true
+		if c.met || !strings.Contains(c.miss, "not measured") {
+			t.Errorf("%+v: want not met, not measured", c)
+		}
+	}
+	if !found {
+		t.Fatal("no cmds/cached target")
+	}
+	if s := targetsSection(r); !strings.Contains(s, "| deny cache: Redis commands per cached denial | hot-deny, 64 goroutines, most of six | – | 0 | **not measured") {
+		t.Errorf("targets:\n%s", s)
+	}
+}

@@ -139,3 +139,16 @@ func TestTargetsWithoutCmdsCached(t *testing.T) {
 		t.Errorf("targets:\n%s", s)
 	}
 }
+
+// A date line shorter than a day does not break the chart.
+func TestChartShortDate(t *testing.T) {
+	r := load(t)
+	r.env["date"] = []string{"2026-12"}
+	if s := chart(r); !strings.Contains(s, "make bench, run of 2026-12 (BENCHMARKS.md)") {
+		t.Errorf("chart:\n%s", s)
+	}
+	r.env["date"] = []string{""}
+	if s := chart(r); strings.Contains(s, "run of") || !strings.HasSuffix(s, "</svg>\n") {
+		t.Errorf("chart:\n%s", s)
+	}
+}

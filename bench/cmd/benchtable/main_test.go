@@ -152,3 +152,11 @@ func TestChartShortDate(t *testing.T) {
 		t.Errorf("chart:\n%s", s)
 	}
 }
+
+func TestRatio(t *testing.T) {
+	for x, want := range map[float64]string{0.875: "0.88×", 1: "1.00×", 9.994: "9.99×", 10: "10×", 123.4: "123×"} {
+		if got := ratio(x); got != want {
+			t.Errorf("ratio(%v) = %q, want %q", x, got, want)
+		}
+	}
+}

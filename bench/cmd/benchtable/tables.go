@@ -95,12 +95,10 @@ func (r *results) vsFloor(scenario string, g int, impl string) (float64, bool) {
 	return v / f, ok1 && ok2
 }
 
+// ratio is x with two decimals, or none from 10 up.
 func ratio(x float64) string {
-	switch {
-	case x >= 10:
+	if x >= 10 {
 		return fmt.Sprintf("%.0f×", x)
-	case x >= 1:
-		return fmt.Sprintf("%.2f×", x)
 	}
 	return fmt.Sprintf("%.2f×", x)
 }

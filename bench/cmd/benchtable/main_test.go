@@ -80,7 +80,8 @@ func TestSections(t *testing.T) {
 		!strings.Contains(s, "| ulule_limiter | server (TTL) | 1000 | 100 | 200 | 0.500 | 1.0% |") {
 		t.Errorf("accuracy:\n%s", s)
 	}
-	if s := envSection(r); !strings.Contains(s, "took 12.5 minutes") || !strings.Contains(s, "ranged 0.50 to 0.70") {
+	if s := envSection(r); !strings.Contains(s, "took 12.5 minutes") || !strings.Contains(s, "ranged 0.50 to 0.70") ||
+		!strings.Contains(s, "the benchmark's client and server share 4 cores.") || strings.Contains(s, "2 cores") {
 		t.Errorf("env:\n%s", s)
 	}
 	if s := anatomySection(r); !strings.Contains(s, "| return 1 | 1.50 | 1.0× | 3 |") || !strings.Contains(s, "| gcra admits | 6.00 | 4.0× | 3 |") {
@@ -158,5 +159,23 @@ func TestRatio(t *testing.T) {
 		if got := ratio(x); got != want {
 			t.Errorf("ratio(%v) = %q, want %q", x, got, want)
 		}
+	}
+}
+
+// The core count comes from the run's go line, and a run without one
+// claims none.
+func TestEnvCores(t *testing.T) {
+	r := load(t)
+	r.env["go"] = []string{"go1.26.8 gomaxprocs=1"}
+	if s := envSection(r); !strings.Contains(s, "share 1 core.") {
+		t.Errorf("env:\n%s", s)
+	}
+	r.env["go"] = []string{"go1.26.8 gomaxprocs=2", "go1.26.8 gomaxprocs=8", "go1.26.8 gomaxprocs=2"}
+	if s := envSection(r); !strings.Contains(s, "share 2 or 8 cores.") {
+		t.Errorf("env:\n%s", s)
+	}
+	delete(r.env, "go")
+	if s := envSection(r); strings.Contains(s, "core") || !strings.Contains(s, "ranged 0.50 to 0.70.\n") {
+		t.Errorf("env:\n%s", s)
 	}
 }

@@ -115,7 +115,7 @@ func hammer(ctx context.Context, l limiter, key string, d time.Duration) loadRes
 	var (
 		wg                    sync.WaitGroup
 		calls, admitted, errs atomic.Int64
-		firstErr              atomic.Value
+		firstErr              firstError
 	)
 	start := time.Now().UnixMicro()
 	deadline := time.Now().Add(d)
@@ -128,7 +128,7 @@ func hammer(ctx context.Context, l limiter, key string, d time.Duration) loadRes
 				calls.Add(1)
 				if err != nil {
 					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.set(err)
 					continue
 				}
 				if ok {
@@ -139,10 +139,6 @@ func hammer(ctx context.Context, l limiter, key string, d time.Duration) loadRes
 	}
 	wg.Wait()
 	end := time.Now().UnixMicro()
-	res := loadResult{calls: calls.Load(), admitted: admitted.Load(), errs: errs.Load(),
-		most: most(l.algo, accuracyQuota, start, end)}
-	if e, ok := firstErr.Load().(error); ok {
-		res.firstErr = e
-	}
-	return res
+	return loadResult{calls: calls.Load(), admitted: admitted.Load(), errs: errs.Load(),
+		most: most(l.algo, accuracyQuota, start, end), firstErr: firstErr.get()}
 }

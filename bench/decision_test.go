@@ -199,7 +199,7 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 	lat := make([]time.Duration, b.N)
 	var (
 		next, errs, cached, cachedCmds atomic.Int64
-		firstErr                       atomic.Value
+		firstErr                       firstError
 	)
 	loop := func(more func() bool) {
 		var n atomic.Int64 // this caller's commands
@@ -212,7 +212,7 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 			lat[i] = time.Since(t0)
 			if err != nil {
 				errs.Add(1)
-				firstErr.CompareAndSwap(nil, err)
+				firstErr.set(err)
 			}
 			if hit {
 				cached.Add(1)
@@ -252,6 +252,6 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 		b.ReportMetric(float64(cachedCmds.Load())/float64(n), "cmds/cached")
 	}
 	if e := errs.Load(); e > 0 {
-		b.Logf("%d of %d decisions failed, first: %v", e, b.N, firstErr.Load())
+		b.Logf("%d of %d decisions failed, first: %v", e, b.N, firstErr.get())
 	}
 }

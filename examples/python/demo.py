@@ -141,15 +141,31 @@ def fail(opts, call, kind, message, status):
     return status
 
 
+def host_port(text):
+    """--redis's type: HOST:PORT with a port 1 to 65535; HOST may be empty
+    (127.0.0.1). The text itself is kept for messages."""
+    _, colon, port = text.rpartition(":")
+    if not colon or not re.fullmatch(r"[0-9]+", port) or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT with a port 1 to 65535")
+    return text
+
+
+def positive_int(text):
+    """--calls's type: an integer of at least 1."""
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--manifest", default=MANIFEST, help="luagen's scripts.json (default: the repository's bindings/scripts.json)")
-    p.add_argument("--redis", default="127.0.0.1:6379", metavar="HOST:PORT")
+    p.add_argument("--redis", type=host_port, default="127.0.0.1:6379", metavar="HOST:PORT")
     p.add_argument("--via", choices=("evalsha", "fcall"), default="evalsha",
                    help="EVALSHA (EVAL on NOSCRIPT), or FCALL of the Functions library (loaded when missing)")
     p.add_argument("--load-functions", action="store_true", help="FUNCTION LOAD REPLACE the library first")
-    p.add_argument("--calls", type=int, default=5, help="calls per script (default 5)")
+    p.add_argument("--calls", type=positive_int, default=5, help="calls per script (default 5)")
     p.add_argument("--json", action="store_true", help="one JSON object per call; durations in ms, never as \"never\"")
     p.add_argument("script", nargs="?", help="a script the manifest names; none runs the demo")
     p.add_argument("key", nargs="?", help="its key (several: comma-separated)")

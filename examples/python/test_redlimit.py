@@ -6,8 +6,10 @@ The real-server tests are in tests/polyglot (go test), which runs these too.
 """
 
 import collections
+import contextlib
 import copy
 import datetime as dt
+import io
 import json
 import os
 import shutil
@@ -219,6 +221,30 @@ class CommandLineTest(unittest.TestCase):
         for bad in (["burst=3s"], ["nope=1"], ["burst"], ["now=1h"]):
             with self.subTest(bad=bad), self.assertRaises(ValueError):
                 demo.parse_args(gcra, bad)
+
+    def test_bad_options_are_usage_errors(self):
+        import demo
+
+        for argv, name in ((["--redis", "localhost"], "--redis"), (["--redis", "localhost:"], "--redis"),
+                           (["--redis", "h:0"], "--redis"), (["--redis", "h:65536"], "--redis"),
+                           (["--redis", "h:+1"], "--redis"), (["--redis", "h:port"], "--redis"),
+                           (["--calls", "0"], "--calls"), (["--calls", "-1"], "--calls"),
+                           (["--calls", "x"], "--calls")):
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+                    demo.main(argv)
+                self.assertEqual(cm.exception.code, 2)
+                self.assertIn(f"argument {name}: {argv[1]!r} is not", err.getvalue())
+
+    def test_good_options(self):
+        import demo
+
+        self.assertEqual(demo.host_port("localhost:6379"), "localhost:6379")
+        self.assertEqual(demo.host_port(":1"), ":1")
+        self.assertEqual(demo.host_port("::1:65535"), "::1:65535")
+        self.assertEqual(demo.positive_int("1"), 1)
+        self.assertEqual(demo.positive_int("12"), 12)
 
 
 if __name__ == "__main__":

@@ -62,8 +62,9 @@ func chart(r *results) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	date := ""
-	if d := r.env["date"]; len(d) > 0 {
-		date = ", run of " + d[0][:10]
+	if d := r.env["date"]; len(d) > 0 && d[0] != "" {
+		// The day of an RFC 3339 date; a shorter value whole.
+		date = ", run of " + d[0][:min(10, len(d[0]))]
 	}
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">Decisions per second as a multiple of the EVALSHA "return 1" floor, %d goroutines</text>`+"\n", chartCallers)
 	fmt.Fprintf(&b, `<text x="10" y="38" fill="#444">Log scale; bars run from 1×, Redis's floor for one unpipelined script call (the line): right is faster. Medians of make bench%s (BENCHMARKS.md).</text>`+"\n", html.EscapeString(date))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -79,7 +80,8 @@ func TestSections(t *testing.T) {
 		!strings.Contains(s, "| ulule_limiter | server (TTL) | 1000 | 100 | 200 | 0.500 | 1.0% |") {
 		t.Errorf("accuracy:\n%s", s)
 	}
-	if s := envSection(r); !strings.Contains(s, "took 12.5 minutes") || !strings.Contains(s, "ranged 0.50 to 0.70") {
+	if s := envSection(r); !strings.Contains(s, "took 12.5 minutes") || !strings.Contains(s, "ranged 0.50 to 0.70") ||
+		!strings.Contains(s, "the benchmark's client and server share 4 cores.") || strings.Contains(s, "2 cores") {
 		t.Errorf("env:\n%s", s)
 	}
 	if s := anatomySection(r); !strings.Contains(s, "| return 1 | 1.50 | 1.0× | 3 |") || !strings.Contains(s, "| gcra admits | 6.00 | 4.0× | 3 |") {
@@ -87,5 +89,93 @@ func TestSections(t *testing.T) {
 	}
 	if s := chart(r); strings.Count(s, "<rect x=") < 5 || !strings.HasSuffix(s, "</svg>\n") {
 		t.Errorf("chart:\n%s", s)
+	}
+}
+
+// A line parse cannot read is an error naming it, not a panic or a zero.
+func TestParseErrors(t *testing.T) {
+	for _, line := range []string{
+		"BenchmarkMemory/impl=redlimit_gcra-2",
+		"BenchmarkMemory/impl=redlimit_gcra-2 \t 1",
+		"BenchmarkMemory/impl=redlimit_gcra-2 \t 1\t 4000000000",
+		"BenchmarkMemory/impl= \t 1\t 4000000000 ns/op",
+		"ACCURACY limiter=redlimit_gcra clock=server round=0 calls=1000 admitted=2O0 allowed=201 errors=0",
+		"ACCURACY limiter=redlimit_gcra clock=server round=0 calls= admitted=200 allowed=201 errors=0",
+	} {
+		if _, err := parse(strings.NewReader(line + "\n")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", line)) {
+			t.Errorf("parse(%q) error = %v, want one naming the line", line, err)
+		}
+	}
+}
+
+// A run whose cache never reported cmds/cached has not shown zero Redis
+// commands per cached denial: that target is not met, and says why.
+func TestTargetsWithoutCmdsCached(t *testing.T) {
+	raw, err := os.ReadFile("testdata/raw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := strings.ReplaceAll(string(raw), "\t 0 cmds/cached", "")
+	if in == string(raw) {
+		t.Fatal("the fixture has no cmds/cached to drop")
+	}
+	r, err := parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range targets(r) {
+		if c.target != "deny cache: Redis commands per cached denial" {
+			continue
+		}
+		found = true
+		if c.met || !strings.Contains(c.miss, "not measured") {
+			t.Errorf("%+v: want not met, not measured", c)
+		}
+	}
+	if !found {
+		t.Fatal("no cmds/cached target")
+	}
+	if s := targetsSection(r); !strings.Contains(s, "| deny cache: Redis commands per cached denial | hot-deny, 64 goroutines, most of six | – | 0 | **not measured") {
+		t.Errorf("targets:\n%s", s)
+	}
+}
+
+// A date line shorter than a day does not break the chart.
+func TestChartShortDate(t *testing.T) {
+	r := load(t)
+	r.env["date"] = []string{"2026-12"}
+	if s := chart(r); !strings.Contains(s, "make bench, run of 2026-12 (BENCHMARKS.md)") {
+		t.Errorf("chart:\n%s", s)
+	}
+	r.env["date"] = []string{""}
+	if s := chart(r); strings.Contains(s, "run of") || !strings.HasSuffix(s, "</svg>\n") {
+		t.Errorf("chart:\n%s", s)
+	}
+}
+
+func TestRatio(t *testing.T) {
+	for x, want := range map[float64]string{0.875: "0.88×", 1: "1.00×", 9.994: "9.99×", 10: "10×", 123.4: "123×"} {
+		if got := ratio(x); got != want {
+			t.Errorf("ratio(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
+
+// The core count comes from the run's go line, and a run without one
+// claims none.
+func TestEnvCores(t *testing.T) {
+	r := load(t)
+	r.env["go"] = []string{"go1.26.8 gomaxprocs=1"}
+	if s := envSection(r); !strings.Contains(s, "share 1 core.") {
+		t.Errorf("env:\n%s", s)
+	}
+	r.env["go"] = []string{"go1.26.8 gomaxprocs=2", "go1.26.8 gomaxprocs=8", "go1.26.8 gomaxprocs=2"}
+	if s := envSection(r); !strings.Contains(s, "share 2 or 8 cores.") {
+		t.Errorf("env:\n%s", s)
+	}
+	delete(r.env, "go")
+	if s := envSection(r); strings.Contains(s, "core") || !strings.Contains(s, "ranged 0.50 to 0.70.\n") {
+		t.Errorf("env:\n%s", s)
 	}
 }

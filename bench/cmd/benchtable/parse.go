@@ -64,8 +64,15 @@ func parse(in io.Reader) (*results, error) {
 			}
 			addMetrics(r.decision[rw], fields[2:])
 		case strings.HasPrefix(line, "BenchmarkMemory/impl="):
+			// Name, iterations, then at least one value and its unit.
 			fields := strings.Fields(line)
+			if len(fields) < 4 {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
 			impl := trimProcs(strings.TrimPrefix(fields[0], "BenchmarkMemory/impl="))
+			if impl == "" {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
 			if r.memory[impl] == nil {
 				r.memory[impl] = map[string][]float64{}
 			}
@@ -90,7 +97,14 @@ func parse(in io.Reader) (*results, error) {
 			a := accuracyRound{}
 			for _, f := range strings.Fields(strings.TrimPrefix(line, "ACCURACY ")) {
 				k, v, _ := strings.Cut(f, "=")
-				n, _ := strconv.ParseFloat(v, 64)
+				var n float64
+				switch k {
+				case "calls", "admitted", "allowed", "errors":
+					var err error
+					if n, err = strconv.ParseFloat(v, 64); err != nil {
+						return nil, fmt.Errorf("cannot read %s in %q: %v", k, line, err)
+					}
+				}
 				switch k {
 				case "limiter":
 					a.limiter = v

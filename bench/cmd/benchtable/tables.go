@@ -31,8 +31,16 @@ func envSection(r *results) string {
 			fmt.Sscan(l, &x)
 			one = append(one, x)
 		}
-		fmt.Fprintf(&b, "- Load average as each of the %d processes began (1, 5, 15 min): %s; the 1-minute figure ranged %.2f to %.2f on 2 cores (other work on the machine shares them with the client and the server).\n",
+		fmt.Fprintf(&b, "- Load average as each of the %d processes began (1, 5, 15 min): %s; the 1-minute figure ranged %.2f to %.2f",
 			len(loads), strings.Join(loads, "; "), slices.Min(one), slices.Max(one))
+		if cores := r.cores(); len(cores) > 0 {
+			s := "s"
+			if len(cores) == 1 && cores[0] == "1" {
+				s = ""
+			}
+			fmt.Fprintf(&b, "; the benchmark's client and server share %s core%s", strings.Join(cores, " or "), s)
+		}
+		b.WriteString(".\n")
 	}
 	var versions []string
 	if v := r.env["redis"]; len(v) > 0 {
@@ -48,6 +56,20 @@ func envSection(r *results) string {
 		fmt.Fprintf(&b, "- %s.\n", strings.Join(versions, "; "))
 	}
 	return b.String()
+}
+
+// cores are the distinct GOMAXPROCS values of the bench-env go lines
+// (go=VERSION gomaxprocs=N), in the order seen.
+func (r *results) cores() []string {
+	var out []string
+	for _, v := range r.env["go"] {
+		for _, f := range strings.Fields(v) {
+			if n, ok := strings.CutPrefix(f, "gomaxprocs="); ok && n != "" && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // summarySection is decisions/s as a multiple of the floor's in the same
@@ -95,12 +117,10 @@ func (r *results) vsFloor(scenario string, g int, impl string) (float64, bool) {
 	return v / f, ok1 && ok2
 }
 
+// ratio is x with two decimals, or none from 10 up.
 func ratio(x float64) string {
-	switch {
-	case x >= 10:
+	if x >= 10 {
 		return fmt.Sprintf("%.0f×", x)
-	case x >= 1:
-		return fmt.Sprintf("%.2f×", x)
 	}
 	return fmt.Sprintf("%.2f×", x)
 }

@@ -152,10 +152,16 @@ func (m *Multi) decide(ctx context.Context, key string, cost int64) ([]Decision,
 // rule is, or picks, a *Multi; else with AllowAllN.
 type checker func(ctx context.Context, key string, n int64) ([]Decision, error)
 
+// tiered is a rule that picks another rule by the request: Tiers and
+// *Tiers (whose method set includes Tiers's).
+type tiered interface {
+	ruleFor(r *http.Request) (Rule, error)
+}
+
 // checkerFor resolves rule for r into its limiters and how to check them.
 func checkerFor(r *http.Request, rule Rule) ([]*Limiter, checker, error) {
 	for {
-		t, ok := rule.(Tiers)
+		t, ok := rule.(tiered)
 		if !ok {
 			break
 		}

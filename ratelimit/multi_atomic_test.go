@@ -208,7 +208,7 @@ func TestMiddlewareMulti(t *testing.T) {
 	day := mustLimiter(t, f.rdb, ratelimit.PerDay(5), ratelimit.WithName("day"))
 	m, _ := ratelimit.NewMulti(sec, day)
 	tiers := ratelimit.Tiers{Tier: func(*http.Request) string { return "any" }, Rules: map[string]ratelimit.Rule{"any": m}}
-	for name, rule := range map[string]ratelimit.Rule{"multi": m, "tier": tiers} {
+	for name, rule := range map[string]ratelimit.Rule{"multi": m, "tier": tiers, "tier pointer": &tiers} {
 		t.Run(name, func(t *testing.T) {
 			h := ratelimit.Middleware(rule, ratelimit.ByHeader("X-User"))(okHandler)
 			var codes []int

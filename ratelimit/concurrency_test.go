@@ -229,7 +229,7 @@ func TestConcurrencyMiddleware(t *testing.T) {
 	f := newFrozen(t)
 	c := mustConcurrency(t, f.rdb, 2, time.Minute)
 	var running, most atomic.Int64
-	release := make(chan struct{})
+	release, hang, hanging := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	started := make(chan struct{}, 10)
 	h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := running.Add(1)
@@ -242,6 +242,9 @@ func TestConcurrencyMiddleware(t *testing.T) {
 			panic(http.ErrAbortHandler)
 		case "/wait":
 			<-release
+		case "/hang":
+			close(hanging)
+			<-hang
 		}
 		running.Add(-1)
 	}))
@@ -277,11 +280,28 @@ func TestConcurrencyMiddleware(t *testing.T) {
 		serve(h, req("/panic", "ann"))
 	}()
 	<-started
-	// A client that hung up: its context is cancelled, the lease released.
+	// A client that hangs up while its handler runs: the request's context
+	// is cancelled, and the lease is released all the same when the
+	// handler returns.
+	key := c.RedisKey("header:x-user:ann")
 	ctx, cancel := context.WithCancel(context.Background())
-	r := req("/", "ann").WithContext(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); serve(h, req("/hang", "ann").WithContext(ctx)) }()
+	select {
+	case <-hanging:
+	case <-done:
+		t.Fatal("the hang-up request's handler never ran")
+	}
+	if n := f.rdb.ZCard(context.Background(), key).Val(); n != 1 {
+		t.Errorf("%d leases while the handler runs, want 1", n)
+	}
 	cancel()
-	serve(h, r)
+	close(hang)
+	<-done
+	if n := f.rdb.ZCard(context.Background(), key).Val(); n != 0 {
+		t.Errorf("%d leases after the hung-up request's handler returned, want 0", n)
+	}
 	if n := f.rdb.Exists(context.Background(), c.RedisKey("header:x-user:ann")).Val(); n != 0 {
 		t.Errorf("leases left after every handler returned: %v", f.rdb.ZRange(context.Background(), c.RedisKey("header:x-user:ann"), 0, -1).Val())
 	}

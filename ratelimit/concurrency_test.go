@@ -337,3 +337,49 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 		t.Errorf("outer: %d", rec.Code)
 	}
 }
+
+// The default answers' bodies, and the options that replace them, each
+// called when its case comes.
+func TestConcurrencyMiddlewareOptions(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	closed := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(ratelimit.FailClosed))
+	rec := serve(ratelimit.ConcurrencyMiddleware(closed, ratelimit.ByHeader("X-User"))(okHandler), get("192.0.2.1:1", "X-User", "u"))
+	if p := problemOf(t, rec); rec.Code != http.StatusServiceUnavailable || p.Type != "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity" {
+		t.Errorf("fail-closed: %d, problem %+v", rec.Code, p)
+	}
+
+	// WithConcurrencyError: called when Redis fails and there is no policy.
+	var failed error
+	strict := mustConcurrency(t, down, 1, time.Second)
+	h := ratelimit.ConcurrencyMiddleware(strict, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyError(func(w http.ResponseWriter, r *http.Request, err error) {
+		failed = err
+		w.WriteHeader(http.StatusTeapot)
+	}))(okHandler)
+	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusTeapot || failed == nil {
+		t.Errorf("no policy, Redis down: %d, error handler got %v", rec.Code, failed)
+	}
+
+	// WithConcurrencyDenied: called with the limiter's decision when the
+	// key is over its cap (the outer middleware holds the only slot).
+	f := newFrozen(t)
+	c := mustConcurrency(t, f.rdb, 1, time.Second)
+	var calls int
+	var got ratelimit.Decision
+	inner := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyDenied(func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
+		calls++
+		got = d
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))(okHandler)
+	outer := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rec := serve(inner, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("inner, over the cap: %d, want the denier's 503", rec.Code)
+		}
+	}))
+	if rec := serve(outer, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusOK {
+		t.Errorf("outer: %d", rec.Code)
+	}
+	if calls != 1 || got.Allowed || got.Limit != 1 || got.Fallback != ratelimit.NoFallback {
+		t.Errorf("denier called %d times with %+v", calls, got)
+	}
+}

@@ -40,6 +40,7 @@ func TestNewConcurrencyRefuses(t *testing.T) {
 		{1, 24*time.Hour + time.Millisecond, nil, ratelimit.ErrInvalidLimit},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA)}, ratelimit.ErrInvalidOption},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithHook(func(context.Context, ratelimit.Event) {})}, ratelimit.ErrInvalidOption},
+		{1, time.Second, []ratelimit.Option{ratelimit.WithDenyCache(100)}, ratelimit.ErrInvalidOption},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithName("bad name")}, ratelimit.ErrInvalidOption},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithPrefix("a{")}, ratelimit.ErrInvalidOption},
 	} {

@@ -27,6 +27,8 @@ import (
 // limiter whose cache answers is not sent at all); the shortest timeout
 // among the limiters sent bounds the whole round trip. The error is the
 // first one a limiter returned; the decisions are filled in all the same.
+// No limiters, or a nil one, is refused with ErrInvalidOption before
+// anything is sent.
 func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision, error) {
 	return AllowAllN(ctx, key, 1, limiters...)
 }
@@ -35,6 +37,11 @@ func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision
 func AllowAllN(ctx context.Context, key string, n int64, limiters ...*Limiter) ([]Decision, error) {
 	if len(limiters) == 0 {
 		return nil, fmt.Errorf("%w: AllowAll needs at least one limiter", ErrInvalidOption)
+	}
+	for i, l := range limiters {
+		if l == nil {
+			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidOption, i)
+		}
 	}
 	if n < 1 || n > maxCount {
 		return nil, fmt.Errorf("%w: n = %d, want 1 to 1e9", ErrInvalidCost, n)

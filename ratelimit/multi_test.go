@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -124,12 +125,32 @@ func TestAllowAllRefuses(t *testing.T) {
 	a := newLimiter(t, f.rdb, ratelimit.GCRA)
 	if _, err := ratelimit.AllowAll(ctx, "k"); err == nil {
 		t.Error("no limiters: no error")
+	} else if !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("no limiters: %v, want ErrInvalidOption", err)
 	}
 	if _, err := ratelimit.AllowAllN(ctx, "k", 0, a, a); err == nil {
 		t.Error("n = 0: no error")
+	} else if !errors.Is(err, ratelimit.ErrInvalidCost) {
+		t.Errorf("n = 0: %v, want ErrInvalidCost", err)
 	}
 	if _, err := ratelimit.AllowAll(ctx, "", a, a); err == nil {
 		t.Error("empty key: no error")
+	} else if !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Errorf("empty key: %v, want ErrInvalidKey", err)
+	}
+	// A nil limiter is refused, not a panic, alone or beside another,
+	// and so is one in a Limiters rule.
+	for _, ls := range [][]*ratelimit.Limiter{{nil}, {a, nil}, {nil, a}} {
+		if _, err := ratelimit.AllowAll(ctx, "k", ls...); !errors.Is(err, ratelimit.ErrInvalidOption) {
+			t.Errorf("limiters %v: %v, want ErrInvalidOption", ls, err)
+		}
+	}
+	h := ratelimit.Middleware(ratelimit.Limiters{a, nil}, ratelimit.ByHeader("X-User"))(okHandler)
+	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code < 500 {
+		t.Errorf("Limiters{a, nil}: %d, want a server error", rec.Code)
+	}
+	if keys := f.Keys(); len(keys) != 0 {
+		t.Errorf("keys written: %v", keys)
 	}
 }
 

@@ -45,7 +45,8 @@ const maxMulti = 16
 // caller clock (WithClock), in which case the first one's is read. It
 // refuses anything else with ErrInvalidOption. Each limiter keeps its own
 // failure policy and hook; the shortest timeout among them bounds the
-// round trip.
+// round trip. Their deny caches (WithDenyCache) are not used: a Multi
+// neither reads nor fills them, so every call goes to Redis.
 func NewMulti(limiters ...*Limiter) (*Multi, error) {
 	if len(limiters) == 0 || len(limiters) > maxMulti {
 		return nil, fmt.Errorf("%w: a Multi takes 1 to %d limiters, got %d", ErrInvalidOption, maxMulti, len(limiters))

@@ -18,10 +18,9 @@ import (
 // after another. The check is not atomic: each limiter counts the request
 // on its own, so a request that one limiter denies is still counted by the
 // limiters that allowed it, as if they had been asked one after another
-// without stopping at the first denial. (Checking several limits atomically,
-// counting only when all allow, is a later addition; keys are already laid
-// out for it: one caller's state under every limiter shares one Cluster
-// slot.)
+// without stopping at the first denial. (To check several limits
+// atomically, counting only when all allow, use a Multi; it relies on one
+// caller's state under every limiter sharing one Cluster slot.)
 //
 // Each limiter applies its own failure policy, deny cache and hook (a
 // limiter whose cache answers is not sent at all); the shortest timeout

@@ -68,6 +68,35 @@ func TestAllowAllIsOneRoundTrip(t *testing.T) {
 	}
 }
 
+// plainScripter is a redis.Scripter and nothing more: it cannot pipeline.
+type plainScripter struct{ redis.Scripter }
+
+// Limiters on a client that cannot pipeline are asked one after another,
+// each once, with their hooks called once each.
+func TestAllowAllWithoutPipeline(t *testing.T) {
+	f := newFrozen(t)
+	plain := plainScripter{f.rdb}
+	var events int
+	hook := ratelimit.WithHook(func(context.Context, ratelimit.Event) { events++ })
+	a := newLimiter(t, plain, ratelimit.GCRA, ratelimit.WithName("a"), hook)
+	b := newLimiter(t, plain, ratelimit.FixedWindow, ratelimit.WithName("b"), hook)
+	h := &countingHook{}
+	f.rdb.AddHook(h)
+	for i := 0; i < 12; i++ {
+		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if ds[0].Allowed != (i < 10) || ds[1].Allowed != (i < 10) {
+			t.Fatalf("request %d: %v", i, ds)
+		}
+	}
+	if h.pipes != 0 || h.single < 24 || events != 24 {
+		t.Errorf("12 AllowAll of 2 limiters: %d pipelines, %d commands, %d hook events; want none, at least 24, 24",
+			h.pipes, h.single, events)
+	}
+}
+
 // Without the scripts loaded, the batch still works: NOSCRIPT is answered
 // by sending the script (bindings.Batch).
 func TestAllowAllAfterScriptFlush(t *testing.T) {

@@ -60,8 +60,8 @@ var ErrLeaseLost = errors.New("ratelimit: the lease is no longer held")
 // living ttl (a whole number of milliseconds, at most 24 h) unless renewed
 // or released. It takes the options of New that mean something here:
 // WithName (the default name is "concurrency"), WithPrefix, WithClock,
-// WithTimeout and OnFailure; WithAlgorithm and WithHook are refused with
-// ErrInvalidOption.
+// WithTimeout and OnFailure; WithAlgorithm, WithHook and WithDenyCache
+// (of a size above 0) are refused with ErrInvalidOption.
 func NewConcurrency(rdb redis.Scripter, limit int64, ttl time.Duration, opts ...Option) (*ConcurrencyLimiter, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: no Redis client", ErrInvalidOption)
@@ -88,6 +88,8 @@ func NewConcurrency(rdb redis.Scripter, limit int64, ttl time.Duration, opts ...
 		return nil, fmt.Errorf("%w: WithAlgorithm means nothing to a ConcurrencyLimiter", ErrInvalidOption)
 	case l.hook != nil:
 		return nil, fmt.Errorf("%w: WithHook is for rate limiters; a ConcurrencyLimiter has none", ErrInvalidOption)
+	case l.cache != nil:
+		return nil, fmt.Errorf("%w: WithDenyCache is for rate limiters; a ConcurrencyLimiter has no cache", ErrInvalidOption)
 	}
 	c := &ConcurrencyLimiter{rdb: rdb, limit: limit, ttl: ttl, name: l.name, prefix: l.prefix, clock: l.clock,
 		fallback: l.fallback, timeout: l.timeout, forgets: make(chan struct{}, maxForgets)}

@@ -40,6 +40,7 @@ func TestNewConcurrencyRefuses(t *testing.T) {
 		{1, 24*time.Hour + time.Millisecond, nil, ratelimit.ErrInvalidLimit},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA)}, ratelimit.ErrInvalidOption},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithHook(func(context.Context, ratelimit.Event) {})}, ratelimit.ErrInvalidOption},
+		{1, time.Second, []ratelimit.Option{ratelimit.WithDenyCache(100)}, ratelimit.ErrInvalidOption},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithName("bad name")}, ratelimit.ErrInvalidOption},
 		{1, time.Second, []ratelimit.Option{ratelimit.WithPrefix("a{")}, ratelimit.ErrInvalidOption},
 	} {
@@ -229,7 +230,7 @@ func TestConcurrencyMiddleware(t *testing.T) {
 	f := newFrozen(t)
 	c := mustConcurrency(t, f.rdb, 2, time.Minute)
 	var running, most atomic.Int64
-	release := make(chan struct{})
+	release, hang, hanging := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	started := make(chan struct{}, 10)
 	h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := running.Add(1)
@@ -242,6 +243,9 @@ func TestConcurrencyMiddleware(t *testing.T) {
 			panic(http.ErrAbortHandler)
 		case "/wait":
 			<-release
+		case "/hang":
+			close(hanging)
+			<-hang
 		}
 		running.Add(-1)
 	}))
@@ -277,11 +281,28 @@ func TestConcurrencyMiddleware(t *testing.T) {
 		serve(h, req("/panic", "ann"))
 	}()
 	<-started
-	// A client that hung up: its context is cancelled, the lease released.
+	// A client that hangs up while its handler runs: the request's context
+	// is cancelled, and the lease is released all the same when the
+	// handler returns.
+	key := c.RedisKey("header:x-user:ann")
 	ctx, cancel := context.WithCancel(context.Background())
-	r := req("/", "ann").WithContext(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); serve(h, req("/hang", "ann").WithContext(ctx)) }()
+	select {
+	case <-hanging:
+	case <-done:
+		t.Fatal("the hang-up request's handler never ran")
+	}
+	if n := f.rdb.ZCard(context.Background(), key).Val(); n != 1 {
+		t.Errorf("%d leases while the handler runs, want 1", n)
+	}
 	cancel()
-	serve(h, r)
+	close(hang)
+	<-done
+	if n := f.rdb.ZCard(context.Background(), key).Val(); n != 0 {
+		t.Errorf("%d leases after the hung-up request's handler returned, want 0", n)
+	}
 	if n := f.rdb.Exists(context.Background(), c.RedisKey("header:x-user:ann")).Val(); n != 0 {
 		t.Errorf("leases left after every handler returned: %v", f.rdb.ZRange(context.Background(), c.RedisKey("header:x-user:ann"), 0, -1).Val())
 	}
@@ -315,5 +336,51 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 	}))
 	if rec := serve(denied, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusOK {
 		t.Errorf("outer: %d", rec.Code)
+	}
+}
+
+// The default answers' bodies, and the options that replace them, each
+// called when its case comes.
+func TestConcurrencyMiddlewareOptions(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	closed := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(ratelimit.FailClosed))
+	rec := serve(ratelimit.ConcurrencyMiddleware(closed, ratelimit.ByHeader("X-User"))(okHandler), get("192.0.2.1:1", "X-User", "u"))
+	if p := problemOf(t, rec); rec.Code != http.StatusServiceUnavailable || p.Type != "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity" {
+		t.Errorf("fail-closed: %d, problem %+v", rec.Code, p)
+	}
+
+	// WithConcurrencyError: called when Redis fails and there is no policy.
+	var failed error
+	strict := mustConcurrency(t, down, 1, time.Second)
+	h := ratelimit.ConcurrencyMiddleware(strict, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyError(func(w http.ResponseWriter, r *http.Request, err error) {
+		failed = err
+		w.WriteHeader(http.StatusTeapot)
+	}))(okHandler)
+	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusTeapot || failed == nil {
+		t.Errorf("no policy, Redis down: %d, error handler got %v", rec.Code, failed)
+	}
+
+	// WithConcurrencyDenied: called with the limiter's decision when the
+	// key is over its cap (the outer middleware holds the only slot).
+	f := newFrozen(t)
+	c := mustConcurrency(t, f.rdb, 1, time.Second)
+	var calls int
+	var got ratelimit.Decision
+	inner := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyDenied(func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
+		calls++
+		got = d
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))(okHandler)
+	outer := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rec := serve(inner, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("inner, over the cap: %d, want the denier's 503", rec.Code)
+		}
+	}))
+	if rec := serve(outer, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusOK {
+		t.Errorf("outer: %d", rec.Code)
+	}
+	if calls != 1 || got.Allowed || got.Limit != 1 || got.Fallback != ratelimit.NoFallback {
+		t.Errorf("denier called %d times with %+v", calls, got)
 	}
 }

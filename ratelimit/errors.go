@@ -9,7 +9,8 @@ import (
 // to Redis. Match them with errors.Is.
 var (
 	// ErrInvalidLimit: the Limit means nothing for the algorithm, or is out
-	// of the scripts' range. The error is a *LimitError.
+	// of the scripts' range (from New, the error is a *LimitError), or
+	// NewConcurrency's cap or lease TTL is out of range.
 	ErrInvalidLimit = errors.New("ratelimit: invalid limit")
 	// ErrInvalidOption: an option of New has a value it cannot take.
 	ErrInvalidOption = errors.New("ratelimit: invalid option")

@@ -22,8 +22,7 @@ import (
 // q is the quota, w its window in whole seconds, r the remaining quota and
 // t the seconds until more quota is made available. Section 4.1 ("Quota
 // Exceeded") defines the problem type of a 429's body. A later draft that
-// changes the fields changes this file and headersDraft.
-const headersDraft = "draft-ietf-httpapi-ratelimit-headers-10"
+// changes the fields changes this file.
 
 // The draft's problem types (its section 4) for the bodies of a 429 and of
 // a 503 from a limiter that fails closed.

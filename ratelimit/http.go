@@ -41,8 +41,10 @@ func Middleware(rule Rule, key KeyFunc, opts ...HTTPOption) func(http.Handler) h
 // An HTTPOption configures Middleware.
 type HTTPOption func(*middleware)
 
-// WithCost sets what a request costs; 1 by default. A cost below 1 is
-// refused like a limiter error (ErrInvalidCost).
+// WithCost sets what a request costs; 1 by default. A cost below 1 or
+// above 1e9 is refused with ErrInvalidCost, which the default error
+// handler answers with a 500: the cost function is wrong, not the request
+// (check what a client sends before it becomes a cost).
 func WithCost(cost func(r *http.Request) int64) HTTPOption {
 	return func(m *middleware) { m.cost = cost }
 }
@@ -57,8 +59,9 @@ func WithDenied(denied func(w http.ResponseWriter, r *http.Request, v Verdict)) 
 // WithErrorHandler replaces what a request gets when it cannot be decided:
 // the rule or the key function failed, or a limiter returned an error (no
 // failure policy). The default writes a problem: 400 for ErrNoKey and
-// ErrClientIP (with the reason), 500 for ErrUnknownTier, 503 otherwise
-// (without details, which could expose the store).
+// ErrClientIP (with the reason), 500 for ErrUnknownTier and ErrInvalidCost
+// (a WithCost out of range), 503 otherwise (without details, which could
+// expose the store).
 func WithErrorHandler(fail func(w http.ResponseWriter, r *http.Request, err error)) HTTPOption {
 	return func(m *middleware) { m.fail = fail }
 }
@@ -108,7 +111,8 @@ func writeError(w http.ResponseWriter, _ *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrNoKey), errors.Is(err, ErrClientIP):
 		p.Status, p.Detail = http.StatusBadRequest, err.Error()
-	case errors.Is(err, ErrUnknownTier):
+	case errors.Is(err, ErrUnknownTier), errors.Is(err, ErrInvalidCost):
+		// The server's configuration or code is wrong, not its store.
 		p.Status = http.StatusInternalServerError
 	}
 	p.Title = http.StatusText(p.Status)

@@ -146,8 +146,8 @@ func TestMiddlewareNever(t *testing.T) {
 		t.Errorf("problem %+v", p)
 	}
 	h = ratelimit.Middleware(l, ratelimit.ByClientIP(), ratelimit.WithCost(func(*http.Request) int64 { return 0 }))(okHandler)
-	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 503 {
-		t.Errorf("a cost of 0: %d, want the error handler's 503", rec.Code)
+	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 500 {
+		t.Errorf("a cost of 0: %d, want the error handler's 500 (ErrInvalidCost)", rec.Code)
 	}
 }
 
@@ -214,6 +214,24 @@ func TestMiddlewareErrors(t *testing.T) {
 	tiers := ratelimit.Tiers{Tier: func(*http.Request) string { return "gold" }, Rules: map[string]ratelimit.Rule{"free": l}}
 	if rec := serve(ratelimit.Middleware(tiers, ratelimit.ByClientIP())(okHandler), get("192.0.2.1:1")); rec.Code != 500 {
 		t.Errorf("unknown tier: %d", rec.Code)
+	}
+	// A cost out of range is the server's mistake, not an outage: 500,
+	// through AllowAll and through a Multi alike.
+	open := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("open"), ratelimit.OnFailure(ratelimit.FailOpen))
+	m, err := ratelimit.NewMulti(l, open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cost := range []int64{0, -3, 2e9} {
+		for name, rule := range map[string]ratelimit.Rule{"limiter": l, "fail-open limiter": open, "multi": m} {
+			h := ratelimit.Middleware(rule, ratelimit.ByClientIP(), ratelimit.WithCost(func(*http.Request) int64 { return cost }))(okHandler)
+			if rec := serve(h, get("192.0.2.1:1")); rec.Code != 500 {
+				t.Errorf("%s, cost %d: %d, want 500", name, cost, rec.Code)
+			}
+		}
+	}
+	if keys := f.Keys(); len(keys) != 0 {
+		t.Errorf("keys written: %v", keys)
 	}
 	var gotErr error
 	h := ratelimit.Middleware(l, ratelimit.ByHeader("X-API-Key"), ratelimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {

@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -138,5 +137,4 @@ func TestLimitConstructors(t *testing.T) {
 			t.Errorf("got %v, want %v", tt.got, tt.want)
 		}
 	}
-	_ = context.Background
 }

@@ -178,6 +178,9 @@ func WithHook(h Hook) Option {
 // the cache off). It holds at most size keys, each of at most 200 bytes
 // (longer keys are never cached), dropping expired entries and then the
 // soonest to expire, and is safe for concurrent use.
+//
+// The limiter's own calls and AllowAll use the cache; a Multi over the
+// limiter does not (it neither reads nor fills it).
 func WithDenyCache(size int) Option {
 	return func(l *Limiter) error {
 		if size < 0 {

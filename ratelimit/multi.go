@@ -18,15 +18,16 @@ import (
 // after another. The check is not atomic: each limiter counts the request
 // on its own, so a request that one limiter denies is still counted by the
 // limiters that allowed it, as if they had been asked one after another
-// without stopping at the first denial. (Checking several limits atomically,
-// counting only when all allow, is a later addition; keys are already laid
-// out for it: one caller's state under every limiter shares one Cluster
-// slot.)
+// without stopping at the first denial. (To check several limits
+// atomically, counting only when all allow, use a Multi; it relies on one
+// caller's state under every limiter sharing one Cluster slot.)
 //
 // Each limiter applies its own failure policy, deny cache and hook (a
 // limiter whose cache answers is not sent at all); the shortest timeout
 // among the limiters sent bounds the whole round trip. The error is the
 // first one a limiter returned; the decisions are filled in all the same.
+// No limiters, or a nil one, is refused with ErrInvalidOption before
+// anything is sent.
 func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision, error) {
 	return AllowAllN(ctx, key, 1, limiters...)
 }
@@ -35,6 +36,11 @@ func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision
 func AllowAllN(ctx context.Context, key string, n int64, limiters ...*Limiter) ([]Decision, error) {
 	if len(limiters) == 0 {
 		return nil, fmt.Errorf("%w: AllowAll needs at least one limiter", ErrInvalidOption)
+	}
+	for i, l := range limiters {
+		if l == nil {
+			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidOption, i)
+		}
 	}
 	if n < 1 || n > maxCount {
 		return nil, fmt.Errorf("%w: n = %d, want 1 to 1e9", ErrInvalidCost, n)

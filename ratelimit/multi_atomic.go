@@ -45,7 +45,8 @@ const maxMulti = 16
 // caller clock (WithClock), in which case the first one's is read. It
 // refuses anything else with ErrInvalidOption. Each limiter keeps its own
 // failure policy and hook; the shortest timeout among them bounds the
-// round trip.
+// round trip. Their deny caches (WithDenyCache) are not used: a Multi
+// neither reads nor fills them, so every call goes to Redis.
 func NewMulti(limiters ...*Limiter) (*Multi, error) {
 	if len(limiters) == 0 || len(limiters) > maxMulti {
 		return nil, fmt.Errorf("%w: a Multi takes 1 to %d limiters, got %d", ErrInvalidOption, maxMulti, len(limiters))
@@ -152,10 +153,16 @@ func (m *Multi) decide(ctx context.Context, key string, cost int64) ([]Decision,
 // rule is, or picks, a *Multi; else with AllowAllN.
 type checker func(ctx context.Context, key string, n int64) ([]Decision, error)
 
+// tiered is a rule that picks another rule by the request: Tiers and
+// *Tiers (whose method set includes Tiers's).
+type tiered interface {
+	ruleFor(r *http.Request) (Rule, error)
+}
+
 // checkerFor resolves rule for r into its limiters and how to check them.
 func checkerFor(r *http.Request, rule Rule) ([]*Limiter, checker, error) {
 	for {
-		t, ok := rule.(Tiers)
+		t, ok := rule.(tiered)
 		if !ok {
 			break
 		}

@@ -208,7 +208,7 @@ func TestMiddlewareMulti(t *testing.T) {
 	day := mustLimiter(t, f.rdb, ratelimit.PerDay(5), ratelimit.WithName("day"))
 	m, _ := ratelimit.NewMulti(sec, day)
 	tiers := ratelimit.Tiers{Tier: func(*http.Request) string { return "any" }, Rules: map[string]ratelimit.Rule{"any": m}}
-	for name, rule := range map[string]ratelimit.Rule{"multi": m, "tier": tiers} {
+	for name, rule := range map[string]ratelimit.Rule{"multi": m, "tier": tiers, "tier pointer": &tiers} {
 		t.Run(name, func(t *testing.T) {
 			h := ratelimit.Middleware(rule, ratelimit.ByHeader("X-User"))(okHandler)
 			var codes []int
@@ -237,4 +237,78 @@ func TestMiddlewareMulti(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Multi's round trip is bounded by the shortest timeout among its
+// limiters, each limiter's failure policy decides for it, and each
+// limiter's hook sees its own decision.
+func TestMultiTimeoutAndHooks(t *testing.T) {
+	type seen struct {
+		limiter string
+		e       ratelimit.Event
+	}
+	var events []seen
+	hook := func(name string) ratelimit.Option {
+		return ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { events = append(events, seen{name, e}) })
+	}
+
+	// An ordinary call: one event per hooked limiter, in order.
+	f := newFrozen(t)
+	sec := mustLimiter(t, f.rdb, ratelimit.PerSecond(1), ratelimit.WithName("sec"), hook("sec"))
+	perMin := mustLimiter(t, f.rdb, ratelimit.PerMinute(5), ratelimit.WithName("min"))
+	day := mustLimiter(t, f.rdb, ratelimit.PerDay(9), ratelimit.WithName("day"), hook("day"))
+	m, err := ratelimit.NewMulti(sec, perMin, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Allow(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Peek(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 4 {
+		t.Fatalf("%d hook events, want 4 (two hooked limiters, two calls): %+v", len(events), events)
+	}
+	for i, want := range []struct {
+		limiter *ratelimit.Limiter
+		cost    int64
+		allowed bool
+	}{{sec, 1, true}, {day, 1, true}, {sec, 0, false}, {day, 0, true}} {
+		e := events[i].e
+		if e.Limiter != want.limiter || events[i].limiter != want.limiter.Name() || e.Key != "u" || e.Cost != want.cost ||
+			e.Decision.Allowed != want.allowed || e.Err != nil || e.Duration <= 0 {
+			t.Errorf("event %d: %s %+v, want %s cost %d allowed %v", i, events[i].limiter, e, want.limiter.Name(), want.cost, want.allowed)
+		}
+	}
+
+	// A hung server: the call ends at the timeout of the limiter that has
+	// one, not at go-redis's 3 s.
+	events = nil
+	addr, stop := hungServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	const timeout = 100 * time.Millisecond
+	const slack = 900 * time.Millisecond // a loaded machine; far below 3 s
+	strict := mustLimiter(t, rdb, ratelimit.PerSecond(1), ratelimit.WithName("strict"), ratelimit.WithTimeout(timeout), hook("strict"))
+	closed := mustLimiter(t, rdb, ratelimit.PerDay(9), ratelimit.WithName("closed"), ratelimit.OnFailure(ratelimit.FailClosed), hook("closed"))
+	hung, err := ratelimit.NewMulti(strict, closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ds, err := hung.Allow(ctx, "u")
+	if took := time.Since(start); took < timeout || took > timeout+slack {
+		t.Errorf("the Multi took %v with a timeout of %v", took, timeout)
+	}
+	if !errors.Is(err, ratelimit.ErrTimeout) {
+		t.Errorf("error %v, want ErrTimeout (strict has no failure policy)", err)
+	}
+	if len(ds) != 2 || ds[1].Allowed || ds[1].Fallback != ratelimit.FailClosed || !errors.Is(ds[1].Cause, ratelimit.ErrTimeout) {
+		t.Errorf("decisions %+v, want the second by FailClosed for ErrTimeout", ds)
+	}
+	if len(events) != 2 || !errors.Is(events[0].e.Err, ratelimit.ErrTimeout) || events[1].e.Err != nil || events[1].e.Decision.Fallback != ratelimit.FailClosed {
+		t.Errorf("hook events %+v", events)
+	}
+	stop()
+	rdb.Close()
 }

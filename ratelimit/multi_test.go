@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +68,35 @@ func TestAllowAllIsOneRoundTrip(t *testing.T) {
 	}
 }
 
+// plainScripter is a redis.Scripter and nothing more: it cannot pipeline.
+type plainScripter struct{ redis.Scripter }
+
+// Limiters on a client that cannot pipeline are asked one after another,
+// each once, with their hooks called once each.
+func TestAllowAllWithoutPipeline(t *testing.T) {
+	f := newFrozen(t)
+	plain := plainScripter{f.rdb}
+	var events int
+	hook := ratelimit.WithHook(func(context.Context, ratelimit.Event) { events++ })
+	a := newLimiter(t, plain, ratelimit.GCRA, ratelimit.WithName("a"), hook)
+	b := newLimiter(t, plain, ratelimit.FixedWindow, ratelimit.WithName("b"), hook)
+	h := &countingHook{}
+	f.rdb.AddHook(h)
+	for i := 0; i < 12; i++ {
+		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if ds[0].Allowed != (i < 10) || ds[1].Allowed != (i < 10) {
+			t.Fatalf("request %d: %v", i, ds)
+		}
+	}
+	if h.pipes != 0 || h.single < 24 || events != 24 {
+		t.Errorf("12 AllowAll of 2 limiters: %d pipelines, %d commands, %d hook events; want none, at least 24, 24",
+			h.pipes, h.single, events)
+	}
+}
+
 // Without the scripts loaded, the batch still works: NOSCRIPT is answered
 // by sending the script (bindings.Batch).
 func TestAllowAllAfterScriptFlush(t *testing.T) {
@@ -124,12 +154,32 @@ func TestAllowAllRefuses(t *testing.T) {
 	a := newLimiter(t, f.rdb, ratelimit.GCRA)
 	if _, err := ratelimit.AllowAll(ctx, "k"); err == nil {
 		t.Error("no limiters: no error")
+	} else if !errors.Is(err, ratelimit.ErrInvalidOption) {
+		t.Errorf("no limiters: %v, want ErrInvalidOption", err)
 	}
 	if _, err := ratelimit.AllowAllN(ctx, "k", 0, a, a); err == nil {
 		t.Error("n = 0: no error")
+	} else if !errors.Is(err, ratelimit.ErrInvalidCost) {
+		t.Errorf("n = 0: %v, want ErrInvalidCost", err)
 	}
 	if _, err := ratelimit.AllowAll(ctx, "", a, a); err == nil {
 		t.Error("empty key: no error")
+	} else if !errors.Is(err, ratelimit.ErrInvalidKey) {
+		t.Errorf("empty key: %v, want ErrInvalidKey", err)
+	}
+	// A nil limiter is refused, not a panic, alone or beside another,
+	// and so is one in a Limiters rule.
+	for _, ls := range [][]*ratelimit.Limiter{{nil}, {a, nil}, {nil, a}} {
+		if _, err := ratelimit.AllowAll(ctx, "k", ls...); !errors.Is(err, ratelimit.ErrInvalidOption) {
+			t.Errorf("limiters %v: %v, want ErrInvalidOption", ls, err)
+		}
+	}
+	h := ratelimit.Middleware(ratelimit.Limiters{a, nil}, ratelimit.ByHeader("X-User"))(okHandler)
+	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code < 500 {
+		t.Errorf("Limiters{a, nil}: %d, want a server error", rec.Code)
+	}
+	if keys := f.Keys(); len(keys) != 0 {
+		t.Errorf("keys written: %v", keys)
 	}
 }
 

@@ -99,6 +99,10 @@ func TestBadInput(t *testing.T) {
 		{query("nope", "3", "1s", "3", "a"), "algorithm: pick one"},
 		{query("gcra", "3", "1s", "3", " "), "client: give a key"},
 		{query("sliding_window_log", "20000", "1s", "", "a"), "Rate must be at most 10000"},
+		{query("gcra", "3", "1s", "3", "a") + "&cost=0", "cost: 0 requests, want 1 to 1e9"},
+		{query("gcra", "3", "1s", "3", "a") + "&cost=-3", "cost: -3 requests, want 1 to 1e9"},
+		{query("gcra", "3", "1s", "3", "a") + "&cost=2000000000", "cost: 2000000000 requests, want 1 to 1e9"},
+		{query("gcra", "3", "1s", "3", "a") + "&cost=two", `cost: "two" is not a whole number`},
 	} {
 		for _, api := range []string{"/api/limited?", "/api/peek?"} {
 			resp, body := mustGet(t, srv.URL+api+tt.q)

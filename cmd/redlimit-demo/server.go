@@ -38,8 +38,10 @@ type server struct {
 //
 // The last three take the limit in the query: algorithm, rate, period (a
 // Go duration such as 2s), burst (ignored by the window algorithms, which
-// admit rate per period), client (the key) and cost (1 by default). A
-// limit the library refuses is a 400 whose detail is the library's error.
+// admit rate per period), client (the key) and cost (1 to 1e9, 1 by
+// default). A limit the library refuses is a 400 whose detail is the
+// library's error; a field that is not a number, or a cost out of range,
+// is a 400 that names the field.
 func newServer(rdb redis.Scripter, backend string) http.Handler {
 	s := &server{rdb: rdb, backend: backend}
 	static, _ := fs.Sub(web, "web")
@@ -142,6 +144,9 @@ func (s *server) limiter(q url.Values) (*ratelimit.Limiter, int64, error) {
 	if c := q.Get("cost"); c != "" {
 		if cost, err = wholeNumber("cost", c); err != nil {
 			return nil, 0, err
+		}
+		if cost < 1 || cost > 1e9 {
+			return nil, 0, fmt.Errorf("cost: %d requests, want 1 to 1e9", cost)
 		}
 	}
 	if strings.TrimSpace(q.Get("client")) == "" {

@@ -17,36 +17,57 @@ var notIntegers = []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "1e3"
 
 // stateLayouts says, for each script whose state is one string, how the
 // string splits into fields (a time of fixed width, then numbers, with the
-// separators that follow each field but the last) and the least value
-// above what the script could have written in each field.
+// separators that follow each field but the last), the least value above
+// what the script could have written in each field, and the greatest value
+// below it where a field's least value is not 0 ("" where it is: there is
+// nothing below).
 var stateLayouts = map[string]struct {
 	re    *regexp.Regexp
 	seps  []string
 	above func(f []string) []string
+	below func(f []string) []string
 }{
 	"token_bucket": {tokenBucketState, []string{""}, func([]string) []string {
 		return []string{"4503599627370497", "1000000001"}
+	}, func([]string) []string {
+		return []string{"", ""}
 	}},
+	// unit 1..1e14, level 1..1e15.
 	"leaky_bucket": {leakyBucketState, []string{"", "/"}, func([]string) []string {
 		return []string{"4503599627370497", "100000000000001", "1000000000000001"}
+	}, func([]string) []string {
+		return []string{"", "0", "0"}
 	}},
-	// The TAT is bounded through the write's clock, tat - lead <= 2^52.
+	// The TAT is bounded through the write's clock, 0 <= tat - lead <=
+	// 2^52; interval 1..1e14, lead 1..1e15.
 	"gcra": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
 		lead, _ := strconv.ParseInt(f[2], 10, 64)
 		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", lead-1), "0", "0"}
 	}},
 	// multi.lua keeps gcra.lua's state at each of its keys.
 	"multi": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
 		lead, _ := strconv.ParseInt(f[2], 10, 64)
 		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", lead-1), "0", "0"}
 	}},
+	// n 1..1e9.
 	"fixed_window": {fixedWindowState, []string{""}, func([]string) []string {
 		return []string{"4503599627371", "1000000001"}
+	}, func([]string) []string {
+		return []string{"", "0"}
 	}},
-	// The newest call, s + d, is bounded by 2^52 µs, and d by 1e14 µs.
+	// The newest call, s + d, is bounded by 2^52 µs, and d by 1e14 µs; cur
+	// 1..1e9, d and prev from 0.
 	"sliding_window_counter": {slidingWindowCounterState, []string{"", "/", "/"}, func(f []string) []string {
 		d, _ := strconv.ParseInt(f[1], 10, 64)
 		return []string{fmt.Sprintf("%013d", maxTime/1000-d+1), "100000000000", "1000000001", "2000000001"}
+	}, func([]string) []string {
+		return []string{"", "", "0", ""}
 	}},
 }
 
@@ -115,11 +136,16 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					t.Helper()
 					try(fmt.Sprintf("%s: %q", what, s), &value{kind: "string", str: s, expireAt: good.expireAt})
 				}
-				// Every field, every way a stored number can be wrong; the
-				// fixed-width time with the wrong width too.
-				above := layout.above(fields)
+				// Every field, every way a stored number can be wrong, just
+				// above its range and just below it; the fixed-width time
+				// with the wrong width too.
+				above, below := layout.above(fields), layout.below(fields)
 				for i := range fields {
-					for _, bad := range append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400)) {
+					bads := append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400))
+					if below[i] != "" {
+						bads = append(bads, below[i])
+					}
+					for _, bad := range bads {
 						f := append([]string(nil), fields...)
 						f[i] = bad
 						str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(f, layout.seps))

@@ -59,8 +59,10 @@ redis.register_function{
 --- its expiry in µs, at most a day and 60 s past TIME. A key of another
 --- type, a set with more members, or one whose oldest or newest member, or
 --- the lease the call names, is not of that form is an error and the key is
---- left untouched (the members in between are not read: that would cost
---- O(limit) per call).
+--- left untouched. So is a member the call reads to answer it: the lease a
+--- denied acquire waits for, and the next newest on a release of the
+--- newest; a foreign one is BADSTATE. The other members in between are not
+--- read: that would cost O(limit) per call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
 --- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
@@ -1854,8 +1856,10 @@ redis.register_function{
 --- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
 --- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
 --- with more members, or one whose oldest or newest member is not of that
---- form is an error and the key is left untouched (members in between are
---- not read: that would cost O(limit) per call).
+--- form is an error and the key is left untouched. So is the member a
+--- denial's wait is read from, the (limit-cost+1)-th newest (a peek counts
+--- cost 1); a foreign one is BADSTATE. The other members in between are
+--- not read: that would cost O(limit) per call.
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length

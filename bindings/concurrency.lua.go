@@ -91,8 +91,10 @@ type ConcurrencyResult struct {
 // its expiry in µs, at most a day and 60 s past TIME. A key of another
 // type, a set with more members, or one whose oldest or newest member, or
 // the lease the call names, is not of that form is an error and the key is
-// left untouched (the members in between are not read: that would cost
-// O(limit) per call).
+// left untouched. So is a member the call reads to answer it: the lease a
+// denied acquire waits for, and the next newest on a release of the
+// newest; a foreign one is BADSTATE. The other members in between are not
+// read: that would cost O(limit) per call.
 //
 // It runs concurrency.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
@@ -176,8 +178,10 @@ const concurrencySource = `--- Caps the requests in flight per key: at most limi
 --- its expiry in µs, at most a day and 60 s past TIME. A key of another
 --- type, a set with more members, or one whose oldest or newest member, or
 --- the lease the call names, is not of that form is an error and the key is
---- left untouched (the members in between are not read: that would cost
---- O(limit) per call).
+--- left untouched. So is a member the call reads to answer it: the lease a
+--- denied acquire waits for, and the next newest on a release of the
+--- newest; a foreign one is BADSTATE. The other members in between are not
+--- read: that would cost O(limit) per call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
 --- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable

@@ -93,7 +93,7 @@ type LeakyBucketResult struct {
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
-//   - ErrBadState for BADSTATE: the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+//   - ErrBadState for BADSTATE: the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 func LeakyBucket(ctx context.Context, c redis.Scripter, bucket string, p LeakyBucketParams) (LeakyBucketResult, error) {
 	return run(ctx, c, leakyBucketCall(bucket, p), leakyBucketDecode)
 }
@@ -178,7 +178,7 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

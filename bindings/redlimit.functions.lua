@@ -59,8 +59,10 @@ redis.register_function{
 --- its expiry in µs, at most a day and 60 s past TIME. A key of another
 --- type, a set with more members, or one whose oldest or newest member, or
 --- the lease the call names, is not of that form is an error and the key is
---- left untouched (the members in between are not read: that would cost
---- O(limit) per call).
+--- left untouched. So is a member the call reads to answer it: the lease a
+--- denied acquire waits for, and the next newest on a release of the
+--- newest; a foreign one is BADSTATE. The other members in between are not
+--- read: that would cost O(limit) per call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
 --- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
@@ -384,7 +386,7 @@ redis.register_function{
 --- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -632,7 +634,7 @@ redis.register_function{
 --- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -926,7 +928,7 @@ redis.register_function{
 --- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -1551,7 +1553,7 @@ redis.register_function{
 --- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -1854,8 +1856,10 @@ redis.register_function{
 --- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
 --- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
 --- with more members, or one whose oldest or newest member is not of that
---- form is an error and the key is left untouched (members in between are
---- not read: that would cost O(limit) per call).
+--- form is an error and the key is left untouched. So is the member a
+--- denial's wait is read from, the (limit-cost+1)-th newest (a peek counts
+--- cost 1); a foreign one is BADSTATE. The other members in between are
+--- not read: that would cost O(limit) per call.
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length
@@ -2182,7 +2186,7 @@ redis.register_function{
 --- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -34,8 +34,10 @@
 --- its expiry in µs, at most a day and 60 s past TIME. A key of another
 --- type, a set with more members, or one whose oldest or newest member, or
 --- the lease the call names, is not of that form is an error and the key is
---- left untouched (the members in between are not read: that would cost
---- O(limit) per call).
+--- left untouched. So is a member the call reads to answer it: the lease a
+--- denied acquire waits for, and the next newest on a release of the
+--- newest; a foreign one is BADSTATE. The other members in between are not
+--- read: that would cost O(limit) per call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
 --- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable

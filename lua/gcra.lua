@@ -47,7 +47,7 @@
 --- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -29,8 +29,10 @@
 --- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
 --- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
 --- with more members, or one whose oldest or newest member is not of that
---- form is an error and the key is left untouched (members in between are
---- not read: that would cost O(limit) per call).
+--- form is an error and the key is left untouched. So is the member a
+--- denial's wait is read from, the (limit-cost+1)-th newest (a peek counts
+--- cost 1); a foreign one is BADSTATE. The other members in between are
+--- not read: that would cost O(limit) per call.
 --- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length

@@ -2,6 +2,7 @@ package luatest
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,36 +18,57 @@ var notIntegers = []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "1e3"
 
 // stateLayouts says, for each script whose state is one string, how the
 // string splits into fields (a time of fixed width, then numbers, with the
-// separators that follow each field but the last) and the least value
-// above what the script could have written in each field.
+// separators that follow each field but the last), the least value above
+// what the script could have written in each field, and the greatest value
+// below it where a field's least value is not 0 ("" where it is: there is
+// nothing below).
 var stateLayouts = map[string]struct {
 	re    *regexp.Regexp
 	seps  []string
 	above func(f []string) []string
+	below func(f []string) []string
 }{
 	"token_bucket": {tokenBucketState, []string{""}, func([]string) []string {
 		return []string{"4503599627370497", "1000000001"}
+	}, func([]string) []string {
+		return []string{"", ""}
 	}},
+	// unit 1..1e14, level 1..1e15.
 	"leaky_bucket": {leakyBucketState, []string{"", "/"}, func([]string) []string {
 		return []string{"4503599627370497", "100000000000001", "1000000000000001"}
+	}, func([]string) []string {
+		return []string{"", "0", "0"}
 	}},
-	// The TAT is bounded through the write's clock, tat - lead <= 2^52.
+	// The TAT is bounded through the write's clock, 0 <= tat - lead <=
+	// 2^52; interval 1..1e14, lead 1..1e15.
 	"gcra": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
 		lead, _ := strconv.ParseInt(f[2], 10, 64)
 		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", lead-1), "0", "0"}
 	}},
 	// multi.lua keeps gcra.lua's state at each of its keys.
 	"multi": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
 		lead, _ := strconv.ParseInt(f[2], 10, 64)
 		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
+	}, func(f []string) []string {
+		lead, _ := strconv.ParseInt(f[2], 10, 64)
+		return []string{fmt.Sprintf("%016d", lead-1), "0", "0"}
 	}},
+	// n 1..1e9.
 	"fixed_window": {fixedWindowState, []string{""}, func([]string) []string {
 		return []string{"4503599627371", "1000000001"}
+	}, func([]string) []string {
+		return []string{"", "0"}
 	}},
-	// The newest call, s + d, is bounded by 2^52 µs, and d by 1e14 µs.
+	// The newest call, s + d, is bounded by 2^52 µs, and d by 1e14 µs; cur
+	// 1..1e9, d and prev from 0.
 	"sliding_window_counter": {slidingWindowCounterState, []string{"", "/", "/"}, func(f []string) []string {
 		d, _ := strconv.ParseInt(f[1], 10, 64)
 		return []string{fmt.Sprintf("%013d", maxTime/1000-d+1), "100000000000", "1000000001", "2000000001"}
+	}, func([]string) []string {
+		return []string{"", "", "0", ""}
 	}},
 }
 
@@ -90,9 +112,14 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 			}
 			key := keys[0]
 			good := r.get(key).clone()
-			try := func(what string, v *value) {
+			// try meets v with calls, or with only the calls given.
+			try := func(what string, v *value, only ...[]string) {
 				t.Helper()
-				for _, a := range calls {
+				cs := calls
+				if only != nil {
+					cs = only
+				}
+				for _, a := range cs {
 					c := r.Clone()
 					c.data[key] = v.clone()
 					expectBadArg(t, c, src, keys, a, "BADSTATE ")
@@ -115,11 +142,16 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					t.Helper()
 					try(fmt.Sprintf("%s: %q", what, s), &value{kind: "string", str: s, expireAt: good.expireAt})
 				}
-				// Every field, every way a stored number can be wrong; the
-				// fixed-width time with the wrong width too.
-				above := layout.above(fields)
+				// Every field, every way a stored number can be wrong, just
+				// above its range and just below it; the fixed-width time
+				// with the wrong width too.
+				above, below := layout.above(fields), layout.below(fields)
 				for i := range fields {
-					for _, bad := range append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400)) {
+					bads := append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400))
+					if below[i] != "" {
+						bads = append(bads, below[i])
+					}
+					for _, bad := range bads {
 						f := append([]string(nil), fields...)
 						f[i] = bad
 						str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(f, layout.seps))
@@ -144,7 +176,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				}
 			case "zset":
 				if name == "concurrency" {
-					leaseCorruptions(good, try)
+					leaseCorruptions(good, argv, try)
 					break
 				}
 				var newest string
@@ -172,6 +204,25 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					v.zset[fmt.Sprintf("%d-%d", int64(s), 100+i)] = s
 				}
 				try("10001 members", v)
+				// A denial reads the (limit-want+1)-th newest member for its
+				// wait: with limit 3 and want 1, in a log of four live
+				// members, the second oldest, between two valid ones.
+				deny := append([]string(nil), argv...)
+				deny[0], deny[2] = "3", "1"
+				peek := append([]string(nil), deny...)
+				peek[2] = "0"
+				at := func(us int64) string { return strconv.FormatInt(us, 10) }
+				mid := int64(s) - 2
+				for _, m := range []string{"alice", "x-1", at(mid) + "-0", at(mid) + "-10001", at(mid) + "-01",
+					"0" + at(mid) + "-1", at(mid-1) + "-1", at(mid) + "-1x"} {
+					v := &value{kind: "zset", zset: map[string]float64{}, expireAt: good.expireAt}
+					for us := mid - 1; us <= int64(s); us++ {
+						v.zset[at(us)+"-1"] = float64(us)
+					}
+					delete(v.zset, at(mid)+"-1")
+					v.zset[m] = float64(mid)
+					try(fmt.Sprintf("the member a denial waits for %q", m), v, deny, peek)
+				}
 			}
 		})
 	}
@@ -180,8 +231,11 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 // leaseCorruptions spoils a set of leases every way concurrency.lua checks:
 // the oldest and newest members (a member that is no lease id, a score
 // that is no whole µs or lies past the latest expiry a lease can have),
-// the lease the call names, and a set over 10000 members.
-func leaseCorruptions(good *value, try func(string, *value)) {
+// the lease the call names, the lease a denied acquire waits for and the
+// next newest on a release of the newest (both between valid oldest and
+// newest members), and a set over 10000 members. argv is the acquire that
+// wrote good.
+func leaseCorruptions(good *value, argv []string, try func(string, *value, ...[]string)) {
 	var newest, oldest string
 	for m, s := range good.zset {
 		if newest == "" || s > good.zset[newest] {
@@ -221,4 +275,42 @@ func leaseCorruptions(good *value, try func(string, *value)) {
 		v.zset[fmt.Sprintf("l%d", i)] = s
 	}
 	try("10001 members", v)
+
+	// spoiled is members with one of them, m, spoiled every way in turn: no
+	// lease id, or a score off a whole µs (still between its neighbours).
+	lease := argv[1]
+	type corruption struct {
+		what string
+		v    *value
+	}
+	spoiled := func(members map[string]float64, m string) []corruption {
+		var out []corruption
+		for _, id := range []string{"", "a b", "x\x00", strings.Repeat("a", 65), "é"} {
+			v := &value{kind: "zset", zset: maps.Clone(members), expireAt: good.expireAt}
+			delete(v.zset, m)
+			v.zset[id] = members[m]
+			out = append(out, corruption{fmt.Sprintf("%q", id), v})
+		}
+		v := &value{kind: "zset", zset: maps.Clone(members), expireAt: good.expireAt}
+		v.zset[m] -= 0.5
+		out = append(out, corruption{"scored off a whole µs", v})
+		return out
+	}
+	// An acquire denied at limit 3 with four live leases l0..l3 (the oldest
+	// first) waits for the lease at rank size-limit, l1.
+	four := map[string]float64{"l0": s - 3, "l1": s - 2, "l2": s - 1, "l3": s}
+	acquire := append([]string(nil), argv...)
+	acquire[0], acquire[2] = "acquire", "3"
+	for _, c := range spoiled(four, "l1") {
+		try("the lease a denied acquire waits for, "+c.what, c.v, acquire)
+	}
+	// A release of the newest lease, the one the call names, reads the
+	// next newest, l2, for the key's new expiry.
+	delete(four, "l3")
+	four[lease] = s
+	release := append([]string(nil), argv...)
+	release[0] = "release"
+	for _, c := range spoiled(four, "l2") {
+		try("the next newest on a release of the newest, "+c.what, c.v, release)
+	}
 }

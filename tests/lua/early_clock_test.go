@@ -1,11 +1,8 @@
 package luatest
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redlimit/redlimit/tests/scenario"
 )
 
@@ -17,7 +14,8 @@ import (
 // an 8 or 9 falls back to decimal) while Redis's Lua reads decimal, so a
 // script that converts its state with + 0 instead of tonumber passes at T0
 // and fails here. 5 weeks is 3024000 s: its instants have no 8 or 9 until
-// the steps move past them. The replies must be the same.
+// the steps move past them. The replies, the writes and the TTLs must be
+// the same as at T0: runScenario checks them all.
 func TestScenariosEarlyClock(t *testing.T) {
 	const base = int64(35 * 86400 * 1000000)
 	if scenario.T0%(7*86400*1000000) != 0 {
@@ -34,34 +32,7 @@ func TestScenariosEarlyClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec := scenario.SpecOf(sc.Script)
-			r := New(base)
-			clock := r.Now()
-			for i, st := range sc.Steps {
-				clock = max(clock, base+(st.At-st.Skew).Microseconds())
-				r.SetTime(clock)
-				argv := sc.Argv(st)
-				if sc.CallerClock {
-					argv[spec.ClockIndex(argv)] = fmt.Sprint(base + st.At.Microseconds())
-				}
-				got, err := r.Eval(src, sc.Keys, argv)
-				if st.Err != "" {
-					if err == nil || !strings.HasPrefix(err.Error(), st.Err) {
-						t.Fatalf("step %d %v: got (%v, %v), want error %q", i, argv, got, err, st.Err)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("step %d %v: %v", i, argv, err)
-				}
-				want := make([]any, len(st.Want))
-				for j, w := range st.Want {
-					want[j] = w
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Fatalf("step %d at %v %v: reply (-want +got):\n%s", i, st.At, argv, diff)
-				}
-			}
+			runScenario(t, src, sc, base)
 		})
 	}
 	for _, name := range scenario.Scripts() {

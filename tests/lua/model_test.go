@@ -207,7 +207,7 @@ func badState(what string) string {
 
 var models = map[string]model{}
 
-// sameError reports whether two error replies are the same reply.
+// sameReply reports whether two error replies are the same reply.
 func sameReply(a, b error) bool {
 	if a == nil || b == nil {
 		return a == b

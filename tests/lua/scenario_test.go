@@ -20,27 +20,33 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			runScenario(t, New(scenario.T0), src, sc)
+			runScenario(t, src, sc, scenario.T0)
 		})
 	}
 }
 
-func runScenario(t *testing.T, r *Redis, src string, sc scenario.Scenario) {
+// runScenario runs sc's steps from base (scenario.T0, or the early clock of
+// TestScenariosEarlyClock): the server starts there, Preset is given it,
+// and each step's server clock and caller clock count from it. Every reply
+// must match; a denial, peek or error must send no write and change
+// nothing; and each key's PTTL must be the step's TTL where it gives one.
+func runScenario(t *testing.T, src string, sc scenario.Scenario, base int64) {
 	t.Helper()
+	r := New(base)
 	for k, v := range sc.Strings {
 		r.Set(k, v)
 	}
 	if sc.Preset != nil {
-		for _, p := range sc.Preset(scenario.T0) {
+		for _, p := range sc.Preset(base) {
 			r.Put(p)
 		}
 	}
 	clock := r.Now()
 	for i, st := range sc.Steps {
-		clock = max(clock, st.ServerAt())
+		clock = max(clock, st.ServerAtFrom(base))
 		r.SetTime(clock)
 		before := r.Snapshot()
-		argv := sc.Argv(st)
+		argv := sc.ArgvFrom(base, st)
 		got, err := r.Eval(src, sc.Keys, argv)
 
 		readOnly := err != nil || sc.Peek(st)

@@ -99,28 +99,38 @@ type Step struct {
 }
 
 // NowArg is the clock argument a step sends.
-func (sc Scenario) NowArg(st Step) string {
+func (sc Scenario) NowArg(st Step) string { return sc.NowArgFrom(T0, st) }
+
+// NowArgFrom is NowArg for a run that starts at base instead of T0: a
+// caller clock is base+At (an explicit Now is still sent verbatim).
+func (sc Scenario) NowArgFrom(base int64, st Step) string {
 	switch {
 	case st.Now != "":
 		return st.Now
 	case sc.CallerClock:
-		return fmt.Sprintf("%d", T0+st.At.Microseconds())
+		return fmt.Sprintf("%d", base+st.At.Microseconds())
 	}
 	return "0"
 }
 
 // ServerAt is the server's clock a step asks for, in µs since the epoch.
-func (st Step) ServerAt() int64 { return T0 + (st.At - st.Skew).Microseconds() }
+func (st Step) ServerAt() int64 { return st.ServerAtFrom(T0) }
+
+// ServerAtFrom is ServerAt for a run that starts at base instead of T0.
+func (st Step) ServerAtFrom(base int64) int64 { return base + (st.At - st.Skew).Microseconds() }
 
 // Argv is the whole ARGV of a step: its Args with the clock where the
 // script takes it.
-func (sc Scenario) Argv(st Step) []string {
+func (sc Scenario) Argv(st Step) []string { return sc.ArgvFrom(T0, st) }
+
+// ArgvFrom is Argv for a run that starts at base instead of T0.
+func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 	i := specs[sc.Script].NowArg
 	if i <= 0 || i > len(st.Args) {
-		return append(append([]string(nil), st.Args...), sc.NowArg(st))
+		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st))
 	}
 	out := append([]string(nil), st.Args[:i]...)
-	out = append(out, sc.NowArg(st))
+	out = append(out, sc.NowArgFrom(base, st))
 	return append(out, st.Args[i:]...)
 }
 

@@ -19,8 +19,12 @@ import (
 var ErrBadArg = errors.New("BADARG")
 
 // ErrBadState matches, with errors.Is, a *ScriptError with code BADSTATE.
-// BADSTATE: the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched.
+// BADSTATE: the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched.
 var ErrBadState = errors.New("BADSTATE")
+
+// ErrExpired matches, with errors.Is, a *ScriptError with code EXPIRED.
+// EXPIRED: the server ran the call at or after its deadline; nothing changed.
+var ErrExpired = errors.New("EXPIRED")
 
 // ErrWrongType matches, with errors.Is, a *ScriptError with code WRONGTYPE.
 // WRONGTYPE: the key holds another type of value; it is left untouched.
@@ -38,6 +42,7 @@ var ErrPipeline = errors.New("luagen: a call on a redis.Pipeliner has no reply u
 var errorCodes = map[string]error{
 	"BADARG":    ErrBadArg,
 	"BADSTATE":  ErrBadState,
+	"EXPIRED":   ErrExpired,
 	"WRONGTYPE": ErrWrongType,
 }
 
@@ -46,6 +51,7 @@ var allScripts = []*scriptMeta{
 	concurrencyInfo,
 	fixedWindowInfo,
 	gcraInfo,
+	gcraAtMostInfo,
 	leakyBucketInfo,
 	multiInfo,
 	slidingWindowCounterInfo,

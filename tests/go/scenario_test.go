@@ -287,6 +287,11 @@ func (s *stepper) step(i int, st scenario.Step) {
 	if st.Now == "" && s.sc.CallerClock && s.shift != 0 {
 		argv[scenario.SpecOf(s.sc.Script).ClockIndex(argv)] = fmt.Sprint(scenario.T0 + s.shift + st.At.Microseconds())
 	}
+	if st.Deadline == "" && st.DeadlineIn != 0 {
+		// The deadline counts from the server's clock: on a real server,
+		// its TIME as last read (the run is ahead of it by realLead).
+		argv[scenario.SpecOf(s.sc.Script).DeadlineIndex(argv)] = fmt.Sprint(s.ref.Now() + st.DeadlineIn.Microseconds())
+	}
 	before := s.dump()
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
 	got, viaTyped, err := s.send(argv)
@@ -304,7 +309,7 @@ func (s *stepper) step(i int, st scenario.Step) {
 		// Through the typed API, declared error codes come back as
 		// sentinels. (miniredis wraps a command's error inside a script
 		// differently, so only the real servers are held to it for WRONGTYPE.)
-		want := map[string]error{"BADARG": bindings.ErrBadArg, "WRONGTYPE": bindings.ErrWrongType, "BADSTATE": bindings.ErrBadState}[strings.Fields(wantErr.Error())[0]]
+		want := map[string]error{"BADARG": bindings.ErrBadArg, "WRONGTYPE": bindings.ErrWrongType, "BADSTATE": bindings.ErrBadState, "EXPIRED": bindings.ErrExpired}[strings.Fields(wantErr.Error())[0]]
 		if viaTyped && want != nil && !errors.Is(err, want) {
 			t.Fatalf("step %d %v: %s: errors.Is(%v, %v) is false", i, argv, s.tr.name, err, want)
 		}

@@ -52,9 +52,9 @@ func isScriptError(err error) bool {
 }
 
 type atMostWorld struct {
-	t           testing.TB
+	t            testing.TB
 	gcra, atMost string
-	taken, none int
+	taken, none  int
 }
 
 func newAtMostWorld(t testing.TB) *atMostWorld {

@@ -36,7 +36,9 @@ func FuzzMulti(f *testing.F) {
 	line := func(adv string, argv ...string) string { return adv + "\t" + strings.Join(argv, "\t") }
 	two := []string{"2", "1", "1000", "3", "3", "60000"}
 	with := func(cost, now string, lims ...string) []string { return append([]string{cost, now, "0"}, lims...) }
-	due := func(cost, now, deadline string, lims ...string) []string { return append([]string{cost, now, deadline}, lims...) }
+	due := func(cost, now, deadline string, lims ...string) []string {
+		return append([]string{cost, now, deadline}, lims...)
+	}
 	for i, s := range []struct{ state, calls string }{
 		{"", line("0", with("1", "0", two...)...)},
 		{"", strings.Join([]string{line("0", with("1", "0", two...)...), line("0", with("1", "0", two...)...), line("0", with("1", "0", two...)...), line("1000000", with("1", "~0", two...)...)}, "\n")},

@@ -98,8 +98,8 @@ type Step struct {
 	// sends 0 (none). A real server's tier reads its own clock for it.
 	Deadline   string
 	DeadlineIn time.Duration
-	Want []int64  // the reply, for steps that succeed
-	Err  string   // the error reply's prefix, for steps that fail
+	Want       []int64 // the reply, for steps that succeed
+	Err        string  // the error reply's prefix, for steps that fail
 	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
 	// a key that must not exist). A write's TTL runs to the instant its state
 	// is spent by the server's clock (reset_after with the server's clock);

@@ -22,9 +22,9 @@ func runMulti(ctx context.Context, c redis.Scripter, keys []string, limits []Lim
 	for _, l := range limits {
 		nums = append(nums, l.Burst, l.Rate, l.Period.Milliseconds())
 	}
-	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Limits: nums})
+	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Deadline: deadline(ctx), Limits: nums})
 	if err != nil {
-		return nil, clockRefused(err)
+		return nil, clockRefused(ctx, err)
 	}
 	if len(r.PerLimit) != 3*len(limits) {
 		return nil, &bindings.ReplyError{Script: "multi.lua", Element: 3, Name: "per_limit",
@@ -41,10 +41,18 @@ func runMulti(ctx context.Context, c redis.Scripter, keys []string, limits []Lim
 // leaseOpName is concurrency.lua's op.
 type leaseOpName = bindings.ConcurrencyOp
 
-// leaseOp is one call of concurrency.lua.
+// leaseOp is one call of concurrency.lua. An acquire or a renew carries
+// its context's deadline (scripts.go), so one that Redis runs after its
+// caller gave up takes or extends nothing; a release carries none: giving
+// a slot back late is never wrong, and the release that undoes a failed
+// acquire (forget) must work whenever it runs.
 func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, id string, limit int64, ttl time.Duration, now time.Time) (reply, error) {
-	r, err := bindings.Concurrency(ctx, c, key, bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now})
-	return reply(r), clockRefused(err)
+	p := bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now}
+	if op != opRelease {
+		p.Deadline = deadline(ctx)
+	}
+	r, err := bindings.Concurrency(ctx, c, key, p)
+	return reply(r), clockRefused(ctx, err)
 }
 
 const (

@@ -20,7 +20,7 @@ func TestRedisCLIExample(t *testing.T) {
 	host, port, _ := strings.Cut(standaloneAddr, ":")
 	key := fmt.Sprintf("rl:{user:42}:%d", time.Now().UnixNano())
 	out, err := exec.Command(cli, "-h", host, "-p", port, "--eval", filepath.Join("..", "..", "lua", "token_bucket.lua"),
-		key, ",", "10", "5", "1000", "smooth", "1", "0").CombinedOutput()
+		key, ",", "10", "5", "1000", "smooth", "1", "0", "0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}

@@ -179,7 +179,7 @@ func hammer(t *testing.T, c redis.Scripter, ld load, callerClock bool, n int, d 
 				if callerClock {
 					now = fmt.Sprint(base + step*ticks.Add(1))
 				}
-				args := append(append([]any{}, ld.args...), "1", now)
+				args := append(append([]any{}, ld.args...), "1", now, "0")
 				res, err := script.Run(ctx, c, []string{key}, args...).Int64Slice()
 				if err != nil {
 					failures.Add(1)

@@ -44,7 +44,7 @@ test('ARGV in the manifest order, in wire units', () => {
   const now = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
   const { keys, argv } = gcra.encode(['k'], { cost: 1, period: 3_600_000, rate: 3, burst: 5, now });
   assert.deepEqual(keys, ['k']);
-  const want = { burst: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000) };
+  const want = { burst: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000), deadline: '0' };
   assert.deepEqual(argv, gcra.args.map((a) => want[a.name]));
   assert.equal(gcra.encode(['k'], gcraArgs).argv.at(-1), '0', 'a left-out instant is 0, the server clock');
 });

@@ -62,7 +62,8 @@ class ManifestTest(unittest.TestCase):
         now = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
         keys, argv = gcra.encode(["k"], {"cost": 1, "period": dt.timedelta(hours=1), "rate": 3, "burst": 5, "now": now})
         self.assertEqual(keys, ["k"])
-        want = {"burst": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901)}
+        want = {"burst": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901),
+                "deadline": "0"}
         self.assertEqual(argv, [want[a["name"]] for a in gcra.args])
 
     def test_instant_defaults_to_zero_and_rounds_down(self):

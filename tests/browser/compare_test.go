@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,28 +226,30 @@ func checkLanes(t *testing.T, s shown) map[string]shownLane {
 	return got
 }
 
-// phoneFits fails when the page is wider than the window: it scrolls
-// sideways, or something sticks out of it (what lies inside a scrolling
-// box, such as the request log, may be wider).
-func phoneFits(t *testing.T, ctx context.Context) {
+// phoneFits fails when the page is wider than the phone's width: it
+// scrolls sideways, or something sticks out (what lies inside a scrolling
+// box, such as the request log, may be wider). The width is the device's,
+// not innerWidth: a mobile browser widens its layout viewport to content
+// that does not fit (and zooms out).
+func phoneFits(t *testing.T, ctx context.Context, width int64) {
 	t.Helper()
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
 		Inner, Scroll int
 		Out           []string
-	}](`(() => {
+	}](`((width) => {
 	  const out = [];
 	  for (const e of document.querySelectorAll('body *')) {
 	    if (e.closest('.scroll') || e.closest('svg[width="0"]')) continue;
 	    const r = e.getBoundingClientRect();
-	    if (r.width > 0 && (r.right > window.innerWidth + 0.5 || r.left < -0.5)) out.push((e.id || e.tagName) + ' ' + Math.round(r.left) + '..' + Math.round(r.right));
+	    if (r.width > 0 && (r.right > width + 0.5 || r.left < -0.5)) out.push((e.id || e.tagName) + ' ' + Math.round(r.left) + '..' + Math.round(r.right));
 	  }
 	  return {Inner: window.innerWidth, Scroll: document.documentElement.scrollWidth, Out: out.slice(0, 8)};
-	})()`))
+	})(`+strconv.FormatInt(width, 10)+`)`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Scroll > r.Inner || len(r.Out) > 0 {
-		t.Errorf("at %d px wide the page is %d px wide; outside the window: %v", r.Inner, r.Scroll, r.Out)
+	if int64(r.Scroll) > width || int64(r.Inner) > width || len(r.Out) > 0 {
+		t.Errorf("on a phone %d px wide the page is %d px wide (layout viewport %d); sticking out: %v", width, r.Scroll, r.Inner, r.Out)
 	}
 }
 
@@ -292,7 +295,18 @@ func TestCompareView(t *testing.T) {
 				t.Errorf("boundary attack: the sliding log admitted %d in one period, want %d", got, s.Rate)
 			}
 			if size.mobile {
-				phoneFits(t, ctx)
+				phoneFits(t, ctx, size.width)
+			}
+			// make screenshot: the README's picture is this run, on a desktop.
+			if path := os.Getenv("REDLIMIT_SCREENSHOT"); path != "" && !size.mobile {
+				png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.ID("compare")))
+				if err == nil {
+					err = os.WriteFile(path, png, 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("wrote %s (%d bytes)", path, len(png))
 			}
 
 			for _, p := range []string{"burst", "steady", "trickle"} {
@@ -303,7 +317,7 @@ func TestCompareView(t *testing.T) {
 			s = runPattern(t, ctx, map[string]string{"cmp-rate": "100", "cmp-burst": "100", "cmp-period": "1s"}, "burst")
 			checkLanes(t, s)
 			if size.mobile {
-				phoneFits(t, ctx)
+				phoneFits(t, ctx, size.width)
 			}
 
 			// A cost above the limit: every request can never pass, and the
@@ -339,15 +353,6 @@ func TestCompareView(t *testing.T) {
 			}
 			if err := waitFor(ctx, `!document.getElementById('cmp-error').hidden && document.getElementById('cmp-error').textContent.includes('period: 1h0m0s') && !document.querySelector('#cmp-lanes .lane')`, 10*time.Second); err != nil {
 				t.Errorf("a period of 1h: no error shown, or lanes left drawn: %v", err)
-			}
-			if size.mobile && os.Getenv("REDLIMIT_SCREENSHOT_PHONE") != "" {
-				png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-				if err == nil {
-					err = os.WriteFile(os.Getenv("REDLIMIT_SCREENSHOT_PHONE"), png, 0o644)
-				}
-				if err != nil {
-					t.Error(err)
-				}
 			}
 		})
 	}

@@ -136,6 +136,31 @@ func TestErrorsWriteNothing(t *testing.T) {
 	}
 }
 
+// A warning is printed as file:line: warning: and the code is written,
+// exit 0; -strict refuses the same script, and writes nothing.
+func TestWarningsAndStrict(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "lua/a.lua"), strings.Replace(okScript, "return redis.call", "if step == '' then return redis.error_reply('NOPE') end\nreturn redis.call", 1))
+	want := "lua/a.lua:7: warning: error reply NOPE is not declared: add \"--- @error NOPE <when>\" so Go callers get ErrNope and other stacks read the code (error-code)\n"
+	code, _, stderr := luagen(t, dir, "-o", "strict", "-strict", "lua")
+	if code != 1 || stderr != strings.Replace(want, "warning: ", "", 1) {
+		t.Errorf("-strict: exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "strict")); !os.IsNotExist(err) {
+		t.Errorf("-strict wrote output: %v", err)
+	}
+	code, _, stderr = luagen(t, dir, "-o", "out", "lua")
+	if code != 0 || stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "a.lua.go")); err != nil {
+		t.Errorf("warning stopped the output: %v", err)
+	}
+	if code, _, stderr = luagen(t, dir, "-check", "-o", "out", "lua"); code != 0 || stderr != want {
+		t.Errorf("-check: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
 func TestRefusesForeignFile(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "lua/counter.lua"), okScript)

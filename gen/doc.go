@@ -115,7 +115,7 @@
 // keyword, a predeclared name, an import or a generated helper gets the
 // suffix Key, and names that would still collide are refused with
 // file:line. The manifest (Options.Manifest) is described by the JSON
-// Schema in manifest.schema.json.
+// Schema in bindings/scripts.schema.json.
 //
 // # Lint
 //

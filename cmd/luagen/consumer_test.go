@@ -103,6 +103,7 @@ func TestConsumer(t *testing.T) {
 			t.Errorf("go generate did not write %s", f)
 		}
 	}
+	checkManifest(t, filepath.Join(dir, "limits/scripts.json"))
 	if b, _ := os.ReadFile(filepath.Join(dir, "limits/luagen.go")); !strings.Contains(string(b), "\npackage ratelimit\n") {
 		t.Errorf("generated package is not ratelimit, the package of limits/doc.go")
 	}

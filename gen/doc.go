@@ -60,9 +60,16 @@
 // OVERDRAWN gives ErrOverdrawn); an error reply whose first word (after an
 // optional ERR) is a code of the package comes back as *ScriptError, which
 // matches its sentinel with errors.Is. A reply of the wrong shape, or a
-// value that does not fit its type or bounds, is a *ReplyError. Helpers
-// shared by every script live in one file, luagen.go, so generated code
-// depends only on go-redis.
+// value that does not fit its type or bounds, is a *ReplyError.
+//
+// What every package shares (the calls, Batch, the encoders and decoders,
+// the errors, the Functions client) is ordinary Go in gen/runtime, built,
+// vetted and tested there on its own; only the per-script code is a
+// template. luagen writes the runtime declarations a package reaches (from
+// its scripts' code, its exported API, and transitively) into luagen.go,
+// and the Functions client into luagen_functions.go, after the few
+// declarations that depend on the scripts, so generated code depends only
+// on go-redis and holds no code it does not use.
 //
 // # Redis Functions
 //

@@ -119,6 +119,7 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 	}
 
 	out := &Output{Warnings: diags}
+	var err error
 	for i, s := range scripts {
 		src, err := execute("script.go.tmpl", newScriptView(opt.Package, s, all[i]))
 		if err != nil {
@@ -126,22 +127,22 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 		}
 		out.Files = append(out.Files, OutFile{Name: GoFileName(s.Name), Content: src})
 	}
-	shared, err := execute("shared.go.tmpl", newSharedView(opt.Package, scripts, opt.Functions != ""))
+	var fv any
+	var lib []byte
+	if opt.Functions != "" {
+		parts := libraryParts(opt.Functions, scripts)
+		if lib, err = renderLibrary(parts); err != nil {
+			return nil, err
+		}
+		fv = newFunctionsView(opt.Package, opt.Functions, scripts, parts)
+	}
+	shared, functions, err := renderShared(newSharedView(opt.Package, scripts), fv, out.Files)
 	if err != nil {
 		return nil, err
 	}
 	out.Files = append(out.Files, OutFile{Name: SharedFile, Content: shared})
 	if opt.Functions != "" {
-		parts := libraryParts(opt.Functions, scripts)
-		lib, err := renderLibrary(parts)
-		if err != nil {
-			return nil, err
-		}
-		src, err := execute("functions.go.tmpl", newFunctionsView(opt.Package, opt.Functions, scripts, parts))
-		if err != nil {
-			return nil, err
-		}
-		out.Files = append(out.Files, OutFile{Name: LibraryFile(opt.Functions), Content: lib}, OutFile{Name: FunctionsGoFile, Content: src})
+		out.Files = append(out.Files, OutFile{Name: LibraryFile(opt.Functions), Content: lib}, OutFile{Name: FunctionsGoFile, Content: functions})
 	}
 	sort.Slice(out.Files, func(i, j int) bool { return out.Files[i].Name < out.Files[j].Name })
 	if opt.Manifest {

@@ -45,8 +45,8 @@ type goDecl struct {
 	// ifaceMethods are the methods of the interfaces it declares: a type
 	// that is in keeps them, since they may be called through it.
 	ifaceMethods []string
-	text     []byte // with its doc comment
-	idents   map[string]bool
+	text         []byte // with its doc comment
+	idents       map[string]bool
 	// sels are the selectors it uses: "x.name" where x is an identifier
 	// (the runtime's receivers are e for encoder, d for decoder...), and
 	// "name" alone where x is an expression (cl.s.wrap gives "wrap").

@@ -424,8 +424,8 @@ func newSharedView(pkg string, scripts []*Script) sharedView {
 
 type functionsView struct {
 	Pkg, Library, File string
-	Code                        string // the Go expression of the library
-	Scripts                     []functionView
+	Code               string // the Go expression of the library
+	Scripts            []functionView
 }
 
 type functionView struct{ Info, Function string }

@@ -12,9 +12,11 @@ type floatRange struct {
 	hasLo, hasHi bool
 }
 
-func atLeastF(lo float64) *floatRange     { return &floatRange{lo: lo, hasLo: true} }
-func atMostF(hi float64) *floatRange      { return &floatRange{hi: hi, hasHi: true} }
-func betweenF(lo, hi float64) *floatRange { return &floatRange{lo: lo, hi: hi, hasLo: true, hasHi: true} }
+func atLeastF(lo float64) *floatRange { return &floatRange{lo: lo, hasLo: true} }
+func atMostF(hi float64) *floatRange  { return &floatRange{hi: hi, hasHi: true} }
+func betweenF(lo, hi float64) *floatRange {
+	return &floatRange{lo: lo, hi: hi, hasLo: true, hasHi: true}
+}
 
 func (r *floatRange) holds(f float64) bool {
 	return r == nil || (!r.hasLo || f >= r.lo) && (!r.hasHi || f <= r.hi)

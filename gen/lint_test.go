@@ -120,6 +120,8 @@ local n = 0
 n = n + 1
 for _, key in ipairs(KEYS) do redis.call('DEL', key) end
 for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
+local ks = KEYS
+for i = 1, #ks do redis.call('DEL', ks[i]) end
 redis.call('SET', k, string.format('%d', a))
 redis.call('SET', k, string.format('%.17g %.3f %e %f %5.2g %-8.1G %i', a / 3, a / 3, a / 3, a / 3, a / 3, a / 3, a))
 redis.call('TIME')

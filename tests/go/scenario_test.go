@@ -73,9 +73,4 @@ var (
 	scripts   = tier.Scripts
 )
 
-const (
-	ttlSlack = tier.TTLSlack
-	ttlAhead = tier.TTLAhead
-)
-
 func serverTime(t *testing.T, c redis.Scripter) int64 { return tier.ServerTime(t, c.(redis.Cmdable)) }

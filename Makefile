@@ -4,9 +4,10 @@ GO ?= go
 .PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci
 
 # Modules of their own, for what needs a newer Go than the main module's
-# go line (which consumers of luagen inherit): the demo page in headless
-# Chromium (chromedp) and go-redis's AutoPipeliner.
-NESTED := tests/browser tests/autopipeline
+# go line (which consumers of luagen inherit) or brings a dependency: the
+# demo page in headless Chromium (chromedp), go-redis's AutoPipeliner, and
+# ratelimit over rueidis and valkey-go.
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it

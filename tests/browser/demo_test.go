@@ -373,8 +373,8 @@ func TestDemoPage(t *testing.T) {
 		}
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
 			Status, Note string
-			Never       bool
-			NeverMarks  int
+			Never        bool
+			NeverMarks   int
 		}](`(() => {
 		  const tr = document.querySelector('#log tbody tr'), n = document.getElementById('never');
 		  return {Status: tr.querySelector('td.status').textContent, Never: tr.dataset.never === 'true',

@@ -42,7 +42,7 @@ func TestNoScriptReadsAnothersState(t *testing.T) {
 					}
 					continue
 				}
-				if err == nil || !strings.Contains(scriptErrorText(err), code) {
+				if err == nil || !strings.Contains(err.Error(), code) {
 					t.Errorf("%s %v on %s's state: %v, want %s", reader.Script, argv, writer.Script, err, code)
 				}
 				if after := keyState(t, c, key); after != before {

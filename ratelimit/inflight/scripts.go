@@ -1,0 +1,44 @@
+package inflight
+
+// The only file of this package that calls package bindings: concurrency.lua.
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
+)
+
+// reply is concurrency.lua's four integers.
+type reply struct {
+	Allowed    bool
+	Remaining  int64
+	RetryAfter time.Duration
+	ResetAfter time.Duration
+}
+
+// leaseOpName is concurrency.lua's op.
+type leaseOpName = bindings.ConcurrencyOp
+
+const (
+	opAcquire = bindings.ConcurrencyOpAcquire
+	opRenew   = bindings.ConcurrencyOpRenew
+	opRelease = bindings.ConcurrencyOpRelease
+)
+
+// leaseOp is one call of concurrency.lua. An acquire or a renew carries
+// its context's deadline (call.Deadline), so one that Redis runs after its
+// caller gave up takes or extends nothing; a release carries none: giving a
+// slot back late is never wrong, and the release that undoes a failed
+// acquire (forget) must work whenever it runs.
+func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, id string, limit int64, ttl time.Duration, now time.Time) (reply, error) {
+	p := bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now}
+	if op != opRelease {
+		p.Deadline = call.Deadline(ctx)
+	}
+	r, err := bindings.Concurrency(ctx, c, key, p)
+	return reply(r), call.ClockRefused(ctx, err)
+}

@@ -91,7 +91,7 @@ func NewConcurrency(rdb redis.Scripter, limit int64, ttl time.Duration, opts ...
 	case l.cache != nil:
 		return nil, fmt.Errorf("%w: WithDenyCache is for rate limiters; a ConcurrencyLimiter has no cache", ErrInvalidOption)
 	}
-	c := &ConcurrencyLimiter{rdb: rdb, limit: limit, ttl: ttl, name: l.name, prefix: l.prefix, clock: l.clock,
+	c := &ConcurrencyLimiter{rdb: guardClient(rdb), limit: limit, ttl: ttl, name: l.name, prefix: l.prefix, clock: l.clock,
 		fallback: l.fallback, timeout: l.timeout, forgets: make(chan struct{}, maxForgets)}
 	if c.name == "" {
 		c.name = "concurrency"

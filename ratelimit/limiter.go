@@ -39,7 +39,7 @@ func New(rdb redis.Scripter, limit Limit, opts ...Option) (*Limiter, error) {
 	if _, ok := rdb.(redis.Pipeliner); ok {
 		return nil, fmt.Errorf("%w: a redis.Pipeliner answers only at Exec; pass the client", ErrInvalidOption)
 	}
-	l := &Limiter{rdb: rdb, limit: limit}
+	l := &Limiter{rdb: guardClient(rdb), limit: limit}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // AllowAll counts one request for key against several limiters, such as a
@@ -153,9 +151,9 @@ func sameClient(limiters []*Limiter) (same bool) {
 			same = false
 		}
 	}()
-	c := limiters[0].rdb
+	c := unguarded(limiters[0].rdb)
 	for _, l := range limiters[1:] {
-		if l.rdb != redis.Scripter(c) {
+		if unguarded(l.rdb) != c {
 			return false
 		}
 	}

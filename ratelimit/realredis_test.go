@@ -121,6 +121,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 			after++
 			if s.fallback {
 				lateFallbacks++
+				t.Logf("late fallback at +%v took %v: %v", s.at.Sub(upAt), s.took, s.d.Cause)
 			}
 		}
 	}

@@ -1,0 +1,112 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
+)
+
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+func TestNodeFailed(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("gcra.lua: %w", &net.OpError{Op: "read", Err: syscall.ECONNRESET}), true},
+		{io.EOF, true},
+		{replyErr("LOADING Redis is loading the dataset in memory"), true},
+		{replyErr("CLUSTERDOWN The cluster is down"), true},
+		{replyErr("MASTERDOWN Link with MASTER is down"), true},
+		{replyErr("READONLY You can't write against a read only replica."), false},
+		{replyErr("BADARG cost"), false},
+		{replyErr("OOM command not allowed"), false},
+		{errors.New("redis: connection pool timeout"), false},
+		{context.DeadlineExceeded, false},
+	} {
+		if got := nodeFailed(tt.err); got != tt.want {
+			t.Errorf("nodeFailed(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestFirstKey(t *testing.T) {
+	for _, tt := range []struct {
+		args []interface{}
+		want string
+	}{
+		{[]interface{}{"evalsha", "abc", 1, "k", "1"}, "k"},
+		{[]interface{}{"fcall", "f", 2, "k1", "k2"}, "k1"},
+		{[]interface{}{"evalsha", "abc", 0, "a"}, ""},
+		{[]interface{}{"ping"}, ""},
+	} {
+		if got := firstKey(tt.args); got != tt.want {
+			t.Errorf("firstKey(%v) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// A standalone server killed: after the first call finds it gone, calls
+// fail fast under the policy without reaching go-redis's retries; started
+// again, it decides within a few probes.
+func TestGuardStandalone(t *testing.T) {
+	srv := redisserver.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	l, err := New(rdb, PerSecond(1e6), OnFailure(FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if d, err := l.Allow(ctx, "k"); err != nil || d.Fallback != NoFallback {
+		t.Fatalf("before: %v, %v", d, err)
+	}
+	srv.Stop()
+	start := time.Now()
+	if d, _ := l.Allow(ctx, "k"); d.Fallback != FailClosed {
+		t.Fatalf("the first call after the kill: %v", d)
+	}
+	first := time.Since(start)
+	var took []time.Duration
+	for i := 0; i < 200; i++ {
+		start := time.Now()
+		d, err := l.Allow(ctx, fmt.Sprint("k", i))
+		took = append(took, time.Since(start))
+		var down *nodeDownError
+		if err != nil || d.Fallback != FailClosed || !errors.As(d.Cause, &down) {
+			t.Fatalf("call %d while down: %v, %v; want a fail-fast denial", i, d, err)
+		}
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	if p99 := took[len(took)*99/100]; p99 > 5*time.Millisecond && p99 > first/4 {
+		t.Errorf("fail-fast p99 %v (the first call, through go-redis's retries, %v)", p99, first)
+	}
+	t.Logf("first call after the kill %v; then p50 %v p99 %v", first, took[len(took)/2], took[len(took)*99/100])
+	srv.Restart()
+	back := time.Now()
+	for {
+		d, err := l.Allow(ctx, "k")
+		if err == nil && d.Fallback == NoFallback {
+			break
+		}
+		if time.Since(back) > 5*time.Second {
+			t.Fatalf("no decision from Redis 5 s after the restart: %v, %v", d, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("decisions from Redis %v after the restart", time.Since(back))
+}

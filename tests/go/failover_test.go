@@ -43,6 +43,20 @@ func TestClusterFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the preflight says of this cluster: only that the test servers
+	// do not persist.
+	fs, err := ratelimit.Check(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range fs {
+		names = append(names, f.Severity+" "+f.Name)
+	}
+	sort.Strings(names)
+	if want := []string{"warning persistence", "warning persistence", "warning persistence"}; strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("Check: %q, want %q", names, want)
+	}
 	keys := keysByMaster(t, rdb, cl, l, 4) // keys[i] live on cl.Masters[i]
 	ledgerKey := keysByMaster(t, rdb, cl, ledgerL, 1)[0][0]
 

@@ -42,7 +42,7 @@ func TestCheck(t *testing.T) {
 		}, []string{"critical memory"}},
 		{"memory nearly full, allkeys-lru", []string{"--appendonly", "yes", "--maxmemory-policy", "allkeys-lru"}, -1, func(t *testing.T, c *redis.Client) {
 			used := infoInt(t, c, "used_memory")
-			if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(used * 100 / 93)).Err(); err != nil {
+			if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(used*100/93)).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}, []string{"warning eviction", "warning memory"}},

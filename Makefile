@@ -4,9 +4,10 @@ GO ?= go
 .PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci
 
 # Modules of their own, for what needs a newer Go than the main module's
-# go line (which consumers of luagen inherit): the demo page in headless
-# Chromium (chromedp) and go-redis's AutoPipeliner.
-NESTED := tests/browser tests/autopipeline
+# go line (which consumers of luagen inherit) or brings a dependency: the
+# demo page in headless Chromium (chromedp), go-redis's AutoPipeliner, and
+# ratelimit over rueidis and valkey-go.
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -77,7 +78,7 @@ generate:
 # Fails when bindings/ or the golden files are stale, or when generating
 # leaves changed or untracked files behind (git diff alone misses those).
 check-generated:
-	$(GO) run ./cmd/luagen -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
+	$(GO) run ./cmd/luagen -strict -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
 	$(GO) test ./gen -run 'Golden|Deterministic'
 	$(GO) generate ./bindings/...
 	@out="$$(git status --porcelain -- bindings gen/testdata)" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi

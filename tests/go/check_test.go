@@ -19,7 +19,7 @@ func TestCheckCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of its own")
 	}
-	cl := redisserver.NewCluster(t, 3, 0)
+	cl := redisserver.NewReplicated(t, 3, 0)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1})
 	defer c.Close()
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 
 	luatest "github.com/redlimit/redlimit/tests/lua"
 	"github.com/redlimit/redlimit/tests/scenario"
+	"github.com/redlimit/redlimit/tests/tier"
 )
 
 // content reads a key on a real server as luatest.(*Redis).Content does.
@@ -49,7 +50,7 @@ func content(t *testing.T, c redis.Cmdable, key string) string {
 
 // differ sends each call to a real server and to the gopher-lua tier,
 // which reads the server's TIME first, and wants the same reply and the
-// same state; a PTTL is compared within ttlSlack.
+// same state; a PTTL is compared as tier.PTTLAgrees says.
 type differ struct {
 	t      *testing.T
 	c      redis.Scripter
@@ -71,6 +72,7 @@ func newDiffer(t *testing.T, c redis.Scripter, script, key string) *differ {
 func (d *differ) call(argv ...string) []any {
 	t := d.t
 	t.Helper()
+	read := time.Now()
 	d.ref.SetTime(max(d.ref.Now(), serverTime(t, d.c)))
 	want, wantErr := d.ref.Eval(d.src, []string{d.key}, argv)
 	args := make([]any, len(argv))
@@ -78,7 +80,6 @@ func (d *differ) call(argv ...string) []any {
 		args[i] = a
 	}
 	got, err := redis.NewScript(d.src).Run(context.Background(), d.c, []string{d.key}, args...).Result()
-	ranBy := serverTime(t, d.c) // the server ran the call between ref.Now() and this
 	if !sameError(wantErr, err) {
 		t.Fatalf("%s %v: gopher-lua says (%v, %v), the server (%v, %v)", d.script, argv, want, wantErr, got, err)
 	}
@@ -91,17 +92,9 @@ func (d *differ) call(argv ...string) []any {
 	if w, g := d.ref.Content(d.key), content(t, d.c.(redis.Cmdable), d.key); w != g {
 		t.Fatalf("%s %v: state (-gopher-lua +server):\n%s", d.script, argv, cmp.Diff(w, g))
 	}
-	// The instant the key expires, not its PTTL, which shrinks with every
-	// ms the machine takes before asking. The server counts expiry in
-	// whole ms from a cached clock (the start of the command, or of the
-	// event loop's turn), which it read at or after ref.Now() and before
-	// ranBy; the gopher-lua tier from the µs it read TIME at. ttlAhead
-	// covers the rounding and the cached clock.
-	if wp := d.ref.PTTL(d.key); wp > 0 {
-		at := d.c.(redis.Cmdable).PExpireTime(context.Background(), d.key).Val().Milliseconds()
-		if lo, hi := d.ref.Now()/1000+wp, ranBy/1000+wp; at < lo-ttlAhead || at > hi+ttlAhead {
-			t.Fatalf("%s %v: expires at %d ms, gopher-lua's %d (+%d ms the call took)", d.script, argv, at, lo, hi-lo)
-		}
+	wp, gp := d.ref.PTTL(d.key), d.c.(redis.Cmdable).PTTL(context.Background(), d.key).Val().Milliseconds()
+	if wp > 0 && !tier.PTTLAgrees(gp, wp, read) {
+		t.Fatalf("%s %v: PTTL %d ms, gopher-lua's %d", d.script, argv, gp, wp)
 	}
 	return got.([]any)
 }

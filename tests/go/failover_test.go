@@ -30,7 +30,7 @@ func TestClusterFailover(t *testing.T) {
 	// A node timeout of 2 s makes the failover quicker than the default
 	// 15 s; full coverage off lets healthy masters serve their keys while a
 	// shard is down (docs/operations.md).
-	cl := redisserver.NewCluster(t, 3, 1, "--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no")
+	cl := redisserver.NewReplicated(t, 3, 1, "--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no")
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 	defer rdb.Close()
 	ctx := context.Background()
@@ -292,7 +292,7 @@ func TestClusterFailover(t *testing.T) {
 }
 
 // keysByMaster returns, for each master of cl, n keys that l stores there.
-func keysByMaster(t *testing.T, rdb *redis.ClusterClient, cl *redisserver.Cluster, l *ratelimit.Limiter, n int) [][]string {
+func keysByMaster(t *testing.T, rdb *redis.ClusterClient, cl *redisserver.Replicated, l *ratelimit.Limiter, n int) [][]string {
 	t.Helper()
 	keys := make([][]string, len(cl.Masters))
 	for i := 0; ; i++ {

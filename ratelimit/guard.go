@@ -43,8 +43,7 @@ const (
 	forgetAfter = 2 * time.Second
 	// readOnlyWait bounds how long a call that met READONLY (a master
 	// demoted under a ReadOnly, RouteByLatency or RouteRandomly client)
-	// waits for the slot map to name the new master before it is retried
-	// there once.
+	// is sent again while the slot map moves to the new master.
 	readOnlyWait = time.Second
 )
 
@@ -224,30 +223,28 @@ func readOnly(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "READONLY")
 }
 
-// retryOnMaster runs again, once, a call that met READONLY on a cluster,
-// after the slot map names another master for key than the one that
-// answered (waiting at most readOnlyWait, or the context); it reports
-// false when the map did not change in time.
-func (g *guard) retryOnMaster(ctx context.Context, key string) bool {
+// retryReadOnly sends again a call that met READONLY on a cluster, every
+// 10 ms while it keeps meeting it, asking for the slot map each time, for
+// at most readOnlyWait (or until ctx ends): once the map names the new
+// master the call goes there. It returns the last error.
+func (g *guard) retryReadOnly(ctx context.Context, err error, call func() error) error {
 	if g.cluster == nil {
-		return false
+		return err
 	}
-	was, _ := g.node(ctx, key)
 	ctx, cancel := context.WithTimeout(ctx, readOnlyWait)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for readOnly(err) {
 		g.cluster.ReloadState(ctx)
 		select {
 		case <-ctx.Done():
-			return false
+			return err
 		case <-tick.C:
 		}
-		if now, _ := g.node(ctx, key); now != "" && now != was {
-			return true
-		}
+		err = call()
 	}
+	return err
 }
 
 // do runs one call whose first key is key through the guard. (Process
@@ -257,8 +254,8 @@ func (g *guard) do(ctx context.Context, key string, call func() error) error {
 		return err
 	}
 	err := call()
-	if readOnly(err) && g.retryOnMaster(ctx, key) {
-		err = call()
+	if readOnly(err) {
+		err = g.retryReadOnly(ctx, err, call)
 	}
 	g.after(ctx, key, err)
 	return err
@@ -287,8 +284,8 @@ func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
 		return err
 	}
 	err := p.Process(ctx, cmd)
-	if readOnly(err) && c.g.retryOnMaster(ctx, key) {
-		err = p.Process(ctx, cmd)
+	if readOnly(err) {
+		err = c.g.retryReadOnly(ctx, err, func() error { return p.Process(ctx, cmd) })
 	}
 	c.g.after(ctx, key, err)
 	return err

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +69,8 @@ func TestGuardStandalone(t *testing.T) {
 	srv := redisserver.New(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rdb.Close()
+	sent := &scriptCounter{}
+	rdb.AddHook(sent)
 	l, err := New(rdb, PerSecond(1e6), OnFailure(FailClosed))
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +86,7 @@ func TestGuardStandalone(t *testing.T) {
 	}
 	first := time.Since(start)
 	var took []time.Duration
+	before := sent.n.Load()
 	for i := 0; i < 200; i++ {
 		start := time.Now()
 		d, err := l.Allow(ctx, fmt.Sprint("k", i))
@@ -91,10 +96,13 @@ func TestGuardStandalone(t *testing.T) {
 			t.Fatalf("call %d while down: %v, %v; want a fail-fast denial", i, d, err)
 		}
 	}
-	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	if p99 := took[len(took)*99/100]; p99 > 5*time.Millisecond && p99 > first/4 {
-		t.Errorf("fail-fast p99 %v (the first call, through go-redis's retries, %v)", p99, first)
+	// Failing fast means the calls never reach go-redis (whose retries
+	// cost the first call its time); how fast that is depends on the
+	// machine, so it is logged, not held to a bound.
+	if n := sent.n.Load() - before; n != 0 {
+		t.Errorf("%d of 200 calls on a dead server went to go-redis", n)
 	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	t.Logf("first call after the kill %v; then p50 %v p99 %v", first, took[len(took)/2], took[len(took)*99/100])
 	srv.Restart()
 	back := time.Now()
@@ -109,4 +117,22 @@ func TestGuardStandalone(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Logf("decisions from Redis %v after the restart", time.Since(back))
+}
+
+// scriptCounter counts the scripts a client is asked to send.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (*scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.HasPrefix(cmd.Name(), "eval") {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

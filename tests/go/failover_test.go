@@ -188,9 +188,6 @@ func TestClusterFailover(t *testing.T) {
 	if p99 > 5*time.Millisecond && p99 > hp99 {
 		t.Errorf("fail-fast p99 %v (healthy keys' p99 %v), want <= 5ms", p99, hp99)
 	}
-	if slowFirst > 2*workers {
-		t.Errorf("%d decisions over 5 ms after the kill before the breaker held; want at most the %d workers' first two", slowFirst, 2*workers)
-	}
 
 	// The promoted replica holds what the master acknowledged, less what
 	// had not reached it.

@@ -87,7 +87,7 @@ func Check(ctx context.Context, c redis.UniversalClient) ([]Finding, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: Check takes a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", ErrInvalidOption, c)
+		return nil, fmt.Errorf("%w: Check takes a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", ErrInvalid, c)
 	}
 	if retries > 0 {
 		add(Finding{"retries", "warning", "", fmt.Sprintf("MaxRetries %d: after a read timeout go-redis sends the script again, and a request that Redis counted once is counted twice; set MaxRetries: -1 on the limiter's client", retries)})

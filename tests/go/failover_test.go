@@ -35,11 +35,11 @@ func TestClusterFailover(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	l, err := ratelimit.New(rdb, ratelimit.PerSecond(1e6), ratelimit.WithName("failover"), ratelimit.OnFailure(ratelimit.FailOpen))
+	l, err := ratelimit.New(rdb, "failover", ratelimit.PerSecond(1e6), ratelimit.OnFailure(ratelimit.FailOpen))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledgerL, err := ratelimit.New(rdb, ratelimit.PerHour(1e9), ratelimit.WithName("ledger"), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	ledgerL, err := ratelimit.New(rdb, "ledger", ratelimit.PerHour(1e9), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestClusterFailover(t *testing.T) {
 				k := keys[shard][(i/3)%len(keys[shard])]
 				start := time.Now()
 				d, err := l.Allow(ctx, k)
-				e := entry{start: start, took: time.Since(start), shard: shard, fallback: d.Fallback != ratelimit.NoFallback, err: err}
+				e := entry{start: start, took: time.Since(start), shard: shard, fallback: d.Cause != nil, err: err}
 				mu.Lock()
 				ledger = append(ledger, e)
 				mu.Unlock()
@@ -226,7 +226,7 @@ func TestClusterFailover(t *testing.T) {
 			o.MaxRedirects = -1
 			c := redis.NewClusterClient(&o)
 			defer c.Close()
-			l, err := ratelimit.New(c, ratelimit.PerSecond(1e6), ratelimit.WithName("ro"))
+			l, err := ratelimit.New(c, "ro", ratelimit.PerSecond(1e6))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func TestFaultRestart(t *testing.T) {
 			srv := redisserver.New(t, tt.args...)
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 			defer rdb.Close()
-			l, err := ratelimit.New(rdb, ratelimit.PerDay(5))
+			l, err := ratelimit.New(rdb, "restart", ratelimit.PerDay(5))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +68,7 @@ func TestFaultKill9AOF(t *testing.T) {
 	srv := redisserver.New(t, "--appendonly", "yes", "--appendfsync", "everysec")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	defer rdb.Close()
-	l, err := ratelimit.New(rdb, ratelimit.PerHour(1e9), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	l, err := ratelimit.New(rdb, "kill9", ratelimit.PerHour(1e9), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestFaultEviction(t *testing.T) {
 			srv := redisserver.New(t, "--maxmemory", "8mb", "--maxmemory-policy", policy)
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 			defer rdb.Close()
-			l, err := ratelimit.New(rdb, ratelimit.PerHour(10), ratelimit.OnFailure(ratelimit.FailOpen))
+			l, err := ratelimit.New(rdb, "evict", ratelimit.PerHour(10), ratelimit.OnFailure(ratelimit.FailOpen))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestFaultEviction(t *testing.T) {
 					t.Fatal(err)
 				}
 				switch {
-				case d.Fallback != ratelimit.NoFallback:
+				case d.Cause != nil:
 					fromPolicy++
 				case d.Allowed:
 					reset++
@@ -196,7 +196,7 @@ func fromRedisD(ctx context.Context, l *ratelimit.Limiter, key string) (ratelimi
 	var d ratelimit.Decision
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if d, err = l.Allow(ctx, key); err == nil && d.Fallback == ratelimit.NoFallback {
+		if d, err = l.Allow(ctx, key); err == nil && d.Cause == nil {
 			return d, nil
 		}
 	}

@@ -213,7 +213,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			// 1000 counted before: a key that Redis lost counts far less.
 			// Counted by a twin without the timeout, which a loaded machine
 			// can pass on a first call (it loads the script).
-			warm, err := ratelimit.New(ap, ratelimit.PerDay(1e6), ratelimit.WithName(fmt.Sprintf("%s-%v", name, fb)))
+			warm, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6))
 			if err != nil {
 				t.Fatal(err)
 			}

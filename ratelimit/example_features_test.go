@@ -71,7 +71,7 @@ func ExampleWithBlock() {
 // of the limit: here 2 processes, each at half of 10 a second.
 func ExampleFailLocal() {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // a Redis that is not there
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a fake clock, for exact output
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)                           // a fake clock, for exact output
 	limiter, _ := ratelimit.New(down, "api", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailLocal(0.5)),
 		ratelimit.WithClock(func() time.Time { return now }))
 

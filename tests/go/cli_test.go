@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestRedisCLIExample runs the README's example for other stacks exactly:
+// TestRedisCLIExample runs docs/algorithms.md's example for other stacks exactly:
 // the file itself, through redis-cli --eval, on a real server.
 func TestRedisCLIExample(t *testing.T) {
 	needReal(t)
@@ -25,6 +25,6 @@ func TestRedisCLIExample(t *testing.T) {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}
 	if got, want := strings.Fields(string(out)), []string{"1", "9", "0", "200"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("redis-cli --eval printed %q, want %q (the README's example)", got, want)
+		t.Errorf("redis-cli --eval printed %q, want %q (docs/algorithms.md's example)", got, want)
 	}
 }

@@ -288,7 +288,7 @@ func TestRedisCLIFunctions(t *testing.T) {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}
 	if got, want := strings.Fields(string(out)), []string{"1", "9", "0", "200"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("redis-cli FCALL printed %q, want %q (the README's example)", got, want)
+		t.Errorf("redis-cli FCALL printed %q, want %q (docs/functions.md's example)", got, want)
 	}
 
 	cc := cluster(t)

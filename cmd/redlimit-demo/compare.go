@@ -242,39 +242,49 @@ func replay(times string, l ratelimit.Limit) ([]event, time.Duration, error) {
 
 // run decides events through every algorithm, each lane on its own limiter,
 // keys and simulated clock, all lanes at once.
-//
-// The simulated clock starts at the first window boundary at least lead
-// after Redis's TIME, so the fixed window's boundary is where the pattern
-// expects it. Each lane's first request must reach Redis before TIME
-// passes its instant (a call that finds no state is judged at the later of
-// the two); when TIME has passed the first request's instant by the end
-// of the run, a loaded machine was slower than the lead, and the run is
-// made again, on fresh keys, with a longer one.
 func (s *server) run(ctx context.Context, limit ratelimit.Limit, cost int64, events []event, span time.Duration) (comparison, error) {
-	first := span.Microseconds()
+	return simulate(ctx, s, limit.Period, firstAt(events, span), func(start int64) (comparison, error) {
+		return s.runAt(ctx, start, limit, cost, events, span)
+	})
+}
+
+func firstAt(events []event, span time.Duration) int64 {
 	if len(events) > 0 {
-		first = events[0].At
+		return events[0].At
 	}
+	return span.Microseconds()
+}
+
+// simulate runs f on a simulated clock that starts at the first window
+// boundary (of period) at least a lead after Redis's TIME, so the fixed
+// window's boundary is where the pattern expects it. A lane's first
+// request, first µs after the start, must reach Redis before TIME passes
+// its instant (a call that finds no state is judged at the later of the
+// two); when TIME has passed it by the end of the run, a loaded machine
+// was slower than the lead, and the run is made again (f must use fresh
+// keys each time) with a longer one.
+func simulate[T any](ctx context.Context, s *server, period time.Duration, first int64, f func(start int64) (T, error)) (T, error) {
+	var zero T
 	for lead := time.Second; ; lead *= 2 {
 		now, err := s.rdb.Time(ctx).Result()
 		if err != nil {
-			return comparison{}, err
+			return zero, err
 		}
-		p := limit.Period.Microseconds()
+		p := period.Microseconds()
 		start := (now.Add(lead).UnixMicro() + p - 1) / p * p
-		c, err := s.runAt(ctx, start, limit, cost, events, span)
+		out, err := f(start)
 		if err != nil {
-			return comparison{}, err
+			return zero, err
 		}
 		end, err := s.rdb.Time(ctx).Result()
 		if err != nil {
-			return comparison{}, err
+			return zero, err
 		}
 		if end.UnixMicro() < start+first {
-			return c, nil
+			return out, nil
 		}
 		if lead >= 8*time.Second {
-			return comparison{}, fmt.Errorf("the machine is too slow: Redis's clock passed the simulated one (%v ahead) during the run", lead)
+			return zero, fmt.Errorf("the machine is too slow: Redis's clock passed the simulated one (%v ahead) during the run", lead)
 		}
 	}
 }

@@ -317,6 +317,12 @@ func TestCompareView(t *testing.T) {
 			s = runPattern(t, ctx, map[string]string{"cmp-rate": "100", "cmp-burst": "100", "cmp-period": "1s"}, "burst")
 			checkLanes(t, s)
 			if size.mobile {
+				// The panels below too, with their widest content drawn.
+				clickID(t, ctx, "two-run")
+				if err := waitFor(ctx, `document.body.dataset.two === 'done'`, 30*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				clickID(t, ctx, "cache-hammer")
 				phoneFits(t, ctx, size.width)
 			}
 

@@ -168,6 +168,7 @@ function initCompare() {
     if ($('cmp-lanes').clientWidth !== width) {
       width = $('cmp-lanes').clientWidth;
       drawCompare();
+      drawTwo();
       draw();
     }
   });

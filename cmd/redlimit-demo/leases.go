@@ -30,11 +30,10 @@ type job struct {
 }
 
 type leases struct {
-	mu       sync.Mutex
-	limiter  *inflight.Limiter
-	jobs     []*job
-	last     string // the last acquire's answer
-	released int
+	mu      sync.Mutex
+	limiter *inflight.Limiter
+	jobs    []*job
+	last    string // the last acquire's answer
 }
 
 func newLeases(s *server) (*leases, error) {
@@ -74,7 +73,6 @@ func (ls *leases) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					defer cancel()
 					_ = lease.Release(ctx)
 					ls.mu.Lock()
-					ls.released++
 					j.done = true
 					ls.mu.Unlock()
 				})
@@ -92,7 +90,7 @@ func (ls *leases) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ls.jobs = kept
 	writeJSON(w, map[string]any{"cap": leaseCap, "ttlMs": leaseTTL.Milliseconds(), "holdMs": leaseHold.Milliseconds(),
-		"jobs": ls.jobs, "last": ls.last, "now": now, "released": ls.released})
+		"jobs": ls.jobs, "last": ls.last, "now": now})
 }
 
 // stop ends the jobs' timers (their leases then expire by their TTL).

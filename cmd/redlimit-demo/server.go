@@ -41,20 +41,20 @@ type server struct {
 //	GET  /api/peek      the limiter's state now, counting nothing
 //	POST /api/reset     forget the client's state
 //
-// and the panels of what only redlimit has, each with fixed limits:
-//
-//	GET  /api/two         two limits at once, Multi against All (twolimits.go)
-//	GET, POST /api/tier   a plan switch through ratelimit.Select (tiers.go)
-//	GET, POST /api/denycache hammering with and without a deny cache (denycache.go)
-//	GET, POST /api/outage Redis down, under each failure policy (outage.go)
-//	GET, POST /api/leases jobs holding leases of inflight (leases.go)
-//
 // The last three take the limit in the query: algorithm, rate, period (a
 // Go duration such as 2s), burst (ignored by the window algorithms, which
 // admit rate per period), client (the key) and cost (1 to 1e9, 1 by
 // default). A limit the library refuses is a 400 whose detail is the
 // library's error; a field that is not a number, or a cost out of range,
 // is a 400 that names the field.
+//
+// Then the panels of what only redlimit has, each with fixed limits:
+//
+//	GET       /api/two        two limits at once, Multi against All (twolimits.go)
+//	GET, POST /api/tier       a plan switch through ratelimit.Select (tiers.go)
+//	GET, POST /api/denycache  hammering with and without a deny cache (denycache.go)
+//	GET, POST /api/outage     Redis down, under each failure policy (outage.go)
+//	GET, POST /api/leases     jobs holding leases of inflight (leases.go)
 func newServer(rdb *redis.Client, backend string) *server {
 	s := &server{rdb: rdb, backend: backend, mux: http.NewServeMux()}
 	static, _ := fs.Sub(web, "web")

@@ -8,8 +8,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit"
@@ -42,17 +44,21 @@ type strategy struct {
 // and 20 every 10 seconds", checked by a Multi and by All.
 func (s *server) two(w http.ResponseWriter, r *http.Request) {
 	events := evenly(0, twoSpan, twoRate*int64(twoSpan/time.Second))
-	out, err := simulate(r.Context(), s, time.Second, events[0].At, func(start int64) ([2]strategy, error) {
+	out, err := simulate(r.Context(), s, time.Second, func(start int64, p *punctual) ([2]strategy, error) {
+		// Both at once, so that neither starts late.
 		id := runs.Add(1)
 		var res [2]strategy
+		var errs [2]error
+		var wg sync.WaitGroup
 		for i, atomic := range []bool{true, false} {
-			st, err := s.strategy(r.Context(), fmt.Sprintf("demo:two:%d:%d:", id, i), atomic, start, events)
-			if err != nil {
-				return res, err
-			}
-			res[i] = st
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[i], errs[i] = s.strategy(r.Context(), fmt.Sprintf("demo:two:%d:%d:", id, i), atomic, start, p, events)
+			}()
 		}
-		return res, nil
+		wg.Wait()
+		return res, errors.Join(errs[:]...)
 	})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -66,7 +72,7 @@ func limitJSON(l ratelimit.Limit) map[string]any {
 	return map[string]any{"rate": l.Rate, "periodMs": l.Period.Milliseconds(), "burst": l.Burst}
 }
 
-func (s *server) strategy(ctx context.Context, prefix string, atomic bool, start int64, events []event) (strategy, error) {
+func (s *server) strategy(ctx context.Context, prefix string, atomic bool, start int64, p *punctual, events []event) (strategy, error) {
 	var at int64
 	clock := ratelimit.WithClock(func() time.Time { return time.UnixMicro(start + at) })
 	short, err := ratelimit.New(s.rdb, "per-second", twoShort, ratelimit.WithPrefix(prefix+"s:"), clock)
@@ -114,6 +120,11 @@ func (s *server) strategy(ctx context.Context, prefix string, atomic bool, start
 		d, err := rule.AllowN(ctx, key, 1)
 		if err != nil {
 			return strategy{}, err
+		}
+		if len(st.Marks) == 0 {
+			if err := p.check(ctx, start+at); err != nil {
+				return strategy{}, err
+			}
 		}
 		after, err := left()
 		if err != nil {

@@ -133,8 +133,18 @@ type sentCounter struct {
 	counts sync.Map // name -> *atomic.Int64
 }
 
-func (s *sentCounter) add(cmd redis.Cmder) {
-	name := cmd.Name()
+func (s *sentCounter) add(cmd redis.Cmder) { s.count(cmd.Name()) }
+
+// addName counts a command sent by another client than go-redis, for the
+// caller of ctx too.
+func (s *sentCounter) addName(ctx context.Context, name string) {
+	s.count(name)
+	if n, ok := ctx.Value(callCounter{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
+}
+
+func (s *sentCounter) count(name string) {
 	v, ok := s.counts.Load(name)
 	if !ok {
 		v, _ = s.counts.LoadOrStore(name, new(atomic.Int64))

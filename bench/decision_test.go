@@ -175,6 +175,7 @@ func BenchmarkDecision(b *testing.B) {
 				if im.pipeline && g == 1 {
 					continue
 				}
+				expect("decision", "scenario", sc.name, "g", g, "impl", im.name)
 				b.Run(fmt.Sprintf("scenario=%s/g=%d/impl=%s", sc.name, g, im.name), func(b *testing.B) {
 					benchDecisions(b, ctx, c, sent, im.make(), sc, g)
 				})

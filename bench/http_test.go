@@ -110,6 +110,7 @@ func TestHTTP(t *testing.T) {
 	for round := 1; round <= *httpRounds; round++ {
 		for _, i := range rand.Perm(len(rows)) {
 			row := rows[i]
+			expect("http", "row", row.name)
 			url, stop := serve(t, row.wrap(hello))
 			// A short run first, so that no row pays for dialling, loading
 			// its script or growing its pools.

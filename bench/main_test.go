@@ -109,6 +109,18 @@ func startServer() (stop func(), err error) {
 	}
 }
 
+// expect announces a row the run is about to measure, as a line
+// "# bench-expect KIND k=v ..." that cmd/benchtable counts: a row announced
+// and never reported fails the tables (a crashed pass, a filtered run)
+// instead of leaving a gap or the last run's numbers.
+func expect(kind string, kv ...any) {
+	fmt.Printf("# bench-expect %s", kind)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Printf(" %v=%v", kv[i], kv[i+1])
+	}
+	fmt.Println()
+}
+
 // goroutines is how many callers the parallel benchmarks and the accuracy
 // test run at once.
 const goroutines = 64

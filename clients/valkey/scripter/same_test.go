@@ -25,7 +25,7 @@ var renames = strings.NewReplacer(
 
 func TestSameAsRueidis(t *testing.T) {
 	from := filepath.Join("..", "..", "rueidis", "scripter")
-	for _, name := range []string{"scripter.go", "scripter_test.go"} {
+	for _, name := range []string{"scripter.go", "scripter_test.go", "example_test.go"} {
 		src, err := os.ReadFile(filepath.Join(from, name))
 		if os.IsNotExist(err) {
 			t.Skipf("%s is not here (not a checkout of the repository)", from)

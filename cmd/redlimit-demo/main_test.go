@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
 func newTestServer(t *testing.T) *httptest.Server {
@@ -106,7 +108,7 @@ func TestBadInput(t *testing.T) {
 	} {
 		for _, api := range []string{"/api/limited?", "/api/peek?"} {
 			resp, body := mustGet(t, srv.URL+api+tt.q)
-			var p ratelimit.Problem
+			var p httplimit.Problem
 			json.Unmarshal([]byte(body), &p)
 			if resp.StatusCode != 400 || !strings.Contains(p.Detail, tt.detail) {
 				t.Errorf("%s%s: %d %q, want 400 with %q", api, tt.q, resp.StatusCode, p.Detail, tt.detail)
@@ -118,21 +120,34 @@ func TestBadInput(t *testing.T) {
 func TestPage(t *testing.T) {
 	srv := newTestServer(t)
 	for path, want := range map[string]string{
-		"/":          "<canvas id=\"chart\"",
-		"/app.js":    "function draw()",
-		"/style.css": "#meter-fill",
-		"/api/info":  `"backend":"embedded miniredis"`,
+		"/":            `<div id="cmp-lanes">`,
+		"/app.js":      "function draw()",
+		"/compare.js":  "function runCompare()",
+		"/lanes.js":    "function drawLane(",
+		"/style.css":   "#meter-fill",
+		"/favicon.svg": "<svg",
+		"/favicon.ico": "<svg",
+		"/api/info":    `"backend":"embedded miniredis"`,
 	} {
 		resp, body := mustGet(t, srv.URL+path)
 		if resp.StatusCode != 200 || !strings.Contains(body, want) {
 			t.Errorf("%s: %d, no %q", path, resp.StatusCode, want)
 		}
 	}
-	// Nothing from elsewhere: the page works offline.
-	for _, path := range []string{"/", "/app.js", "/style.css"} {
-		_, body := mustGet(t, srv.URL+path)
+	if resp, _ := mustGet(t, srv.URL+"/favicon.ico"); resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("/favicon.ico is %q", resp.Header.Get("Content-Type"))
+	}
+	// Nothing from elsewhere: the page works offline. (SVG's namespace is
+	// a name, never fetched.)
+	files, err := fs.Glob(web, "web/*")
+	if err != nil || len(files) < 6 {
+		t.Fatalf("embedded files %v, %v", files, err)
+	}
+	for _, f := range files {
+		_, body := mustGet(t, srv.URL+strings.TrimPrefix(f, "web"))
+		body = strings.ReplaceAll(body, "http://www.w3.org/2000/svg", "")
 		if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/`).FindString(body); m != "" {
-			t.Errorf("%s refers to %s", path, m)
+			t.Errorf("%s refers to %s", f, m)
 		}
 	}
 }

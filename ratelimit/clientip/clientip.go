@@ -1,0 +1,172 @@
+// Package clientip tells a request's client address when proxies stand
+// in front of the server: the address they recorded in X-Forwarded-For or
+// Forwarded, read only as far as proxies you trust wrote it, so a client
+// cannot choose its own address by sending the header itself.
+package clientip
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// ErrNoAddr: the client address cannot be told: RemoteAddr is not an
+// address, or a trusted proxy forwarded something that is not one.
+var ErrNoAddr = errors.New("clientip: no client address")
+
+// A Resolver tells a request's client address.
+//
+// The address is RemoteAddr, the peer of the connection, unless that peer is
+// a trusted proxy. Then the forwarding header is read from its right end,
+// where the nearest proxy wrote, leftwards: each address that is itself a
+// trusted proxy is skipped, and the first that is not is the client. What
+// lies left of it was written by the client or by proxies nobody vouches
+// for, and is never read: a client cannot choose its key by sending the
+// header itself. A request that reaches the server directly is keyed by its
+// own address, whatever headers it sends.
+type Resolver struct {
+	// TrustedProxies are the networks of the proxies in front of the
+	// server, such as netip.MustParsePrefix("10.0.0.0/8"). None by default:
+	// then only RemoteAddr counts.
+	TrustedProxies []netip.Prefix
+	// Header is the header the trusted proxies write: "X-Forwarded-For"
+	// (the default) or "Forwarded" (RFC 7239, its for= parameters). Only
+	// that header is read. Name the one your proxies set (and overwrite or
+	// append to): a header they pass through untouched is the client's to
+	// forge.
+	Header string
+	// IPv6Bits is how many leading bits of an IPv6 address make the key:
+	// 64 by default, since one host usually holds a whole /64; 128 keys
+	// each address.
+	IPv6Bits int
+}
+
+// Key returns "ip:" and the address as Addr finds it ("ip:192.0.2.1"; IPv6
+// as a prefix, such as "ip:2001:db8::/64").
+func (c Resolver) Key(r *http.Request) (string, error) {
+	a, err := c.Addr(r)
+	if err != nil {
+		return "", err
+	}
+	if a.Is6() {
+		bits := c.IPv6Bits
+		if bits <= 0 || bits > 128 {
+			bits = 64
+		}
+		p, _ := a.Prefix(bits)
+		return "ip:" + p.String(), nil
+	}
+	return "ip:" + a.String(), nil
+}
+
+// Addr returns the client address (IPv4-mapped IPv6 addresses as IPv4).
+func (c Resolver) Addr(r *http.Request) (netip.Addr, error) {
+	peer, ok := parseAddr(r.RemoteAddr)
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q", ErrNoAddr, r.RemoteAddr)
+	}
+	if !c.trusted(peer) {
+		return peer, nil
+	}
+	var hops []string
+	switch h := c.Header; {
+	case h == "" || strings.EqualFold(h, "X-Forwarded-For"):
+		for _, v := range r.Header.Values("X-Forwarded-For") {
+			for _, hop := range strings.Split(v, ",") {
+				hops = append(hops, strings.TrimSpace(hop))
+			}
+		}
+	case strings.EqualFold(h, "Forwarded"):
+		var err error
+		if hops, err = forwardedFor(r.Header.Values("Forwarded")); err != nil {
+			return netip.Addr{}, err
+		}
+	default:
+		return netip.Addr{}, fmt.Errorf("%w: Resolver.Header %q is neither X-Forwarded-For nor Forwarded", ErrNoAddr, h)
+	}
+	client := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, ok := parseAddr(hops[i])
+		if !ok {
+			return netip.Addr{}, fmt.Errorf("%w: a trusted proxy forwarded %q", ErrNoAddr, hops[i])
+		}
+		client = a
+		if !c.trusted(a) {
+			break
+		}
+	}
+	return client, nil
+}
+
+func (c Resolver) trusted(a netip.Addr) bool {
+	for _, p := range c.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAddr reads an address with or without a port ("192.0.2.1",
+// "192.0.2.1:80", "2001:db8::1", "[2001:db8::1]:80").
+func parseAddr(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		if a, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil {
+			return a.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// forwardedFor returns the for= node of each element of Forwarded field
+// values (RFC 7239, section 4), in order, with quotes removed. An element
+// without for= yields "" (not an address).
+func forwardedFor(values []string) ([]string, error) {
+	var nodes []string
+	for _, v := range values {
+		for _, elem := range splitQuoted(v, ',') {
+			node := ""
+			for _, pair := range splitQuoted(elem, ';') {
+				name, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+				if !ok || !strings.EqualFold(name, "for") {
+					continue
+				}
+				if strings.HasPrefix(val, `"`) {
+					if len(val) < 2 || !strings.HasSuffix(val, `"`) {
+						return nil, fmt.Errorf("%w: Forwarded has an unterminated quote: %q", ErrNoAddr, v)
+					}
+					val = strings.ReplaceAll(val[1:len(val)-1], `\`, "")
+				}
+				node = val
+			}
+			nodes = append(nodes, node)
+		}
+	}
+	return nodes, nil
+}
+
+// splitQuoted splits s at sep outside double quotes.
+func splitQuoted(s string, sep byte) []string {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && quoted:
+			i++
+		case s[i] == '"':
+			quoted = !quoted
+		case s[i] == sep && !quoted:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
+}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,11 +23,13 @@ import (
 	"github.com/redlimit/redlimit/bench/internal/wrk"
 	rueidisscripter "github.com/redlimit/redlimit/clients/rueidis/scripter"
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
 var (
 	httpRounds   = flag.Int("http.rounds", 6, "rounds of TestHTTP: each runs every row once, in a random order")
 	httpDuration = flag.Duration("http.duration", 5*time.Second, "how long wrk drives each row in a round")
+	httpRun      = flag.String("http.run", "", "run only the HTTP rows whose name matches this regexp")
 )
 
 // The HTTP tier's two loads, both from wrk's 64 connections on one client
@@ -58,11 +62,11 @@ func httpRows(t *testing.T) []httpRow {
 	t.Cleanup(rc.Close)
 
 	ours := func(name string, s redis.Scripter, limit ratelimit.Limit, opts ...ratelimit.Option) httpRow {
-		l, err := ratelimit.New(s, limit, append(opts, ratelimit.WithName("http-"+name))...)
+		l, err := ratelimit.New(s, "http-"+name, limit, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return httpRow{name, ratelimit.Middleware(l, ratelimit.ByClientIP())}
+		return httpRow{name, httplimit.Middleware(l, httplimit.ByClientIP())}
 	}
 	ululeRow := func(name string, limit ratelimit.Limit) httpRow {
 		store, err := ulule.NewStoreWithOptions(c, ulimiter.StoreOptions{Prefix: "http-" + name})
@@ -107,6 +111,13 @@ func TestHTTP(t *testing.T) {
 	ctx := context.Background()
 	c, _ := newClient(t)
 	rows := httpRows(t)
+	if *httpRun != "" {
+		re, err := regexp.Compile(*httpRun)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = slices.DeleteFunc(rows, func(r httpRow) bool { return !re.MatchString(r.name) })
+	}
 	for round := 1; round <= *httpRounds; round++ {
 		for _, i := range rand.Perm(len(rows)) {
 			row := rows[i]

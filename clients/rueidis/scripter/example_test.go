@@ -26,7 +26,7 @@ func Example() {
 	}
 	defer client.Close()
 
-	limiter, err := ratelimit.New(scripter.New(client), ratelimit.PerMinute(2))
+	limiter, err := ratelimit.New(scripter.New(client), "api", ratelimit.PerMinute(2))
 	if err != nil {
 		panic(err)
 	}

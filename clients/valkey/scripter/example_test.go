@@ -1,4 +1,4 @@
-// Code generated from clients/rueidis/scripter/example_test.go by TestSameAsRueidis (go test -update). DO NOT EDIT.
+// Code generated from clients/rueidis/scripter/example_test.go by clients/valkey/internal/samesource (go test -update). DO NOT EDIT.
 
 package scripter_test
 
@@ -28,7 +28,7 @@ func Example() {
 	}
 	defer client.Close()
 
-	limiter, err := ratelimit.New(scripter.New(client), ratelimit.PerMinute(2))
+	limiter, err := ratelimit.New(scripter.New(client), "api", ratelimit.PerMinute(2))
 	if err != nil {
 		panic(err)
 	}

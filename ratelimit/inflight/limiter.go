@@ -285,7 +285,7 @@ func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string)
 	})
 }
 
-// A Lease is one slot of a ConcurrencyLimiter, held from Acquire until
+// A Lease is one slot of a Limiter, held from Acquire until
 // Release, or until its TTL runs out without a Renew. Its methods are safe
 // for concurrent use, and on a nil *Lease (a denied or fail-open Acquire)
 // they do nothing.

@@ -145,7 +145,7 @@ func WithTimeout(d time.Duration) Option {
 func OnFailure(f ratelimit.Fallback) Option {
 	return func(l *Limiter) error {
 		p := call.PolicyOf(f)
-		if p.Mode > call.Local || p.Mode == call.Local && !(p.Share > 0 && p.Share <= 1) {
+		if !p.Valid() {
 			return fmt.Errorf("%w: failure policy %v", ratelimit.ErrInvalid, f)
 		}
 		l.onFailure = p

@@ -108,7 +108,7 @@ func multiDecode(v any) (MultiResult, error) {
 	r := MultiResult{
 		Allowed:  d.bool(0, "allowed"),
 		Denied:   d.int(1, "denied", between(0, 16)),
-		PerLimit: rest(&d, 2, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
+		PerLimit: rest(&d, 2, 1, "per_limit", nil, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
 	}
 	if d.err != nil {
 		return MultiResult{}, d.err

@@ -31,7 +31,7 @@ var runtimeFS embed.FS
 // file of runtime/ but functions.go, doc.go, standin.go and the tests
 // (which stand in for the generated part) is listed, and a test holds it.
 var sharedOrder = []string{"errors.go", "goredis.go", "batch.go", "codec.go", "int.go", "float.go",
-	"bool.go", "string.go", "enum.go", "duration.go", "instant.go", "rest.go"}
+	"bool.go", "string.go", "enum.go", "pattern.go", "duration.go", "instant.go", "rest.go"}
 
 // functionsFile is the runtime file of the Functions client.
 const functionsFile = "functions.go"

@@ -38,9 +38,13 @@ Header (the leading --- lines; order is position: the k-th @arg is ARGV[k]):
   Types: int float bool string; durations ms us s (time.Duration); instants
   unix_ms unix_us unix_s (time.Time, zero = 0); enum(a|b) (a Go string type
   with constants). Numbers, durations and instants take bounds, checked in
-  Go before the call: int[1..1e9], ms[1..], unix_us[..2^52].
-  A ... before the last @key/@arg name makes it variadic; before the last
-  @return name it collects the rest of the reply.
+  Go before the call: int[1..1e9], ms[1..], unix_us[..2^52] (1e9 is ten to
+  the ninth, 2^52 two to the 52nd), and sentinels outside them:
+  ms[0..]|never=-1. Strings take a pattern: string/^[a-z0-9_-]{1,64}$/.
+  A ... before the last @key/@arg name makes it variadic, ...keys[1..16]
+  with a count, ...limits (burst int[1..], period ms[1..]) a record; before
+  the last @return name it collects the rest of the reply. The grammar:
+  docs/header.md.
 
 Lint checks, with their severity (silence one on purpose with a trailing comment on the line
 the message names, e.g.  x = 1 -- luagen:ignore global; the #! line takes

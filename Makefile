@@ -16,12 +16,13 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # test-tools says before and after the run which tiers will skip, and why;
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
 # cache's concurrency test runs again under -race (cgo: gcc). Of bench/,
-# only the table generator's tests (the benchmarks run in make bench).
+# only the table generator's and the wrk reader's tests (the benchmarks
+# run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
-	cd bench && $(GO) test ./cmd/...
+	cd bench && $(GO) test ./cmd/... ./internal/...
 	$(GO) test -race -run 'TestDenyCache' ./ratelimit/
 	@$(MAKE) --no-print-directory test-tools
 
@@ -93,8 +94,10 @@ lint:
 
 # Side by side with the peers on a real redis-server of its own (see
 # BENCHMARKS.md): six passes of the decision benchmarks, the memory
-# benchmark and the accuracy test into bench/results/latest.txt, then every
-# table of BENCHMARKS.md and benchmarks.svg regenerated from it.
+# benchmark, the accuracy test, TestAnatomy and the HTTP tier (wrk) into
+# bench/results/latest.txt, then every table of BENCHMARKS.md and
+# benchmarks.svg regenerated from it (about 25 minutes). SMOKE=1 make bench
+# checks the harness in about 3 minutes and writes no table.
 bench:
 	GO=$(GO) bench/run.sh
 

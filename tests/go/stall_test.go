@@ -76,7 +76,8 @@ func drained(t *testing.T, c *redis.Client, srv *redisserver.Server) *redis.Clie
 			return fresh
 		}
 		if time.Now().After(until) {
-			t.Fatalf("the stalled client's connections are still open 30 s after it closed: %s", info)
+			list, _ := fresh.ClientList(ctx).Result()
+			t.Fatalf("the stalled client's connections are still open 30 s after it closed:\n%s", list)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -109,14 +110,21 @@ func TestStallAdmitsNothingAbandoned(t *testing.T) {
 		return n
 	}
 	// Warm the pool, so that calls during the stall go out on open
-	// connections and wait in the server's socket buffers.
+	// connections and wait in the server's socket buffers: through a
+	// limiter of the same name without a timeout, which a loaded machine
+	// cannot make fall back.
+	warmer, err := ratelimit.New(c, "ledger", ratelimit.Limit{Burst: 1e9, Rate: 1e9, Period: 1e11 * time.Millisecond},
+		ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var warm sync.WaitGroup
 	for g := 0; g < stallCallers; g++ {
 		warm.Add(1)
 		go func() {
 			defer warm.Done()
-			if _, err := l.Allow(ctx, "k"); err != nil {
-				t.Error(err)
+			if d, err := warmer.Allow(ctx, "k"); err != nil || !d.Allowed {
+				t.Error(d, err)
 			}
 		}()
 	}
@@ -157,13 +165,20 @@ func TestStallHoldsNoAbandonedLease(t *testing.T) {
 	}
 	// Four holders took leases before the stall and release them during
 	// it: their Release fails (50 ms), and must still get through.
+	// (Each acquire is tried until Redis decides it: on a loaded machine
+	// one can run into the 50 ms timeout and fall back.)
 	var holders []*inflight.Lease
 	for i := 0; i < 4; i++ {
-		lease, d, err := l.Acquire(ctx, "k")
-		if err != nil || !d.Allowed || lease == nil {
-			t.Fatalf("acquire %d before the stall: %v %v", i, d, err)
+		for try := 0; ; try++ {
+			lease, d, err := l.Acquire(ctx, "k")
+			if err == nil && d.Allowed && lease != nil {
+				holders = append(holders, lease)
+				break
+			}
+			if try == 100 {
+				t.Fatalf("acquire %d before the stall: %v %v", i, d, err)
+			}
 		}
-		holders = append(holders, lease)
 	}
 	var released sync.Once
 	var heldByCallers, fellBack atomic.Int64

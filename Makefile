@@ -5,9 +5,10 @@ GO ?= go
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
-# demo page in headless Chromium (chromedp), go-redis's AutoPipeliner, and
-# ratelimit over rueidis and valkey-go.
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey
+# demo page in headless Chromium (chromedp), go-redis's AutoPipeliner,
+# ratelimit over rueidis and valkey-go, and the framework adapters (gin,
+# Echo, chi, gRPC, OpenTelemetry).
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/chi adapters/grpc adapters/otel
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -15,12 +16,13 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey
 # test-tools says before and after the run which tiers will skip, and why;
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
 # cache's concurrency test runs again under -race (cgo: gcc). Of bench/,
-# only the table generator's tests (the benchmarks run in make bench).
+# only the table generator's and the wrk reader's tests (the benchmarks
+# run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
-	cd bench && $(GO) test ./cmd/...
+	cd bench && $(GO) test ./cmd/... ./internal/...
 	$(GO) test -race -run 'TestDenyCache' ./ratelimit/
 	@$(MAKE) --no-print-directory test-tools
 
@@ -98,8 +100,10 @@ lint:
 
 # Side by side with the peers on a real redis-server of its own (see
 # BENCHMARKS.md): six passes of the decision benchmarks, the memory
-# benchmark and the accuracy test into bench/results/latest.txt, then every
-# table of BENCHMARKS.md and benchmarks.svg regenerated from it.
+# benchmark, the accuracy test, TestAnatomy and the HTTP tier (wrk) into
+# bench/results/latest.txt, then every table of BENCHMARKS.md and
+# benchmarks.svg regenerated from it (about 25 minutes). SMOKE=1 make bench
+# checks the harness in about 3 minutes and writes no table.
 bench:
 	GO=$(GO) bench/run.sh
 

@@ -127,7 +127,7 @@ class TestWithoutRedis(unittest.TestCase):
             with self.subTest(peer=req.client, forwarded=req.headers.getlist("x-forwarded-for")):
                 self.assertEqual(rlm.client_ip(req, proxies), want)
         for req in [request(None), request("testclient"), request("10.0.0.1", ["1.2.3.4, junk"]), request("10.0.0.1", ["1.2.3.4:99999"])]:
-            with self.subTest(peer=req.client, forwarded=req.headers.getlist("x-forwarded-for")), self.assertRaises(ValueError):
+            with self.subTest(peer=req.client, forwarded=req.headers.getlist("x-forwarded-for")), self.assertRaises(rlm.NoClientAddress):
                 rlm.client_ip(req, proxies)
 
 

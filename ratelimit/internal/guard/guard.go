@@ -177,7 +177,16 @@ func (g *guard) probe(addr string, c *redis.Client, key string) {
 	if g.cluster != nil {
 		g.cluster.ReloadState(ctx)
 	}
-	err := c.WithTimeout(probeTimeout).Exists(ctx, key).Err()
+	// A client of its own, not the node's: once PoolSize dials have
+	// failed, a go-redis pool answers every dial with the last error until
+	// its own redial, once a second, succeeds, and a probe through it would
+	// report the node down for up to a second after it is back.
+	o := *c.Options()
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxRetries = 1, 0, 0, -1
+	o.ReadTimeout, o.WriteTimeout, o.DialTimeout = probeTimeout, probeTimeout, probeTimeout
+	pc := redis.NewClient(&o)
+	err := pc.Exists(ctx, key).Err()
+	pc.Close()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.open[addr]

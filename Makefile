@@ -75,16 +75,22 @@ fuzz-run:
 		done; \
 	done
 
+# The bundle's bindings over go-redis, and over rueidis and valkey-go in
+# their modules (luagen -client rueidis|valkey; both need Go 1.25).
+CLIENT_BINDINGS := clients/rueidis clients/valkey
+
 generate:
 	$(GO) generate ./bindings/...
+	for m in $(CLIENT_BINDINGS); do (cd $$m && $(GO) generate ./bindings/...) || exit 1; done
 
 # Fails when bindings/ or the golden files are stale, or when generating
 # leaves changed or untracked files behind (git diff alone misses those).
 check-generated:
 	$(GO) run ./cmd/luagen -strict -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
+	for m in $(CLIENT_BINDINGS); do (cd $$m && $(GO) run github.com/redlimit/redlimit/cmd/luagen -strict -check -client $$(basename $$m) -o bindings -pkg bindings ../../lua) || exit 1; done
 	$(GO) test ./gen -run 'Golden|Deterministic'
-	$(GO) generate ./bindings/...
-	@out="$$(git status --porcelain -- bindings gen/testdata)" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
+	$(MAKE) --no-print-directory generate
+	@out="$$(git status --porcelain -- bindings gen/testdata $(addsuffix /bindings,$(CLIENT_BINDINGS)))" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }

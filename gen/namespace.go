@@ -23,7 +23,7 @@ import (
 //
 // sharedNames and sharedMethods (of Batch) are read from gen/runtime, so
 // they cannot fall behind it.
-var sharedNames, sharedMethods = runtimeNames(sharedOrder, sharedHeadNames, "Batch")
+var sharedNames, sharedMethods = runtimeNames(append(append([]string{}, sharedOrder...), "rueidis.go"), sharedHeadNames, "Batch")
 
 // imports are the package names the generated files import.
 var imports = []string{"context", "errors", "fmt", "math", "redis", "regexp", "strconv", "strings", "time"}
@@ -129,7 +129,7 @@ func (ns *namespace) assignPackageNames(s *Script) *names {
 	if len(s.Args) > 0 {
 		want = append(want, n.Go+"Params")
 	}
-	for _, suffix := range []string{"Result", "Script", "Source"} {
+	for _, suffix := range []string{"Result", "Script", "Source", "Hash"} {
 		want = append(want, n.Go+suffix)
 	}
 	for _, suffix := range perScriptSuffixes {
@@ -243,10 +243,10 @@ func typeSig(f Field) string {
 	return fmt.Sprintf("%s%v%s%v%v%s", f.Type, f.Enum, boundsText(f.Min, f.Max), f.Sentinels, f.Pattern, "")
 }
 
-// singular names a record after one of its variadic: limits gives limit,
-// per_limit stays.
+// singular names a record after one of its variadic: limits gives limit;
+// per_limit, status, address and axis stay.
 func singular(name string) string {
-	if strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss") && len(name) > 1 {
+	if strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss") && !strings.HasSuffix(name, "us") && !strings.HasSuffix(name, "is") && len(name) > 1 {
 		return strings.TrimSuffix(name, "s")
 	}
 	return name

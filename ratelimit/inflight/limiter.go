@@ -249,8 +249,9 @@ func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decisi
 // deadline, scripts.go), but one that ran in time and whose answer was
 // lost, or a lease whose release never got through, would hold its slot
 // for the whole TTL. The release is worth sending until then, so it gets
-// the lease's TTL, not the limiter's timeout: an outage or a stalled server
-// shorter than the TTL cannot stop it (a release carries no deadline). At
+// the lease's TTL, not the limiter's timeout, and is sent again until it
+// gets through: an outage or a stalled server shorter than the TTL cannot
+// stop it (a release carries no deadline). At
 // most maxForgets run at once per limiter (an outage must not pile up
 // goroutines).
 func (l *Limiter) forget(k, id string, err error) {
@@ -266,12 +267,29 @@ func (l *Limiter) forget(k, id string, err error) {
 		defer func() { <-l.forgets }()
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
 		defer cancel()
-		now, err := call.Clock(l.clock)
-		if err == nil {
-			_, _ = leaseOp(ctx, l.rdb, l.RedisKey(k), opRelease, id, l.limit, l.ttl, now)
+		// Until it gets through: while the node is down the guard fails a
+		// call at once, and it lets calls through again within its probe
+		// interval of the node's return.
+		for {
+			now, err := call.Clock(l.clock)
+			if err == nil {
+				_, err = leaseOp(ctx, l.rdb, l.RedisKey(k), opRelease, id, l.limit, l.ttl, now)
+			}
+			if err == nil || !errors.Is(call.Classify(ctx, err), ratelimit.ErrUnavailable) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(forgetEvery):
+			}
 		}
 	}()
 }
+
+// forgetEvery is how often a background release is sent again while it
+// fails.
+const forgetEvery = 50 * time.Millisecond
 
 const maxForgets = 64
 

@@ -344,3 +344,46 @@ func downClient(t *testing.T) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// Fixed is a rule that decides in memory, allowing every request with
+// the same decision, so that a benchmark measures a middleware, not Redis.
+var Fixed ratelimit.Rule = fixed{}
+
+type fixed struct{}
+
+var fixedDecision = ratelimit.Decision{Allowed: true, Name: "api", Limit: ratelimit.PerMinute(100), Remaining: 99, ResetAfter: 600 * time.Millisecond}
+
+func (fixed) AllowN(context.Context, string, int64) (ratelimit.Decision, error) {
+	return fixedDecision, nil
+}
+
+func (fixed) Peek(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
+
+// Bench serves GET /users/1 through bare (the framework's router alone)
+// and limited (the same with the adapter over Fixed, keyed by route and
+// client address), so the difference is what the adapter costs a request;
+// and, side by side, through the standard mux alone and with
+// httplimit.Middleware on the route.
+func Bench(b *testing.B, bare, limited http.Handler) {
+	user := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("user")) })
+	mux, muxLimited := http.NewServeMux(), http.NewServeMux()
+	mux.Handle("GET /users/{id}", user)
+	muxLimited.Handle("GET /users/{id}", httplimit.Middleware(Fixed, httplimit.ByRoute(httplimit.ByClientIP()))(user))
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", bare}, {"limited", limited}, {"mux", mux}, {"mux-httplimit", muxLimited}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := httptest.NewRequest("GET", "/users/1", nil)
+			r.RemoteAddr = client
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				rec := httptest.NewRecorder()
+				c.h.ServeHTTP(rec, r)
+				if rec.Code != 200 {
+					b.Fatalf("%d %q", rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
+}

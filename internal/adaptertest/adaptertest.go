@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,7 +64,8 @@ func Run(t *testing.T, app App) {
 		t.Helper()
 		last := new(ratelimit.Decision)
 		name := strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], " ", "-")
-		opts = append(opts, ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { *last = e.Decision }))
+		var mu sync.Mutex // the concurrent subtest decides on many goroutines
+		opts = append(opts, ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { mu.Lock(); *last = e.Decision; mu.Unlock() }))
 		l, err := ratelimit.New(rdb, name, limit, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -259,6 +261,35 @@ func Run(t *testing.T, app App) {
 		}
 		if rec := Serve(h, "POST", "/login", client, "X-Password", "right"); rec.Code != 429 {
 			t.Fatalf("good login after two failures: %d, want 429", rec.Code)
+		}
+	})
+
+	// 64 requests at once on one route and client under a limit of 10:
+	// exactly 10 reach the handler, each answered by its own (the
+	// frameworks pool their contexts), the others are 429s.
+	t.Run("concurrent", func(t *testing.T) {
+		l, _ := limiter(t, rdb, ratelimit.PerMinute(10))
+		h := app.New(l, byRoute)
+		var wg sync.WaitGroup
+		var ok, denied, other atomic.Int32
+		for i := 0; i < 64; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				rec := Serve(h, "GET", "/users/"+strconv.Itoa(i), client)
+				switch {
+				case rec.Code == 200 && strings.TrimSpace(rec.Body.String()) == "user":
+					ok.Add(1)
+				case rec.Code == 429 && strings.Contains(rec.Body.String(), "quota-exceeded"):
+					denied.Add(1)
+				default:
+					other.Add(1)
+				}
+			}(i)
+		}
+		wg.Wait()
+		if ok.Load() != 10 || denied.Load() != 54 || other.Load() != 0 {
+			t.Fatalf("%d served, %d denied, %d otherwise; want 10, 54, 0", ok.Load(), denied.Load(), other.Load())
 		}
 	})
 

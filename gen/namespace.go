@@ -23,7 +23,7 @@ import (
 //
 // sharedNames and sharedMethods (of Batch) are read from gen/runtime, so
 // they cannot fall behind it.
-var sharedNames, sharedMethods = runtimeNames(sharedOrder, sharedHeadNames, "Batch")
+var sharedNames, sharedMethods = runtimeNames(append(append([]string{}, sharedOrder...), "rueidis.go"), sharedHeadNames, "Batch")
 
 // imports are the package names the generated files import.
 var imports = []string{"context", "errors", "fmt", "math", "redis", "regexp", "strconv", "strings", "time"}
@@ -129,7 +129,7 @@ func (ns *namespace) assignPackageNames(s *Script) *names {
 	if len(s.Args) > 0 {
 		want = append(want, n.Go+"Params")
 	}
-	for _, suffix := range []string{"Result", "Script", "Source"} {
+	for _, suffix := range []string{"Result", "Script", "Source", "Hash"} {
 		want = append(want, n.Go+suffix)
 	}
 	for _, suffix := range perScriptSuffixes {

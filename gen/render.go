@@ -2,7 +2,9 @@ package gen
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"go/format"
 	"strconv"
@@ -54,6 +56,8 @@ func method(t Type) string {
 
 type scriptView struct {
 	Pkg, File, Go, Unexported string
+	Client                    Client
+	Hash                      string // the script's SHA1, for clients that need it written out
 	Literal                   string
 	Doc                       string
 	ReadOnly                  bool
@@ -229,9 +233,12 @@ func (f fieldView) Decode() string {
 		f.record, f.record, strings.Join(fields, ", "))
 }
 
-func newScriptView(pkg string, s *Script, n *names) scriptView {
+func newScriptView(pkg string, client Client, s *Script, n *names) scriptView {
+	sum := sha1.Sum(s.Source)
 	v := scriptView{
 		Pkg:        pkg,
+		Client:     client,
+		Hash:       hex.EncodeToString(sum[:]),
 		File:       s.Name + ".lua",
 		Go:         n.Go,
 		Unexported: n.Unexported,
@@ -491,7 +498,12 @@ func funcDoc(v scriptView, s *Script, n *names) string {
 	if v.ReadOnly {
 		how = "It runs " + v.File + " (@flags no-writes) with EVALSHA_RO, falling back to EVAL_RO when the server does not have the script cached, and to EVALSHA/EVAL on servers without the _RO commands (Redis before 7.0)."
 	}
-	for _, l := range wrap(how+" On a redis.Pipeliner it returns ErrPipeline: queue the call in a Batch instead.", 76) {
+	if v.Client.files == nil {
+		how += " On a redis.Pipeliner it returns ErrPipeline: queue the call in a Batch instead."
+	} else {
+		how += " To send many calls in one round trip, queue them in a Batch."
+	}
+	for _, l := range wrap(how, 76) {
 		line(l)
 	}
 	if len(s.Keys) > 0 {

@@ -29,8 +29,9 @@ func ExampleLimiter_Wait() {
 	}
 	fmt.Println(time.Since(start) >= 100*time.Millisecond)
 
-	// A wait past the deadline returns at once, counting nothing.
-	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	// A wait past the deadline returns at once, counting nothing. (A
+	// second: ample for the one round trip, far short of the hour.)
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	slow, _ := ratelimit.New(rdb, "slow", ratelimit.PerHour(1))
 	slow.Allow(context.Background(), "reindex")

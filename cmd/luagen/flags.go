@@ -16,7 +16,7 @@ import (
 	"github.com/redlimit/redlimit/gen"
 )
 
-const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-functions library] [-strict] [-check] script.lua|dir ...
+const usage = `usage: luagen [-o dir] [-pkg name] [-client go-redis|rueidis|valkey] [-manifest file] [-functions library] [-strict] [-check] script.lua|dir ...
 
 luagen reads annotated Redis Lua scripts (files, or folders of *.lua) and
 writes typed Go wrappers over go-redis v9: one <name>.lua.go per script and
@@ -54,9 +54,9 @@ Flags:
 `
 
 type config struct {
-	out, pkg, manifest, functions string
-	check, strict                 bool
-	inputs                        []string
+	out, pkg, manifest, functions, client string
+	check, strict                         bool
+	inputs                                []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -68,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
 	fs.StringVar(&cfg.functions, "functions", "", "also write the Redis Functions `library` of every script, named so, to <library>.functions.lua in the output directory, and the Go to call it with FCALL")
 	fs.BoolVar(&cfg.strict, "strict", false, "treat lint warnings as errors")
+	fs.StringVar(&cfg.client, "client", "go-redis", "the Redis `client` the code is for: go-redis (github.com/redis/go-redis/v9), rueidis (github.com/redis/rueidis) or valkey (github.com/valkey-io/valkey-go); rueidis and valkey-go need Go 1.25")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, gen.ChecksText("  "))

@@ -257,6 +257,11 @@ func scriptErrorText(err error) string {
 	if errors.As(err, &se) {
 		return se.Code + " " + se.Message
 	}
+	// Another client's bindings (see Reflected): their *ScriptError reads
+	// "x.lua: CODE message" too.
+	if _, text, ok := strings.Cut(err.Error(), ".lua: "); ok {
+		return text
+	}
 	return err.Error()
 }
 

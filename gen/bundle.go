@@ -36,8 +36,8 @@ var sharedOrder = []string{"errors.go", "goredis.go", "batch.go", "codec.go", "i
 // functionsFile is the runtime file of the Functions client.
 const functionsFile = "functions.go"
 
-// A Client is a Redis client library the generated code can be for.
-type Client struct {
+// A clientKind is a Redis client library the generated code can be for.
+type clientKind struct {
 	Name        string // what -client takes: go-redis, rueidis, valkey
 	Import      string // its import path
 	Pkg         string // its package name
@@ -49,24 +49,24 @@ type Client struct {
 	files []string
 }
 
-// Clients are what Options.Client may name. rueidis and valkey-go need Go
+// clients are what Options.Client may name. rueidis and valkey-go need Go
 // 1.25 or later, so their bindings live in a module of their own.
-var Clients = []Client{
+var clients = []clientKind{
 	{Name: "go-redis", Import: "github.com/redis/go-redis/v9", Pkg: "redis", Type: "redis.Scripter", NewScript: "redis.NewScript", NewScriptRO: "redis.NewScript"},
 	{Name: "rueidis", Import: "github.com/redis/rueidis", Pkg: "rueidis", Type: "rueidis.Client", NewScript: "rueidis.NewLuaScript", NewScriptRO: "rueidis.NewLuaScriptReadOnly", files: []string{"rueidis.go"}},
 	{Name: "valkey", Import: "github.com/valkey-io/valkey-go", Pkg: "valkey", Type: "valkey.Client", NewScript: "valkey.NewLuaScript", NewScriptRO: "valkey.NewLuaScriptReadOnly", files: []string{"valkey.go"}},
 }
 
-func clientNamed(name string) (Client, bool) {
+func clientNamed(name string) (clientKind, bool) {
 	if name == "" {
 		name = "go-redis"
 	}
-	for _, c := range Clients {
+	for _, c := range clients {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return Client{}, false
+	return clientKind{}, false
 }
 
 // valkeyNames turns the rueidis runtime into valkey-go's: the same API
@@ -77,7 +77,7 @@ var valkeyNames = strings.NewReplacer(
 	"IsRedisErr", "IsValkeyErr", "NonRedisError", "NonValkeyError", "rueidis", "valkey-go")
 
 // sharedFiles are the runtime files of the shared file for client c.
-func sharedFiles(c Client) []string {
+func sharedFiles(c clientKind) []string {
 	if c.files == nil {
 		return sharedOrder
 	}
@@ -377,7 +377,7 @@ func bundle(head []byte, h *goFile, files []string, decls map[string][]*goDecl) 
 // renderShared renders the shared file, and the Functions file when
 // functions is set, from their templates and the runtime: scripts are the
 // script files, already rendered, whose names root what is reached.
-func renderShared(client Client, shared, functions any, scripts []OutFile) (sharedSrc, functionsSrc []byte, err error) {
+func renderShared(client clientKind, shared, functions any, scripts []OutFile) (sharedSrc, functionsSrc []byte, err error) {
 	var roots []*goFile
 	for _, s := range scripts {
 		f, err := parseGo(s.Name, s.Content)

@@ -248,3 +248,11 @@ func TestRecordsAndCounts(t *testing.T) {
 		}
 	}
 }
+
+func TestSingular(t *testing.T) {
+	for in, want := range map[string]string{"limits": "limit", "per_limit": "per_limit", "status": "status", "address": "address", "axis": "axis", "pairs": "pair", "s": "s"} {
+		if got := singular(in); got != want {
+			t.Errorf("singular(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -243,10 +243,10 @@ func typeSig(f Field) string {
 	return fmt.Sprintf("%s%v%s%v%v%s", f.Type, f.Enum, boundsText(f.Min, f.Max), f.Sentinels, f.Pattern, "")
 }
 
-// singular names a record after one of its variadic: limits gives limit,
-// per_limit stays.
+// singular names a record after one of its variadic: limits gives limit;
+// per_limit, status, address and axis stay.
 func singular(name string) string {
-	if strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss") && len(name) > 1 {
+	if strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss") && !strings.HasSuffix(name, "us") && !strings.HasSuffix(name, "is") && len(name) > 1 {
 		return strings.TrimSuffix(name, "s")
 	}
 	return name

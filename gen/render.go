@@ -56,7 +56,7 @@ func method(t Type) string {
 
 type scriptView struct {
 	Pkg, File, Go, Unexported string
-	Client                    Client
+	Client                    clientKind
 	Hash                      string // the script's SHA1, for clients that need it written out
 	Literal                   string
 	Doc                       string
@@ -233,7 +233,7 @@ func (f fieldView) Decode() string {
 		f.record, f.record, strings.Join(fields, ", "))
 }
 
-func newScriptView(pkg string, client Client, s *Script, n *names) scriptView {
+func newScriptView(pkg string, client clientKind, s *Script, n *names) scriptView {
 	sum := sha1.Sum(s.Source)
 	v := scriptView{
 		Pkg:        pkg,

@@ -7,8 +7,8 @@ GO ?= go
 # go line (which consumers of luagen inherit) or brings a dependency: the
 # demo page in headless Chromium (chromedp), go-redis's AutoPipeliner,
 # ratelimit over rueidis and valkey-go, and the framework adapters (gin,
-# Echo, chi, gRPC, OpenTelemetry).
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/chi adapters/grpc adapters/otel
+# Echo, chi, Fiber, gRPC, OpenTelemetry).
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it

@@ -33,7 +33,8 @@ func ExampleLimiter_Wait() {
 	// second: ample for the one round trip, far short of the hour.)
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	slow, _ := ratelimit.New(rdb, "slow", ratelimit.PerHour(1))
+	// (On a stopped clock, so that the wait prints as a whole hour.)
+	slow, _ := ratelimit.New(exampleRedis(), "slow", ratelimit.PerHour(1))
 	slow.Allow(context.Background(), "reindex")
 	fmt.Println(slow.Wait(short, "reindex"))
 	// Output:

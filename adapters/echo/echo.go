@@ -28,19 +28,19 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
-// noRoute is the route of a request Echo matched no route for (a 404 or a
+// noRoute is the route of a request Echo matches no route for (a 404 or a
 // 405): all of them share it, so a client probing paths that do not exist
 // is limited as one route, not one bucket per path.
 const noRoute = "(no route)"
 
-// Middleware limits the Echo routes it is used on (e.Use, a group's Use,
-// or one route's middleware) as httplimit.Middleware(rule, key, opts...)
+// Middleware limits the Echo routes it is used on (e.Use, e.Pre, a
+// group's Use, or one route's middleware) as httplimit.Middleware(rule, key, opts...)
 // limits an http.Handler; see there for what a denied or undecidable
 // request gets. The key function sees c.Request() carrying the route Echo
-// matched (httplimit.Route), or "(no route)" for a request that matched
-// none, so httplimit.ByRoute counts each route apart. Under e.Pre, which
-// runs before routing, there is no route yet and ByRoute fails with
-// httplimit.ErrNoRoute (a 500). A denied request does not reach next.
+// matches (httplimit.Route), or "(no route)" for a request that matches
+// none, so httplimit.ByRoute counts each route apart; under e.Pre, before
+// Echo routes, Middleware asks Echo's router itself. A denied request does
+// not reach next.
 // With httplimit.WithCountIf, an error next returns goes through Echo's
 // HTTPErrorHandler at once, so that its status (401 for
 // echo.ErrUnauthorized) is the one counted.
@@ -48,18 +48,28 @@ func Middleware(rule ratelimit.Rule, key httplimit.KeyFunc, opts ...httplimit.Op
 	limit := httplimit.Middleware(rule, key, opts...)(http.HandlerFunc(serveNext))
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c *echo.Context) error {
-			r := c.Request()
-			if route := c.Path(); route != "" {
-				r = httplimit.SetRoute(r, route)
-			} else if name := c.RouteInfo().Name; name == echo.NotFoundRouteName || name == echo.MethodNotAllowedRouteName {
-				r = httplimit.SetRoute(r, noRoute)
-			}
 			s := &state{c: c, next: next}
+			r := httplimit.SetRoute(c.Request(), route(c))
 			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, s))
 			limit.ServeHTTP(c.Response(), r)
 			return s.err
 		}
 	}
+}
+
+// route is the pattern of the route Echo matched for c, or, when it has
+// not routed yet (e.Pre) or matched nothing, the one its router finds for
+// the request as it stands.
+func route(c *echo.Context) string {
+	if p := c.Path(); p != "" {
+		return p
+	}
+	probe := c.Echo().NewContext(c.Request(), nil)
+	c.Echo().Router().Route(probe)
+	if p := probe.Path(); p != "" {
+		return p
+	}
+	return noRoute
 }
 
 // Key turns a key function of the *echo.Context, such as one that reads the

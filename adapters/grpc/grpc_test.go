@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,7 @@ func TestDenied(t *testing.T) {
 		{"stream", func() (metadata.MD, error) { return watch(c) }},
 	} {
 		t.Run(call.name, func(t *testing.T) {
+			start := time.Now()
 			for i, remaining := range []string{"2", "1", "0"} {
 				md, err := call.do()
 				if err != nil {
@@ -146,19 +148,27 @@ func TestDenied(t *testing.T) {
 			if status.Code(err) != codes.ResourceExhausted {
 				t.Fatalf("4th call: %v, want ResourceExhausted", err)
 			}
+			// The 4th may pass 20 s after the 1st (3 a minute): the wait
+			// is 20 s less the time the calls took.
+			elapsed := time.Since(start)
 			retry, quota := details(t, err)
-			if retry == nil || retry.RetryDelay.AsDuration() <= 19*time.Second || retry.RetryDelay.AsDuration() > 20*time.Second {
-				t.Errorf("RetryInfo %v, want a delay in (19 s, 20 s]", retry)
+			if retry == nil {
+				t.Fatal("no RetryInfo")
+			}
+			delay := retry.RetryDelay.AsDuration()
+			if delay < 20*time.Second-elapsed || delay > 20*time.Second {
+				t.Errorf("RetryInfo %v, want a delay in [20 s - %v, 20 s]", delay, elapsed)
 			}
 			if quota == nil || len(quota.Violations) != 1 || quota.Violations[0].Subject != "api" {
 				t.Errorf("QuotaFailure %v, want the violation of api", quota)
 			}
-			if !strings.Contains(status.Convert(err).Message(), "retry in 19.") && !strings.Contains(status.Convert(err).Message(), "retry in 20s") {
-				t.Errorf("message %q", status.Convert(err).Message())
+			if msg, want := status.Convert(err).Message(), "rate limit api exceeded: retry in "+delay.Round(time.Millisecond).String(); msg != want {
+				t.Errorf("message %q, want %q", msg, want)
 			}
 			if call.name == "unary" { // a stream's header is gone with its error
-				if got := strings.Join(md.Get("retry-after"), ","); got != "20" {
-					t.Errorf("retry-after %q, want 20", got)
+				want := strconv.FormatInt(int64((delay+time.Second-1)/time.Second), 10)
+				if got := strings.Join(md.Get("retry-after"), ","); got != want {
+					t.Errorf("retry-after %q, want %s (the delay in whole seconds, rounded up)", got, want)
 				}
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,6 +45,10 @@ type App struct {
 	// Users is the framework's pattern for /users/{id} ("/users/:id" in
 	// gin and echo), which the limiter's keys must hold.
 	Users string
+	// PerRoute says New places the middleware in each route's own
+	// handlers, where the framework knows the route (Fiber): then a path
+	// that matches no route never reaches it.
+	PerRoute bool
 }
 
 const client = "192.0.2.1:5555"
@@ -59,7 +64,8 @@ func Run(t *testing.T, app App) {
 		t.Helper()
 		last := new(ratelimit.Decision)
 		name := strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], " ", "-")
-		opts = append(opts, ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { *last = e.Decision }))
+		var mu sync.Mutex // the concurrent subtest decides on many goroutines
+		opts = append(opts, ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { mu.Lock(); *last = e.Decision; mu.Unlock() }))
 		l, err := ratelimit.New(rdb, name, limit, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +114,11 @@ func Run(t *testing.T, app App) {
 	t.Run("no route", func(t *testing.T) {
 		l, _ := limiter(t, rdb, ratelimit.PerMinute(3))
 		h := app.New(l, byRoute)
-		for i, want := range []int{404, 404, 404, 429} {
+		want := []int{404, 404, 404, 429}
+		if app.PerRoute {
+			want[3] = 404
+		}
+		for i, want := range want {
 			if rec := Serve(h, "GET", "/nothing/"+strconv.Itoa(i), client); rec.Code != want {
 				t.Fatalf("GET /nothing/%d: %d, want %d", i, rec.Code, want)
 			}
@@ -254,6 +264,35 @@ func Run(t *testing.T, app App) {
 		}
 	})
 
+	// 64 requests at once on one route and client under a limit of 10:
+	// exactly 10 reach the handler, each answered by its own (the
+	// frameworks pool their contexts), the others are 429s.
+	t.Run("concurrent", func(t *testing.T) {
+		l, _ := limiter(t, rdb, ratelimit.PerMinute(10))
+		h := app.New(l, byRoute)
+		var wg sync.WaitGroup
+		var ok, denied, other atomic.Int32
+		for i := 0; i < 64; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				rec := Serve(h, "GET", "/users/"+strconv.Itoa(i), client)
+				switch {
+				case rec.Code == 200 && strings.TrimSpace(rec.Body.String()) == "user":
+					ok.Add(1)
+				case rec.Code == 429 && strings.Contains(rec.Body.String(), "quota-exceeded"):
+					denied.Add(1)
+				default:
+					other.Add(1)
+				}
+			}(i)
+		}
+		wg.Wait()
+		if ok.Load() != 10 || denied.Load() != 54 || other.Load() != 0 {
+			t.Fatalf("%d served, %d denied, %d otherwise; want 10, 54, 0", ok.Load(), denied.Load(), other.Load())
+		}
+	})
+
 	// A key function that fails with an error of its own: the handler
 	// never runs, the error handler answers.
 	t.Run("key error", func(t *testing.T) {
@@ -335,4 +374,47 @@ func downClient(t *testing.T) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// Fixed is a rule that decides in memory, allowing every request with
+// the same decision, so that a benchmark measures a middleware, not Redis.
+var Fixed ratelimit.Rule = fixed{}
+
+type fixed struct{}
+
+var fixedDecision = ratelimit.Decision{Allowed: true, Name: "api", Limit: ratelimit.PerMinute(100), Remaining: 99, ResetAfter: 600 * time.Millisecond}
+
+func (fixed) AllowN(context.Context, string, int64) (ratelimit.Decision, error) {
+	return fixedDecision, nil
+}
+
+func (fixed) Peek(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
+
+// Bench serves GET /users/1 through bare (the framework's router alone)
+// and limited (the same with the adapter over Fixed, keyed by route and
+// client address), so the difference is what the adapter costs a request;
+// and, side by side, through the standard mux alone and with
+// httplimit.Middleware on the route.
+func Bench(b *testing.B, bare, limited http.Handler) {
+	user := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("user")) })
+	mux, muxLimited := http.NewServeMux(), http.NewServeMux()
+	mux.Handle("GET /users/{id}", user)
+	muxLimited.Handle("GET /users/{id}", httplimit.Middleware(Fixed, httplimit.ByRoute(httplimit.ByClientIP()))(user))
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", bare}, {"limited", limited}, {"mux", mux}, {"mux-httplimit", muxLimited}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := httptest.NewRequest("GET", "/users/1", nil)
+			r.RemoteAddr = client
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				rec := httptest.NewRecorder()
+				c.h.ServeHTTP(rec, r)
+				if rec.Code != 200 {
+					b.Fatalf("%d %q", rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
 }

@@ -183,8 +183,9 @@ func (g *guard) probe(addr string, c *redis.Client, key string) {
 	// failed, a go-redis pool answers every dial with the last error until
 	// its own redial, once a second, succeeds, and a probe through it would
 	// report the node down for up to a second after it is back.
+	// (PoolSize 2: its one dial failing then starts no redial of its own.)
 	o := *c.Options()
-	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxRetries = 1, 0, 0, -1
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxRetries = 2, 0, 0, -1
 	o.ReadTimeout, o.WriteTimeout, o.DialTimeout = probeTimeout, probeTimeout, probeTimeout
 	pc := redis.NewClient(&o)
 	err := pc.Exists(ctx, key).Err()

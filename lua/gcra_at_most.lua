@@ -13,10 +13,10 @@
 --- the later of the caller's clock and TIME; a changed rate, period or
 --- burst applies from the key's last write, capped at a full burst of the
 --- new size. Arithmetic is exact for every accepted input.
---- State: gcra.lua's string 'g<tat><interval>/<more>' in µs (see there);
---- anything else at the key, of any type, is an error and the key is left
---- untouched (value and TTL).
---- @key    tat          string 'g<tat><interval>/<more>' in µs (gcra.lua's state); expires when the TAT is reached
+--- State: gcra.lua's string, '2<tat><interval>' or
+--- 'g<tat><interval>/<more>' in µs (see there); anything else at the key,
+--- of any type, is an error and the key is left untouched (value and TTL).
+--- @key    tat          string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs (gcra.lua's state); expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
@@ -197,26 +197,35 @@ else
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: the tag, 16 digits, then two
-  -- numbers; the length bound keeps every number short enough to convert
-  -- exactly, and a number below 10 but written with more digits has a
-  -- leading zero (all digits: it sorts below '1').
-  local v, was, more
-  if #stored <= 49 then
+  -- One pattern checks the whole state. The short form, 19 digits Redis
+  -- keeps as an integer, is a TAT one interval ahead of its write (one
+  -- request on an idle key): the tag 2, the TAT modulo 1e10, the interval
+  -- in 8. A live key's TAT is at most max_skew (and a ms of expiry) behind
+  -- TIME, and no more than max_skew and an interval (below 1e8) ahead, so
+  -- the TAT is the one from a second before that, modulo 1e10. The long
+  -- form: the tag g, 16 digits, then two numbers; the length bound keeps
+  -- every number short enough to convert exactly, and one of more than one
+  -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
+  -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
+  -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
+  local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  if v then
+    was = tonumber(was)
+    local base = server - max_skew - 1000000
+    v = base + (tonumber(v) - base) % 1e10
+    lead = was > 0 and was
+  elseif #stored <= 49 then
+    local more
     v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-  end
-  local lead
-  if v and (#more == 1 or more >= '1') then
-    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-    -- never does; tonumber is decimal in both.
-    v, was = tonumber(v), was + 0
-    lead = was + more
+    if v and (#more == 1 or more >= '1') then
+      v, was = tonumber(v), was + 0
+      lead = was + more
+    end
   end
   -- The write that set the state was at v - lead, on a clock no write lets
   -- run more than max_skew past TIME, and led by at most 1e15 µs.
   if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
-    return redis.error_reply('BADSTATE the key is not a GCRA state g<tat><interval>/<more>; it is left untouched')
+    return redis.error_reply('BADSTATE the key is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; it is left untouched')
   end
   -- A changed rate or burst applies from the last write, v - lead: its lead
   -- is counted in intervals of the current rate (whole ones exactly, a part
@@ -271,6 +280,13 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', tat, format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
+-- The short form when the TAT leads by one interval below 1e8 µs.
+local state
+if ahead == interval and interval < 1e8 then
+  state = format('2%010d%08d', theo % 1e10, interval)
+else
+  state = format('g%016d%d/%d', theo, interval, ahead - interval)
+end
+redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
 reset = ahead + now - own + 999
 return {take, left - take, 0, (reset - reset % 1000) / 1000}

@@ -28,10 +28,10 @@
 --- new size: no lockout, no free burst). A limit added later starts full;
 --- a limit dropped leaves its key to expire. Arithmetic is exact for every
 --- accepted input.
---- State: per key, gcra.lua's string 'g<tat><interval>/<more>' in µs (see
---- there); anything else at any key, of any type, is an error, and no key
---- is written.
---- @key    ...keys       string 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- State: per key, gcra.lua's string, '2<tat><interval>' or
+--- 'g<tat><interval>/<more>' in µs (see there); anything else at any key,
+--- of any type, is an error, and no key is written.
+--- @key    ...keys       string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
 --- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
 --- @arg    deadline      unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
@@ -246,19 +246,26 @@ for i = 1, n do
     if stored.err then
       return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
     end
-    local v, was, more
-    if #stored <= 49 then
+    -- Either form of gcra.lua's state, read as gcra.lua reads it (see
+    -- there): the short one's TAT modulo 1e10 is the one from a second
+    -- before the oldest a live key can hold; tonumber for the fixed-width
+    -- fields: gopher-lua reads a leading 0 as octal in arithmetic.
+    local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+    if v then
+      was = tonumber(was)
+      local base = server - max_skew - 1000000
+      v = base + (tonumber(v) - base) % 1e10
+      lead = was > 0 and was
+    elseif #stored <= 49 then
+      local more
       v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-    end
-    local lead
-    if v and (#more == 1 or more >= '1') then
-      -- tonumber for the fixed-width field, as in gcra.lua: gopher-lua
-      -- reads a leading 0 as octal in arithmetic.
-      v, was = tonumber(v), was + 0
-      lead = was + more
+      if v and (#more == 1 or more >= '1') then
+        v, was = tonumber(v), was + 0
+        lead = was + more
+      end
     end
     if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
-      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state g<tat><interval>/<more>; no key is written', i))
+      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; no key is written', i))
     end
     if was ~= interval or lead > tolerance then
       local units = lead % was
@@ -326,7 +333,13 @@ for i = 1, n do
     ttl = ttl + max_skew
   end
   ttl = (ttl - ttl % 1000) / 1000
-  redis.call('SET', KEYS[i], format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
+  local state
+  if ahead == interval and interval < 1e8 then
+    state = format('2%010d%08d', theo % 1e10, interval)
+  else
+    state = format('g%016d%d/%d', theo, interval, ahead - interval)
+  end
+  redis.call('SET', KEYS[i], state, 'PX', format('%d', ttl > 1 and ttl or 1))
   local used = ahead % interval
   used = (ahead - used) / interval + (used > 0 and 1 or 0)
   local reset = ahead + l.at - own + 999

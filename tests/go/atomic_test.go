@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/inflight"
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 // noRetries is a client of the same server that never sends a command
@@ -44,8 +44,6 @@ func noRetries(t *testing.T, c redis.Scripter) redis.Scripter {
 	return out
 }
 
-// gcraState is gcra.lua's (and multi.lua's) state, 'g<tat><interval>/<more>'.
-var gcraState = regexp.MustCompile(`^g(\d{16})([1-9]\d*)/(0|[1-9]\d*)$`)
 
 // TestMultiUnderLoad: 64 goroutines send multi.lua random subsets of three
 // limits on one user's keys (one hash tag), with random costs, all at one
@@ -124,13 +122,10 @@ func TestMultiUnderLoad(t *testing.T) {
 				}
 				units := int64(0)
 				if err == nil {
-					// gcra.lua's 'g<tat><interval>/<more>': the TAT in 16 digits.
-					m := gcraState.FindStringSubmatch(state)
-					if m == nil {
-						t.Fatalf("limit %d: %q is not a GCRA state", j, state)
+					tat, interval, _, err := scenario.ParseGCRA(state, serverTime(t, c))
+					if err != nil {
+						t.Fatalf("limit %d: %v", j, err)
 					}
-					tat, _ := strconv.ParseInt(m[1], 10, 64)
-					interval, _ := strconv.ParseInt(m[2], 10, 64)
 					units = (tat - now.UnixMicro()) / interval
 					if (tat-now.UnixMicro())%interval != 0 {
 						t.Errorf("limit %d: TAT %d is not a whole number of intervals past the clock", j, tat)

@@ -22,13 +22,26 @@ var notIntegers = []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "1e3"
 // value above what the script could have written in each field at the
 // server's clock server, and the greatest value below it where a field's
 // least value is not 0 ("" where it is: there is nothing below).
-var stateLayouts = map[string]struct {
+type stateLayout struct {
 	tag   string
 	re    *regexp.Regexp
 	seps  []string
 	above func(f []string, server int64) []string
 	below func(f []string) []string
-}{
+}
+
+// gcraShort is GCRA's short form: the TAT modulo 1e10, read as the one from
+// maxSkew and a second behind TIME on, then the interval in 8 digits
+// (1..99999999); the write's clock, tat - interval, is no later than TIME
+// + maxSkew.
+var gcraShort = stateLayout{"2", gcraShortRE, []string{""}, func(f []string, server int64) []string {
+	interval, _ := strconv.ParseInt(f[1], 10, 64)
+	return []string{fmt.Sprintf("%010d", (server+maxSkew+interval+1)%1e10), "100000000"}
+}, func([]string) []string {
+	return []string{"", "00000000"}
+}}
+
+var stateLayouts = map[string]stateLayout{
 	// ts no later than TIME + maxSkew, tokens 0..1e9.
 	"token_bucket": {"-", tokenBucketState, []string{""}, func(_ []string, server int64) []string {
 		return []string{fmt.Sprintf("%016d", server+maxSkew+1), "1000000001"}
@@ -49,6 +62,8 @@ var stateLayouts = map[string]struct {
 	// multi.lua and gcra_at_most.lua keep gcra.lua's state at each key.
 	"multi":        {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
 	"gcra_at_most": {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
+	// GCRA's short form, for gcra, multi and gcra_at_most.
+	"gcra short": gcraShort,
 	// t no later than TIME + maxSkew, n 1..1e9.
 	"fixed_window": {"1", fixedWindowState, []string{""}, func(_ []string, server int64) []string {
 		return []string{fmt.Sprintf("%013d", (server+maxSkew)/1000+1), "1000000001"}
@@ -138,59 +153,19 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 			}
 			switch good.kind {
 			case "string":
-				layout := stateLayouts[name]
-				m := layout.re.FindStringSubmatch(good.str)
-				if m == nil {
-					t.Fatalf("state %q does not match %v", good.str, layout.re)
-				}
-				fields := m[1:]
-				str := func(what, s string) {
-					t.Helper()
-					try(fmt.Sprintf("%s: %q", what, s), &value{kind: "string", str: s, expireAt: good.expireAt})
-				}
-				// Every field, every way a stored number can be wrong, just
-				// above its range and just below it; the fixed-width time
-				// with the wrong width too.
-				above, below := layout.above(fields, r.Now()), layout.below(fields)
-				for i := range fields {
-					bads := append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400))
-					if below[i] != "" {
-						bads = append(bads, below[i])
-					}
-					for _, bad := range bads {
-						f := append([]string(nil), fields...)
-						f[i] = bad
-						str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(layout.tag, f, layout.seps))
-					}
-				}
-				str("without its last field", joinState(layout.tag, fields[:len(fields)-1], layout.seps))
-				str("with a field more", joinState(layout.tag, append(append([]string(nil), fields...), "1"), append(layout.seps, "/")))
-				for _, bad := range []string{"alice", "", "/", good.str + " ", " " + good.str, good.str + "\x00", "+" + good.str, "-" + good.str} {
-					str("foreign", bad)
-				}
-				// Without its tag, or with another script's, and with the
-				// tag doubled: the untagged states of earlier versions and
-				// every other script's tag are refused.
-				rest := good.str[len(layout.tag):]
-				str("untagged", rest)
-				str("tag doubled", layout.tag+good.str)
-				for other, l := range stateLayouts {
-					if l.tag != layout.tag {
-						str("tagged "+other, l.tag+rest)
-					}
-				}
-				if layout.tag == "g" {
-					tat, interval, lead, err := parseGCRA(good.str)
+				// A GCRA state in either form: the one written, and the
+				// other form of the same state (the long one of a short
+				// state reads the same).
+				states := []string{good.str}
+				if stateLayouts[name].tag == "g" {
+					tat, interval, lead, err := parseGCRA(good.str, r.Now())
 					if err != nil {
 						t.Fatal(err)
 					}
-					ts, iv := fmt.Sprintf("%016d", tat), strconv.FormatInt(interval, 10)
-					// The write's clock, tat - lead, before 0; and the
-					// layouts of earlier versions.
-					str("a lead longer than the TAT", "g0000000000000005"+iv+"/"+strconv.FormatInt(max(lead-interval, 6), 10))
-					str("the layout of two versions ago", fmt.Sprintf("%d/%d/%d", tat, interval, tat-lead))
-					str("the last version's layout", fmt.Sprintf("%016d%d/%d", tat, interval, lead))
-					str("a TAT of 15 digits", "g"+ts[1:]+iv+"/"+strconv.FormatInt(lead-interval, 10))
+					states = append(states, scenario.GCRALongState(tat, interval, lead))
+				}
+				for _, st := range states {
+					corruptString(t, name, r.Now(), st, good, try)
 				}
 			case "zset":
 				if name == "concurrency" {
@@ -333,5 +308,70 @@ func leaseCorruptions(good *value, argv []string, try func(string, *value, ...[]
 	release[0] = "release"
 	for _, c := range spoiled(four, "l2") {
 		try("the next newest on a release of the newest, "+c.what, c.v, release)
+	}
+}
+
+// corruptString spoils the string state st of script name, read at the
+// server's clock server, every way the script checks it (each field every
+// way a stored number can be wrong, fields missing and extra, tags of
+// other scripts, foreign strings), and has try check each.
+func corruptString(t *testing.T, name string, server int64, st string, good *value, try func(string, *value, ...[]string)) {
+	t.Helper()
+	layout := stateLayouts[name]
+	if gcraShortRE.MatchString(st) {
+		layout = stateLayouts["gcra short"]
+	}
+	m := layout.re.FindStringSubmatch(st)
+	if m == nil {
+		t.Fatalf("state %q does not match %v", st, layout.re)
+	}
+	fields := m[1:]
+	str := func(what, s string) {
+		t.Helper()
+		try(fmt.Sprintf("%s: %q", what, s), &value{kind: "string", str: s, expireAt: good.expireAt})
+	}
+	// Every field, every way a stored number can be wrong, just
+	// above its range and just below it; the fixed-width time
+	// with the wrong width too.
+	above, below := layout.above(fields, server), layout.below(fields)
+	for i := range fields {
+		bads := append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400))
+		if below[i] != "" {
+			bads = append(bads, below[i])
+		}
+		for _, bad := range bads {
+			f := append([]string(nil), fields...)
+			f[i] = bad
+			str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(layout.tag, f, layout.seps))
+		}
+	}
+	str("without its last field", joinState(layout.tag, fields[:len(fields)-1], layout.seps))
+	str("with a field more", joinState(layout.tag, append(append([]string(nil), fields...), "1"), append(layout.seps, "/")))
+	for _, bad := range []string{"alice", "", "/", st + " ", " " + st, st + "\x00", "+" + st, "-" + st} {
+		str("foreign", bad)
+	}
+	// Without its tag, or with another script's, and with the
+	// tag doubled: the untagged states of earlier versions and
+	// every other script's tag are refused.
+	rest := st[len(layout.tag):]
+	str("untagged", rest)
+	str("tag doubled", layout.tag+st)
+	for other, l := range stateLayouts {
+		if l.tag != layout.tag {
+			str("tagged "+other, l.tag+rest)
+		}
+	}
+	if layout.tag == "g" {
+		tat, interval, lead, err := parseGCRA(st, server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, iv := fmt.Sprintf("%016d", tat), strconv.FormatInt(interval, 10)
+		// The write's clock, tat - lead, before 0; and the
+		// layouts of earlier versions.
+		str("a lead longer than the TAT", "g0000000000000005"+iv+"/"+strconv.FormatInt(max(lead-interval, 6), 10))
+		str("the layout of two versions ago", fmt.Sprintf("%d/%d/%d", tat, interval, tat-lead))
+		str("the last version's layout", fmt.Sprintf("%016d%d/%d", tat, interval, lead))
+		str("a TAT of 15 digits", "g"+ts[1:]+iv+"/"+strconv.FormatInt(lead-interval, 10))
 	}
 }

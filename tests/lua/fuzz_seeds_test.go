@@ -136,5 +136,9 @@ func init() {
 		fuzzSeed{"string\t" + t0, calls(line("0", "10", "5", "1000", "1", "0", "0")), 51},
 		fuzzSeed{"string\t1767225600200000200000/200000", calls(line("0", "10", "5", "1000", "1", "0", "0")), 53},
 		fuzzSeed{"string\t" + scenario.LeakyBucketState(scenario.T0, 200000, 400000), calls(line("0", "10", "5", "1000", "1", "0", "0")), 54},
+		// The short form, its TAT modulo 1e10, and one dated ahead.
+		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+200000, 200000), calls(line("0", "10", "5", "1000", "1", "0", "0"), line("0", "10", "1", "1000", "1", "0", "0")), 55},
+		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+60000001+200000, 200000), calls(line("0", "10", "5", "1000", "1", "0", "0")), 56},
+		fuzzSeed{"string\t29999999999" + "00200000", calls(line("0", "10", "5", "1000", "1", "0", "0")), 57},
 	)
 }

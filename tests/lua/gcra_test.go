@@ -1,7 +1,6 @@
 package luatest
 
 import (
-	"fmt"
 	"math/rand"
 	"regexp"
 	"strconv"
@@ -30,26 +29,17 @@ func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
 	return func(span time.Duration) int { return burst + int(span.Microseconds()/t) }
 }
 
-// gcraStateRE is gcra.lua's state, 'g<tat><interval>/<more>' in µs: the
-// tag, the TAT as exactly 16 digits, then two numbers without leading zeros
-// (the lead less one interval).
-var gcraStateRE = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+// gcraStateRE is gcra.lua's long state, 'g<tat><interval>/<more>' in µs:
+// the tag, the TAT as exactly 16 digits, then two numbers without leading
+// zeros (the lead less one interval); gcraShortRE its short one,
+// '2<tat mod 1e10><interval>' in 10 and 8 digits.
+var (
+	gcraStateRE = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+	gcraShortRE = regexp.MustCompile(`^2([0-9]{10})([0-9]{8})$`)
+)
 
-// parseGCRA reads gcra.lua's state: the TAT, the interval it counts in and
-// its lead on the clock of the write that set it, in µs.
-func parseGCRA(s string) (tat, interval, lead int64, err error) {
-	m := gcraStateRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, 0, 0, fmt.Errorf("GCRA state %q is not g<tat><interval>/<more>", s)
-	}
-	if tat, err = strconv.ParseInt(m[1], 10, 64); err == nil {
-		if interval, err = strconv.ParseInt(m[2], 10, 64); err == nil {
-			lead, err = strconv.ParseInt(m[3], 10, 64)
-			lead += interval
-		}
-	}
-	return tat, interval, lead, err
-}
+// parseGCRA is scenario.ParseGCRA.
+var parseGCRA = scenario.ParseGCRA
 
 func gcraArgs(burst, rate int, period time.Duration) func(int) []string {
 	return func(cost int) []string { return scenario.Args(burst, rate, period, cost) }
@@ -143,7 +133,7 @@ func TestGCRALateCallsGainNothing(t *testing.T) {
 				t.Fatalf("cost %d allowed at %d but denied at the newest clock %d", c.cost, c.at, latest)
 			}
 			if v := r.get("k"); v != nil {
-				tat, _, _, err := parseGCRA(v.str)
+				tat, _, _, err := parseGCRA(v.str, r.Now())
 				if err != nil || tat < lastTAT {
 					t.Fatalf("TAT %q after %d (%v)", v.str, lastTAT, err)
 				}

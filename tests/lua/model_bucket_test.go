@@ -3,6 +3,8 @@ package luatest
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 func init() {
@@ -217,13 +219,14 @@ func gcra(r *Redis, keys, argv []string, atMost bool) ([]int64, error) {
 		if v.kind != "string" {
 			return nil, ErrorReply(wrongType)
 		}
-		// 'g<tat><interval>/<more>': the TAT as 16 digits, the interval it
+		// 'g<tat><interval>/<more>' (the TAT as 16 digits, the interval it
 		// counts in, and its lead on the clock of the write that set it,
-		// less one interval.
-		tat, was, lead, err := parseGCRA(v.str)
+		// less one interval) or '2<tat mod 1e10><interval>' (a lead of one
+		// interval).
+		tat, was, lead, err := parseGCRA(v.str, r.now)
 		at := tat - lead
 		if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > latest(r) {
-			return nil, ErrorReply(badState("a GCRA state g<tat><interval>/<more>"))
+			return nil, ErrorReply(badState("a GCRA state 2<tat><interval> or g<tat><interval>/<more>"))
 		}
 		// The lead on the last write's clock in intervals of the current
 		// rate: whole ones exactly, a part one rounded up, then no more than
@@ -260,7 +263,7 @@ func gcra(r *Redis, keys, argv []string, atMost bool) ([]int64, error) {
 	}
 	theo += cost * interval
 	ahead += cost * interval
-	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("g%016d%d/%d", theo, interval, ahead-interval),
+	r.data[keys[0]] = &value{kind: "string", str: scenario.GCRAState(theo, interval, ahead),
 		expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
 	if atMost {
 		return []int64{cost, left(ahead), 0, wait(ahead)}, nil

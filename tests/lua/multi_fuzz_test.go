@@ -48,6 +48,7 @@ func FuzzMulti(f *testing.F) {
 		// a state dated past TIME + 60 s.
 		{"string\t" + t0 + "200000/200000", line("0", with("1", "0", two...)...)},
 		{"\nstring\t" + scenario.LeakyBucketState(scenario.T0, 200000, 200000), line("0", with("1", "0", two...)...)},
+		{"string\t" + scenario.GCRAShortState(scenario.T0+1000000, 1000000), line("0", with("1", "0", two...)...)},
 		{"\nstring\t" + scenario.GCRAState(scenario.T0+60000001+1000000, 1000000, 1000000), line("0", with("1", "0", two...)...)},
 		// Issue 15.4: deadlines passed, reached and not yet reached.
 		{"", strings.Join([]string{line("0", due("1", "0", "~-1", two...)...), line("0", due("1", "0", "~0", two...)...),

@@ -140,7 +140,7 @@ func (p *peerRun) tat(now int64) int64 {
 	if v == nil {
 		return now
 	}
-	n, interval, _, err := parseGCRA(v.str)
+	n, interval, _, err := parseGCRA(v.str, p.r.Now())
 	if err == nil && interval != p.c.interval() {
 		err = fmt.Errorf("interval %d, want %d", interval, p.c.interval())
 	}

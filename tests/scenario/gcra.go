@@ -196,3 +196,31 @@ func init() {
 		},
 	)
 }
+
+func init() {
+	sec := time.Second
+	// A TAT one interval ahead of its write, as gcra.lua writes it after one
+	// request on an idle key, in its short form (the TAT modulo 1e10) and in
+	// its long one: both are the same state, and a write leaves the form its
+	// lead calls for.
+	for _, form := range []struct {
+		name  string
+		state func(tat, interval, lead int64) string
+	}{{"short", func(tat, interval, _ int64) string { return GCRAShortState(tat, interval) }}, {"long", GCRALongState}} {
+		register(Spec{Script: "gcra", CostArg: 3}, Scenario{
+			Name: "a TAT one interval ahead, in its " + form.name + " form",
+			Keys: []string{"gcra:{" + form.name + "}"},
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "gcra:{" + form.name + "}", Type: "string", Vals: []string{form.state(t0+500000, 500000, 500000)}, TTL: 60000}}
+			},
+			Steps: []Step{
+				// 2 at once, 2 per s: one of 2 is used.
+				{At: 0, Args: Args(2, 2, sec, 0), Want: R(true, 1, 0, 500), TTL: []int64{60000}},
+				{At: 0, Args: Args(2, 2, sec, 2), Want: R(false, 1, 500, 500), TTL: []int64{60000}},
+				{At: 0, Args: Args(2, 2, sec, 1), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
+				// 1.5 s on the key is idle: one request leaves the short form.
+				{At: 1500 * time.Millisecond, Args: Args(2, 2, sec, 1), Want: R(true, 1, 0, 500), TTL: []int64{500}},
+			},
+		})
+	}
+}

@@ -1,16 +1,36 @@
 package scenario
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
 
 // The scripts' states, as the headers describe them (see docs/scripts.md):
 // every state starts with a tag that names its script, so a test that
 // presets a key writes it through these and nowhere else.
 
-// GCRAState is gcra.lua's state (multi.lua's and gcra_at_most.lua's too):
-// the TAT, the interval it counts in, and the TAT's lead on the clock of
-// the write that set it, all in µs.
+// GCRAState is gcra.lua's state (multi.lua's and gcra_at_most.lua's too)
+// as the scripts write it: the TAT, the interval it counts in, and the
+// TAT's lead on the clock of the write that set it, all in µs. A lead of
+// one interval below 1e8 µs takes the short form, 19 digits with the TAT
+// modulo 1e10 (GCRAShortState), any other the long one (GCRALongState).
 func GCRAState(tat, interval, lead int64) string {
+	if lead == interval && interval < 1e8 {
+		return GCRAShortState(tat, interval)
+	}
+	return GCRALongState(tat, interval, lead)
+}
+
+// GCRALongState is gcra.lua's long form, 'g<tat><interval>/<more>'.
+func GCRALongState(tat, interval, lead int64) string {
 	return fmt.Sprintf("g%016d%d/%d", tat, interval, lead-interval)
+}
+
+// GCRAShortState is gcra.lua's short form, '2<tat mod 1e10><interval>', of
+// a TAT one interval ahead of its write.
+func GCRAShortState(tat, interval int64) string {
+	return fmt.Sprintf("2%010d%08d", tat%1e10, interval)
 }
 
 // LeakyBucketState is leaky_bucket.lua's state: the time water was last
@@ -42,4 +62,41 @@ func SlidingWindowCounterState(sMs, dMs, cur, prev int64) string {
 // unit admitted at the µs us (its score).
 func LogMember(us, n int64) string {
 	return fmt.Sprintf("%d:%d", us, n)
+}
+
+var (
+	gcraLongRE  = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+	gcraShortRE = regexp.MustCompile(`^2([0-9]{10})([0-9]{8})$`)
+)
+
+// ParseGCRA reads gcra.lua's state, in either form, as the scripts read it
+// at the server's clock server (µs): the TAT, the interval it counts in and
+// the TAT's lead on the clock of the write that set it. The short form's
+// TAT is the one from 60 s and a second behind server on, modulo 1e10.
+// (The scripts' bounds on the numbers are not checked here.)
+func ParseGCRA(state string, server int64) (tat, interval, lead int64, err error) {
+	if m := gcraShortRE.FindStringSubmatch(state); m != nil {
+		mod, _ := strconv.ParseInt(m[1], 10, 64)
+		interval, _ = strconv.ParseInt(m[2], 10, 64)
+		if interval == 0 {
+			return 0, 0, 0, fmt.Errorf("GCRA state %q has an interval of 0", state)
+		}
+		base := server - Grace*1000 - 1_000_000
+		d := (mod - base) % 1e10
+		if d < 0 {
+			d += 1e10
+		}
+		return base + d, interval, interval, nil
+	}
+	m := gcraLongRE.FindStringSubmatch(state)
+	if m == nil {
+		return 0, 0, 0, fmt.Errorf("GCRA state %q is neither 2<tat><interval> nor g<tat><interval>/<more>", state)
+	}
+	if tat, err = strconv.ParseInt(m[1], 10, 64); err == nil {
+		if interval, err = strconv.ParseInt(m[2], 10, 64); err == nil {
+			lead, err = strconv.ParseInt(m[3], 10, 64)
+			lead += interval
+		}
+	}
+	return tat, interval, lead, err
 }

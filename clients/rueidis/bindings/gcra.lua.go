@@ -18,7 +18,7 @@ var GCRAScript = rueidis.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "2417107437070b7bb53946f97e557007321e224b"
+const GCRAHash = "8580b9cdf40009d425bf75fe6a537e2a29df0f2c"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -82,22 +82,27 @@ type GCRAResult struct {
 // lower rate frees no room, a higher one frees what it drains), and capped
 // at a full burst of the new size (a lowered burst is full, never locked
 // out).
-// State: a string 'g<tat><interval>/<more>': the tag g (GCRA's: every
-// script's state starts with its own, see docs/scripts.md), the TAT as
-// exactly 16 digits, then the emission interval it counts in and, after
-// the '/', the TAT's lead on the clock of the write that set it less one
-// interval (0 after one request on an idle key), all in µs, numbers
-// without leading zeros. A state whose write's clock is more than 60 s past
-// TIME was not written by this script. Anything else at the key, of any
-// type, is an error and the key is left untouched (value and TTL); that
-// includes the untagged states of earlier versions of this script.
+// State: a string in one of two forms, all in µs, numbers without
+// leading zeros. The long one, 'g<tat><interval>/<more>': the tag g
+// (GCRA's: every script's state starts with its own, see docs/scripts.md),
+// the TAT as exactly 16 digits, then the emission interval it counts in
+// and, after the '/', the TAT's lead on the clock of the write that set it
+// less one interval. The short one, '2<tat><interval>', for a TAT one
+// interval (below 1e8 µs) ahead of its write, as one request on an idle
+// key leaves it: the tag 2, the TAT modulo 1e10 in 10 digits and the
+// interval in 8, 19 digits that Redis keeps as an integer (16 bytes, not
+// a string); the TAT is the one from 60 s and 1 s behind TIME on. A state
+// whose write's clock is more than 60 s past TIME was not written by this
+// script. Anything else at the key, of any type, is an error and the key is
+// left untouched (value and TTL); that includes the untagged states of
+// earlier versions of this script.
 //
 // It runs gcra.lua with EVALSHA, falling back to EVAL when the server does not
 // have the script cached. To send many calls in one round trip, queue them in
 // a Batch.
 //
 // Keys:
-//   - tat: string 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
+//   - tat: string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
@@ -172,16 +177,21 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- lower rate frees no room, a higher one frees what it drains), and capped
 --- at a full burst of the new size (a lowered burst is full, never locked
 --- out).
---- State: a string 'g<tat><interval>/<more>': the tag g (GCRA's: every
---- script's state starts with its own, see docs/scripts.md), the TAT as
---- exactly 16 digits, then the emission interval it counts in and, after
---- the '/', the TAT's lead on the clock of the write that set it less one
---- interval (0 after one request on an idle key), all in µs, numbers
---- without leading zeros. A state whose write's clock is more than 60 s past
---- TIME was not written by this script. Anything else at the key, of any
---- type, is an error and the key is left untouched (value and TTL); that
---- includes the untagged states of earlier versions of this script.
---- @key    tat          string 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
+--- State: a string in one of two forms, all in µs, numbers without
+--- leading zeros. The long one, 'g<tat><interval>/<more>': the tag g
+--- (GCRA's: every script's state starts with its own, see docs/scripts.md),
+--- the TAT as exactly 16 digits, then the emission interval it counts in
+--- and, after the '/', the TAT's lead on the clock of the write that set it
+--- less one interval. The short one, '2<tat><interval>', for a TAT one
+--- interval (below 1e8 µs) ahead of its write, as one request on an idle
+--- key leaves it: the tag 2, the TAT modulo 1e10 in 10 digits and the
+--- interval in 8, 19 digits that Redis keeps as an integer (16 bytes, not
+--- a string); the TAT is the one from 60 s and 1 s behind TIME on. A state
+--- whose write's clock is more than 60 s past TIME was not written by this
+--- script. Anything else at the key, of any type, is an error and the key is
+--- left untouched (value and TTL); that includes the untagged states of
+--- earlier versions of this script.
+--- @key    tat          string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
@@ -362,26 +372,35 @@ else
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: the tag, 16 digits, then two
-  -- numbers; the length bound keeps every number short enough to convert
-  -- exactly, and a number below 10 but written with more digits has a
-  -- leading zero (all digits: it sorts below '1').
-  local v, was, more
-  if #stored <= 49 then
+  -- One pattern checks the whole state. The short form, 19 digits Redis
+  -- keeps as an integer, is a TAT one interval ahead of its write (one
+  -- request on an idle key): the tag 2, the TAT modulo 1e10, the interval
+  -- in 8. A live key's TAT is at most max_skew (and a ms of expiry) behind
+  -- TIME, and no more than max_skew and an interval (below 1e8) ahead, so
+  -- the TAT is the one from a second before that, modulo 1e10. The long
+  -- form: the tag g, 16 digits, then two numbers; the length bound keeps
+  -- every number short enough to convert exactly, and one of more than one
+  -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
+  -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
+  -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
+  local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  if v then
+    was = tonumber(was)
+    local base = server - max_skew - 1000000
+    v = base + (tonumber(v) - base) % 1e10
+    lead = was > 0 and was
+  elseif #stored <= 49 then
+    local more
     v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-  end
-  local lead
-  if v and (#more == 1 or more >= '1') then
-    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-    -- never does; tonumber is decimal in both.
-    v, was = tonumber(v), was + 0
-    lead = was + more
+    if v and (#more == 1 or more >= '1') then
+      v, was = tonumber(v), was + 0
+      lead = was + more
+    end
   end
   -- The write that set the state was at v - lead, on a clock no write lets
   -- run more than max_skew past TIME, and led by at most 1e15 µs.
   if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
-    return redis.error_reply('BADSTATE the key is not a GCRA state g<tat><interval>/<more>; it is left untouched')
+    return redis.error_reply('BADSTATE the key is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; it is left untouched')
   end
   -- A changed rate or burst applies from the last write, v - lead: its lead
   -- is counted in intervals of the current rate (whole ones exactly, a part
@@ -439,7 +458,14 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', tat, format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
+-- The short form when the TAT leads by one interval below 1e8 µs.
+local state
+if ahead == interval and interval < 1e8 then
+  state = format('2%010d%08d', theo % 1e10, interval)
+else
+  state = format('g%016d%d/%d', theo, interval, ahead - interval)
+end
+redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
 used = ahead % interval
 used = (ahead - used) / interval + (used > 0 and 1 or 0)
 reset = ahead + now - own + 999

@@ -208,7 +208,10 @@ else
   -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
   -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
   -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
-  local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  local v, was, lead
+  if #stored == 19 then
+    v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  end
   if v then
     was = tonumber(was)
     local base = server - max_skew - 1000000

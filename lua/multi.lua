@@ -250,7 +250,10 @@ for i = 1, n do
     -- there): the short one's TAT modulo 1e10 is the one from a second
     -- before the oldest a live key can hold; tonumber for the fixed-width
     -- fields: gopher-lua reads a leading 0 as octal in arithmetic.
-    local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+    local v, was, lead
+    if #stored == 19 then
+      v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+    end
     if v then
       was = tonumber(was)
       local base = server - max_skew - 1000000

@@ -18,7 +18,7 @@ var GCRAAtMostScript = rueidis.NewLuaScript(gcraAtMostSource)
 func GCRAAtMostSource() string { return gcraAtMostSource }
 
 // GCRAAtMostHash is the SHA1 of GCRAAtMostSource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAAtMostHash = "ab01fb6dd3f6f66ed0cc01428ede5397d4b9caa0"
+const GCRAAtMostHash = "f7017674570962749aac58848578372e4bbda69a"
 
 var gcraAtMostInfo = &scriptMeta{file: "gcra_at_most.lua", source: gcraAtMostSource, hash: GCRAAtMostHash}
 
@@ -327,7 +327,10 @@ else
   -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
   -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
   -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
-  local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  local v, was, lead
+  if #stored == 19 then
+    v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  end
   if v then
     was = tonumber(was)
     local base = server - max_skew - 1000000

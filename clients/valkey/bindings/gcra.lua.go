@@ -18,7 +18,7 @@ var GCRAScript = valkey.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "8580b9cdf40009d425bf75fe6a537e2a29df0f2c"
+const GCRAHash = "e99f59159c142922d1e43dd8e54287b641e5a511"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -383,7 +383,10 @@ else
   -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
   -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
   -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
-  local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  local v, was, lead
+  if #stored == 19 then
+    v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+  end
   if v then
     was = tonumber(was)
     local base = server - max_skew - 1000000
@@ -429,22 +432,25 @@ end
 -- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
 -- count from the caller's own clock, in whole ms rounded up
 -- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
+-- What only a denial or a peek answers is worked out only for them.
 local ahead = theo - now
 local used = ahead % interval
 used = (ahead - used) / interval + (used > 0 and 1 or 0)
-local left = burst > used and burst - used or 0
-local reset = 0
-if ahead > 0 then
-  reset = ahead + now - own + 999
-  reset = (reset - reset % 1000) / 1000
-end
 local want = cost > 0 and cost or 1
-if want > burst then
-  return {0, left, -1, reset}
-elseif ahead + want * interval > tolerance then
-  local wait = ahead + want * interval - tolerance + now - own + 999
-  return {0, left, (wait - wait % 1000) / 1000, reset}
-elseif cost == 0 then
+local over = ahead + want * interval - tolerance
+if want > burst or over > 0 or cost == 0 then
+  local left = burst > used and burst - used or 0
+  local reset = 0
+  if ahead > 0 then
+    reset = ahead + now - own + 999
+    reset = (reset - reset % 1000) / 1000
+  end
+  if want > burst then
+    return {0, left, -1, reset}
+  elseif over > 0 then
+    local wait = over + now - own + 999
+    return {0, left, (wait - wait % 1000) / 1000, reset}
+  end
   return {1, left, 0, reset}
 end
 
@@ -466,8 +472,8 @@ else
   state = format('g%016d%d/%d', theo, interval, ahead - interval)
 end
 redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
-used = ahead % interval
-used = (ahead - used) / interval + (used > 0 and 1 or 0)
-reset = ahead + now - own + 999
+-- cost more whole intervals are used now.
+used = used + cost
+local reset = ahead + now - own + 999
 return {1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000}
 `

@@ -18,7 +18,7 @@ var MultiScript = valkey.NewLuaScript(multiSource)
 func MultiSource() string { return multiSource }
 
 // MultiHash is the SHA1 of MultiSource(), the hash EVALSHA and SCRIPT LOAD use.
-const MultiHash = "b373ec0de4caa034037fa9b319e2035da5103234"
+const MultiHash = "4b6239da1464e2db6099d42a79a1f89eafca0d6c"
 
 var multiInfo = &scriptMeta{file: "multi.lua", source: multiSource, hash: MultiHash}
 
@@ -377,7 +377,10 @@ for i = 1, n do
     -- there): the short one's TAT modulo 1e10 is the one from a second
     -- before the oldest a live key can hold; tonumber for the fixed-width
     -- fields: gopher-lua reads a leading 0 as octal in arithmetic.
-    local v, was, lead = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+    local v, was, lead
+    if #stored == 19 then
+      v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
+    end
     if v then
       was = tonumber(was)
       local base = server - max_skew - 1000000

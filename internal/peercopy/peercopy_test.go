@@ -22,6 +22,8 @@ func TestCompare(t *testing.T) {
 		{name: "marked change", ours: with("package p", "", "func A() { x() } // redlimit: D1 why", "func B() {}", "func C() {}"), ids: []string{"D1"}},
 		{name: "marked insertion", ours: with("package p", "// redlimit: adapted, because", "", "func A() {}", "func B() {}", "func C() {}")},
 		{name: "two ids, repeated", ours: with("package p", "", "a // redlimit: D2", "b // redlimit: D1", "c // redlimit: D2"), ids: []string{"D2", "D1"}},
+		{name: "added blank line", ours: with("package p", "", "", "func A() {}", "func B() {}", "func C() {}")},
+		{name: "dropped blank line", ours: with("package p", "func A() {}", "func B() {}", "func C() {}"), problems: []string{"lines 2-2 are dropped"}},
 		{name: "unmarked change", ours: with("package p", "", "func A() { x() }", "func B() {}", "func C() {}"), problems: []string{"line 9 differs"}},
 		{name: "dropped line", ours: with("package p", "", "func A() {}", "func C() {}"), problems: []string{"lines 4-4 are dropped"}},
 		{name: "no license", ours: append([]string{"// Copied."}, peer...), problems: []string{"lacks the peer's LICENSE line"}},

@@ -5,8 +5,10 @@ GO ?= go
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit): the demo page in headless
-# Chromium (chromedp) and go-redis's AutoPipeliner.
-NESTED := tests/browser tests/autopipeline
+# Chromium (chromedp) and go-redis's AutoPipeliner; and for what brings a
+# dependency: the drop-in modules for redis_rate and ulule users, which
+# run those projects' own test suites on a real Redis.
+NESTED := tests/browser tests/autopipeline compat/redis_rate compat/ulule
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -25,7 +27,7 @@ test:
 
 .PHONY: test-tools
 test-tools:
-	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers SKIP (apt-get install -y redis-server)"
+	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers and the compat modules (redis_rate, ulule) SKIP (apt-get install -y redis-server)"
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "$$REDLIMIT_CHROMIUM" ] || echo "*** no chromium on PATH: the browser test SKIPS (apt-get install -y chromium)"
 	@/usr/bin/python3 -c 'import redis' 2>/dev/null || python3 -c 'import redis' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with redis-py: the Python example's tests SKIP (apt-get install -y python3-redis)"
 	@[ -d examples/node/node_modules/ioredis ] || echo "*** no examples/node/node_modules: the Node example's tests SKIP (cd examples/node && npm ci)"

@@ -4,11 +4,12 @@ GO ?= go
 .PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci
 
 # Modules of their own, for what needs a newer Go than the main module's
-# go line (which consumers of luagen inherit): the demo page in headless
-# Chromium (chromedp) and go-redis's AutoPipeliner; and for what brings a
-# dependency: the drop-in modules for redis_rate and ulule users, which
-# run those projects' own test suites on a real Redis.
-NESTED := tests/browser tests/autopipeline compat/redis_rate compat/ulule
+# go line (which consumers of luagen inherit) or brings a dependency: the
+# demo page in headless Chromium (chromedp), go-redis's AutoPipeliner,
+# ratelimit over rueidis and valkey-go, and the drop-in modules for
+# redis_rate and ulule users, which run those projects' own test suites on
+# a real Redis.
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey compat/redis_rate compat/ulule
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it

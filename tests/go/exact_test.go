@@ -16,6 +16,7 @@ import (
 
 	luatest "github.com/redlimit/redlimit/tests/lua"
 	"github.com/redlimit/redlimit/tests/scenario"
+	"github.com/redlimit/redlimit/tests/tier"
 )
 
 // content reads a key on a real server as luatest.(*Redis).Content does.
@@ -49,7 +50,7 @@ func content(t *testing.T, c redis.Cmdable, key string) string {
 
 // differ sends each call to a real server and to the gopher-lua tier,
 // which reads the server's TIME first, and wants the same reply and the
-// same state; a PTTL is compared within ttlSlack.
+// same state; a PTTL is compared as tier.PTTLAgrees says.
 type differ struct {
 	t      *testing.T
 	c      redis.Scripter
@@ -71,6 +72,7 @@ func newDiffer(t *testing.T, c redis.Scripter, script, key string) *differ {
 func (d *differ) call(argv ...string) []any {
 	t := d.t
 	t.Helper()
+	read := time.Now()
 	d.ref.SetTime(max(d.ref.Now(), serverTime(t, d.c)))
 	want, wantErr := d.ref.Eval(d.src, []string{d.key}, argv)
 	args := make([]any, len(argv))
@@ -91,11 +93,7 @@ func (d *differ) call(argv ...string) []any {
 		t.Fatalf("%s %v: state (-gopher-lua +server):\n%s", d.script, argv, cmp.Diff(w, g))
 	}
 	wp, gp := d.ref.PTTL(d.key), d.c.(redis.Cmdable).PTTL(context.Background(), d.key).Val().Milliseconds()
-	// The server counts expiry in whole ms from a cached clock (the start of
-	// the command, or of the event loop's turn, which a loaded machine can
-	// leave a few ms behind), the gopher-lua tier from the µs it read TIME
-	// at: the server's PTTL may come out a few ms longer.
-	if wp > 0 && (gp > wp+ttlAhead || gp < wp-ttlSlack) {
+	if wp > 0 && !tier.PTTLAgrees(gp, wp, read) {
 		t.Fatalf("%s %v: PTTL %d ms, gopher-lua's %d", d.script, argv, gp, wp)
 	}
 	return got.([]any)

@@ -1,0 +1,24 @@
+package scripter_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/redlimit/redlimit/clients/rueidis/scripter"
+	"github.com/redlimit/redlimit/internal/scripting/scriptingtest"
+)
+
+// TestScripter runs the suite every client's redis.Scripter passes (see
+// internal/scripting/scriptingtest) over rueidis, as a user opens it.
+func TestScripter(t *testing.T) {
+	scriptingtest.Run(t, func(t testing.TB, addrs []string) redis.Scripter {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return scripter.New(c)
+	})
+}

@@ -1,0 +1,19 @@
+module github.com/redlimit/redlimit/clients/valkey
+
+go 1.25.0
+
+replace github.com/redlimit/redlimit => ../..
+
+require (
+	github.com/redis/go-redis/v9 v9.7.3
+	github.com/redlimit/redlimit v0.0.0-00010101000000-000000000000
+	github.com/valkey-io/valkey-go v1.0.79
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.2.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

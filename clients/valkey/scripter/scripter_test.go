@@ -1,0 +1,26 @@
+// Code generated from clients/rueidis/scripter/scripter_test.go by TestSameAsRueidis (go test -update). DO NOT EDIT.
+
+package scripter_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/redlimit/redlimit/clients/valkey/scripter"
+	"github.com/redlimit/redlimit/internal/scripting/scriptingtest"
+)
+
+// TestScripter runs the suite every client's redis.Scripter passes (see
+// internal/scripting/scriptingtest) over valkey-go, as a user opens it.
+func TestScripter(t *testing.T) {
+	scriptingtest.Run(t, func(t testing.TB, addrs []string) redis.Scripter {
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return scripter.New(c)
+	})
+}

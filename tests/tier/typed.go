@@ -1,0 +1,254 @@
+package tier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+// Scripts are the generated bindings' scripts: the tiers send the embedded
+// text, not a fresh read of lua/.
+var Scripts = map[string]*redis.Script{
+	"token_bucket":           bindings.TokenBucketScript,
+	"fixed_window":           bindings.FixedWindowScript,
+	"sliding_window_log":     bindings.SlidingWindowLogScript,
+	"sliding_window_counter": bindings.SlidingWindowCounterScript,
+	"leaky_bucket":           bindings.LeakyBucketScript,
+	"gcra":                   bindings.GCRAScript,
+	"multi":                  bindings.MultiScript,
+	"concurrency":            bindings.ConcurrencyScript,
+}
+
+// rawArgs reads a step's ARGV back into Go values for the typed API; ok is
+// false when an argument is not an integer, which the typed API cannot
+// even express.
+type rawArgs struct {
+	vals []string
+	ok   bool
+}
+
+func (a *rawArgs) int(i int) int64 {
+	if i >= len(a.vals) {
+		a.ok = false
+		return 0
+	}
+	n, err := strconv.ParseInt(a.vals[i], 10, 64)
+	a.ok = a.ok && err == nil
+	return n
+}
+
+func (a *rawArgs) str(i int) string {
+	if i >= len(a.vals) {
+		a.ok = false
+		return ""
+	}
+	return a.vals[i]
+}
+
+func (a *rawArgs) ms(i int) time.Duration { return time.Duration(a.int(i)) * time.Millisecond }
+
+// typedCall is one call through the typed API, the ratelimit package (over
+// the generated bindings) where it can express the call; the reply comes
+// back as the script's integers.
+type typedCall func(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error)
+
+// shape says where a script's ARGV holds what a ratelimit.Limit says: the
+// burst (for the window scripts, the limit, which is the rate too), the
+// rate, the period, the token bucket's refill, and the cost. The caller
+// clock follows the cost. The mapping itself is ratelimit's (scripts.go);
+// this only reads a step's ARGV back into a Limit.
+type shape struct {
+	alg                               ratelimit.Algorithm
+	burst, rate, period, refill, cost int // refill -1: no such argument
+}
+
+var shapes = map[string]shape{
+	"gcra":                   {ratelimit.GCRA, 0, 1, 2, -1, 3},
+	"token_bucket":           {ratelimit.TokenBucket, 0, 1, 2, 3, 4},
+	"leaky_bucket":           {ratelimit.LeakyBucket, 0, 1, 2, -1, 3},
+	"fixed_window":           {ratelimit.FixedWindow, 0, 0, 1, -1, 2},
+	"sliding_window_log":     {ratelimit.SlidingWindowLog, 0, 0, 1, -1, 2},
+	"sliding_window_counter": {ratelimit.SlidingWindowCounter, 0, 0, 1, -1, 2},
+}
+
+var typed = map[string]typedCall{}
+
+func init() {
+	for name, sh := range shapes {
+		typed[name] = viaRatelimit(sh)
+	}
+	typed["multi"] = viaMulti
+	typed["concurrency"] = viaLeases
+}
+
+// viaRatelimit makes one call as a ratelimit user would: a Limiter for the
+// step's limit, the step's clock as WithClock (0: the server's clock), and
+// AllowN, or Peek for a cost of 0. The scenario's key "name:{tag}" is the
+// limiter's prefix "name:" and key "tag", so both paths share its state.
+// What ratelimit refuses before sending (ErrInvalidLimit and the like) is
+// ErrNotTyped: the step then goes raw, for the script to answer.
+func viaRatelimit(sh shape) typedCall {
+	return func(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
+		if len(keys) != 1 {
+			return nil, ErrNotTyped
+		}
+		key := keys[0]
+		alg := sh.alg
+		if sh.refill >= 0 && a.str(sh.refill) == "interval" {
+			alg = ratelimit.TokenBucketInterval
+		} else if sh.refill >= 0 && a.str(sh.refill) != "smooth" {
+			a.ok = false
+		}
+		limit := ratelimit.Limit{Burst: a.int(sh.burst), Rate: a.int(sh.rate), Period: a.ms(sh.period)}
+		cost, now := a.int(sh.cost), a.int(sh.cost+1)
+		prefix, tag, found := strings.Cut(key, "{")
+		tag = strings.TrimSuffix(tag, "}")
+		if !a.ok || len(a.vals) != sh.cost+2 || !found || ratelimit.RedisKey(prefix, tag) != key {
+			return nil, ErrNotTyped
+		}
+		opts := []ratelimit.Option{ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix)}
+		if now != 0 {
+			opts = append(opts, ratelimit.WithClock(func() time.Time { return time.UnixMicro(now) }))
+		}
+		l, err := ratelimit.New(c, limit, opts...)
+		if err != nil {
+			return nil, ErrNotTyped
+		}
+		var d ratelimit.Decision
+		if cost == 0 {
+			d, err = l.Peek(ctx, tag)
+		} else {
+			d, err = l.AllowN(ctx, tag, cost)
+		}
+		if errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrClock) {
+			return nil, ErrNotTyped
+		}
+		return reply(d), err
+	}
+}
+
+// reply turns a Decision back into the script's reply: Never is -1 ms.
+func reply(d ratelimit.Decision) []any {
+	allowed, retry := int64(0), d.RetryAfter.Milliseconds()
+	if d.Allowed {
+		allowed = 1
+	}
+	if d.RetryAfter == ratelimit.Never {
+		retry = -1
+	}
+	return []any{allowed, d.Remaining, retry, d.ResetAfter.Milliseconds()}
+}
+
+// viaMulti makes one call as a ratelimit user would with a Multi: a GCRA
+// Limiter per key, "name:{tag}" being the limiter's prefix "name:" and the
+// key "tag", and AllowN, or Peek for a cost of 0; the reply is rebuilt from
+// the Decisions, the binding limit being Strictest's.
+func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
+	cost, now := a.int(0), a.int(1)
+	if len(keys) == 0 || len(a.vals) != 2+3*len(keys) {
+		return nil, ErrNotTyped
+	}
+	var opts []ratelimit.Option
+	if now != 0 {
+		opts = append(opts, ratelimit.WithClock(func() time.Time { return time.UnixMicro(now) }))
+	}
+	var tag string
+	limiters := make([]*ratelimit.Limiter, len(keys))
+	for i, key := range keys {
+		prefix, t, found := strings.Cut(key, "{")
+		t = strings.TrimSuffix(t, "}")
+		limit := ratelimit.Limit{Burst: a.int(2 + 3*i), Rate: a.int(3 + 3*i), Period: a.ms(4 + 3*i)}
+		if !a.ok || !found || (i > 0 && t != tag) || ratelimit.RedisKey(prefix, t) != key {
+			return nil, ErrNotTyped
+		}
+		tag = t
+		l, err := ratelimit.New(c, limit, append(opts, ratelimit.WithPrefix(prefix))...)
+		if err != nil {
+			return nil, ErrNotTyped
+		}
+		limiters[i] = l
+	}
+	m, err := ratelimit.NewMulti(limiters...)
+	if err != nil {
+		return nil, ErrNotTyped
+	}
+	var ds []ratelimit.Decision
+	if cost == 0 {
+		ds, err = m.Peek(ctx, tag)
+	} else {
+		ds, err = m.AllowN(ctx, tag, cost)
+	}
+	if errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrClock) {
+		return nil, ErrNotTyped
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []any{int64(1), int64(0)}
+	if i := ratelimit.Strictest(ds); !ds[i].Allowed {
+		out = []any{int64(0), int64(i + 1)}
+	}
+	for _, d := range ds {
+		r := reply(d)
+		out = append(out, r[1], r[2], r[3])
+	}
+	return out, nil
+}
+
+// viaLeases makes one call of concurrency.lua through the generated typed
+// API (bindings.Concurrency): ratelimit's ConcurrencyLimiter makes its own
+// lease ids, so it cannot replay a table's. What the bindings refuse before
+// sending (an op that is no word, numbers out of bounds) is ErrNotTyped.
+func viaLeases(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
+	p := bindings.ConcurrencyParams{Op: bindings.ConcurrencyOp(a.str(0)), Lease: a.str(1), Limit: a.int(2), TTL: a.ms(3), Now: time.UnixMicro(a.int(4))}
+	if a.int(4) == 0 {
+		p.Now = time.Time{}
+	}
+	if len(keys) != 1 || !a.ok || len(a.vals) != 5 {
+		return nil, ErrNotTyped
+	}
+	r, err := bindings.Concurrency(ctx, c, keys[0], p)
+	var ae *bindings.ArgError
+	if errors.As(err, &ae) {
+		return nil, ErrNotTyped
+	}
+	allowed := int64(0)
+	if r.Allowed {
+		allowed = 1
+	}
+	return []any{allowed, r.Remaining, r.RetryAfter.Milliseconds(), r.ResetAfter.Milliseconds()}, err
+}
+
+// ErrNotTyped is what a typed call returns for arguments the typed API
+// cannot express (or refuses before sending): the step then goes raw.
+var ErrNotTyped = errors.New("arguments the typed API cannot express")
+
+// scriptErrorText is an error reply's text as the server sent it, also when
+// the bindings turned it into a *bindings.ScriptError.
+func scriptErrorText(err error) string {
+	var se *bindings.ScriptError
+	if errors.As(err, &se) {
+		return se.Code + " " + se.Message
+	}
+	return err.Error()
+}
+
+// Typed makes one call of script through the typed API over c: the
+// ratelimit package where it can say the call, else the generated
+// bindings. It returns the reply as the script's integers, or ErrNotTyped
+// where the typed API cannot express argv (or refuses it before sending).
+func Typed(ctx context.Context, script string, c redis.Scripter, keys, argv []string) ([]any, error) {
+	call := typed[script]
+	if call == nil {
+		return nil, fmt.Errorf("%s has no typed call listed in tests/tier/typed.go", script)
+	}
+	return call(ctx, c, keys, &rawArgs{vals: argv, ok: true})
+}

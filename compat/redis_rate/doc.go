@@ -51,6 +51,7 @@
 //     error on "-nan"), a Period that is not a whole number of
 //     milliseconds from 1 ms to 1e11 ms, more than one event per µs, or a
 //     burst that takes more than 31 years.
+//   - A denied call reports in Remaining what is left (redis_rate: 0).
 //   - AllowAtMost takes whole events. redis_rate takes what is left even
 //     when it is a fraction: 2.5 events left, it counts 2.5 and reports 2.
 //   - AllowN(ctx, key, limit, 0) counts nothing and is never limited

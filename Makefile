@@ -80,7 +80,7 @@ generate:
 # Fails when bindings/ or the golden files are stale, or when generating
 # leaves changed or untracked files behind (git diff alone misses those).
 check-generated:
-	$(GO) run ./cmd/luagen -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
+	$(GO) run ./cmd/luagen -strict -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
 	$(GO) test ./gen -run 'Golden|Deterministic'
 	$(GO) generate ./bindings/...
 	@out="$$(git status --porcelain -- bindings gen/testdata)" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi

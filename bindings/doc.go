@@ -19,4 +19,4 @@
 // scripts.json describes the same scripts for other stacks.
 package bindings
 
-//go:generate go run ../cmd/luagen -o . -pkg bindings -manifest scripts.json -functions redlimit ../lua
+//go:generate go run ../cmd/luagen -strict -o . -pkg bindings -manifest scripts.json -functions redlimit ../lua

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,4 +98,32 @@ func goCmd(t *testing.T, dir string, env []string, args ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+}
+
+// luagen writes only the runtime a package reaches: a package of one
+// script with one type (and one without arguments, and one with a rest
+// reply), each with and without a Functions library, must build and pass
+// go vet with what it got. An unused import or a missing helper fails it.
+func TestEachTypeCompilesAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	files := map[string][]byte{}
+	add := func(pkg, src string, functions bool) {
+		out, err := Generate([]Input{{Path: "x.lua", Src: []byte(src)}}, Options{Package: pkg, Functions: map[bool]string{true: "lib"}[functions]})
+		if err != nil {
+			t.Fatalf("%s: %v", pkg, err)
+		}
+		for _, f := range out.Files {
+			files[pkg+"/"+f.Name] = f.Content
+		}
+	}
+	types := []string{"int", "float", "bool", "string", "ms", "us", "s", "unix_ms", "unix_us", "unix_s", "enum(a|b)", "int[1..]", "float[..2.5]"}
+	for i, typ := range types {
+		src := "--- One type.\n--- @arg a " + typ + "\n--- @return r " + typ + "\nlocal a = ARGV[1]\nreturn a\n"
+		add(fmt.Sprintf("t%d", i), src, false)
+		add(fmt.Sprintf("f%d", i), src, true)
+	}
+	add("none", "--- No arguments.\n--- @key k\n--- @return ...r string\nlocal k = KEYS[1]\nreturn {k}\n", false)
+	goCmd(t, goModule(t, "example.com/alone", files), nil, "vet", "./...")
 }

@@ -60,9 +60,16 @@
 // OVERDRAWN gives ErrOverdrawn); an error reply whose first word (after an
 // optional ERR) is a code of the package comes back as *ScriptError, which
 // matches its sentinel with errors.Is. A reply of the wrong shape, or a
-// value that does not fit its type or bounds, is a *ReplyError. Helpers
-// shared by every script live in one file, luagen.go, so generated code
-// depends only on go-redis.
+// value that does not fit its type or bounds, is a *ReplyError.
+//
+// What every package shares (the calls, Batch, the encoders and decoders,
+// the errors, the Functions client) is ordinary Go in gen/runtime, built,
+// vetted and tested there on its own; only the per-script code is a
+// template. luagen writes the runtime declarations a package reaches (from
+// its scripts' code, its exported API, and transitively) into luagen.go,
+// and the Functions client into luagen_functions.go, after the few
+// declarations that depend on the scripts, so generated code depends only
+// on go-redis and holds no code it does not use.
 //
 // # Redis Functions
 //
@@ -115,25 +122,30 @@
 // keyword, a predeclared name, an import or a generated helper gets the
 // suffix Key, and names that would still collide are refused with
 // file:line. The manifest (Options.Manifest) is described by the JSON
-// Schema in manifest.schema.json.
+// Schema in bindings/scripts.schema.json.
 //
 // # Lint
 //
-// Every script is linted in the same walk as the binding check; findings
-// are errors. The checks (Checks lists them):
+// Every script is linted in the same walk as the binding check. A finding
+// of severity error is one where the script provably breaks on Redis, or
+// answers there otherwise than in gopher-lua (and so miniredis and the
+// tests): Generate refuses the script. A warning is advice about a script
+// that works: it is reported (file:line: warning: ..., Output.Warnings)
+// and the code is generated, unless Options.Strict (luagen -strict) makes
+// it an error. The checks (Checks lists them):
 //
-//	global         assignment to a global, or a function declared without local
-//	undefined      a read of a global Redis's Lua does not have (a typo, or a local declared later)
-//	goto           goto or a label (Lua 5.2; Redis runs Lua 5.1)
-//	shebang        a #! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it
-//	key-arg        a redis.call/pcall key argument not taken from KEYS (KEYS[i] or a local bound from it)
-//	keys-scan      the KEYS or SCAN command
-//	no-writes      a write command in a script with @flags no-writes
-//	number-string  tostring, .. or string.format's %s/%g on a number expression: Redis prints %.14g
-//	number-arg     a computed number passed to redis.call/pcall: Redis formats it, not always as an integer
-//	error-code     redis.error_reply('CODE ...') with a CODE the header does not declare with @error
-//	library        os, io, debug, package, require, module, load, loadstring, dofile, loadfile
-//	multi-assign   a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua (miniredis) assigns as it goes
+//	global         error    assignment to a global, or a function declared without local: Redis 7 refuses it
+//	undefined      error    a read of a global Redis's Lua does not have (a typo, or a local declared later): Redis raises an error, gopher-lua reads nil
+//	goto           error    goto or a label: Lua 5.2; Redis runs Lua 5.1 and cannot parse it
+//	shebang        error    a #! line: miniredis, gopher-lua and Redis before 7.0 cannot parse it
+//	no-writes      error    a write command in a script with @flags no-writes: EVALSHA_RO and replicas refuse it
+//	library        error    os, io, debug, package, require, module, load, loadstring, dofile, loadfile: Redis's Lua has none of them
+//	multi-assign   error    a, b = b, a: Lua 5.1 evaluates every value first, gopher-lua (miniredis) assigns as it goes
+//	key-arg        warning  a redis.call/pcall key argument not taken from KEYS (KEYS[i] or a local bound from it): a cluster cannot route it
+//	keys-scan      warning  the KEYS or SCAN command: walks the keyspace, blocks Redis, misses keys on a cluster
+//	number-string  warning  tostring, .., %s or a %g without precision on a number expression: Redis prints %.14g, gopher-lua the shortest form
+//	number-arg     warning  a computed number passed to redis.call/pcall: Redis formats it, not always as an integer
+//	error-code     warning  redis.error_reply('CODE ...') with a CODE the header does not declare with @error
 //
 // To keep a finding on purpose, end the line the message names with a
 // comment naming the check (only a Lua comment counts, never text inside a

@@ -27,7 +27,7 @@ func TestReadmeListsEveryCheck(t *testing.T) {
 	}
 	var want strings.Builder
 	for _, c := range Checks() {
-		want.WriteString("- `" + c.Name + "`: " + c.Doc + "\n")
+		want.WriteString("- `" + c.Name + "` (" + string(c.Severity) + "): " + c.Doc + "\n")
 	}
 	if !strings.Contains(string(readme), want.String()) {
 		t.Errorf("README's list of checks differs from the table in gen/lint.go; paste:\n%s", want.String())

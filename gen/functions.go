@@ -55,17 +55,10 @@ var libraryNameRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 // named library.
 func FunctionName(library, script string) string { return library + "_" + script }
 
-// functionNames are the package-level names of the library's Go file; a
-// script or key that would spell one is refused (or renamed) as with
-// sharedNames. None ends in a per-script suffix.
-var functionNames = []string{
-	// exported
-	"CheckFunctions", "ErrFunctionsMissing", "ErrFunctionsStale", "FunctionsClient", "FunctionsCmdable",
-	"FunctionsCode", "FunctionsLibrary", "LoadFunctions", "WithFunctions",
-	// unexported
-	"eachPrimary", "failedCmd", "fcall", "functionCaller", "functionNotFound", "functionOf", "functionsCode",
-	"libraryCode", "libraryExists", "sameCode", "syncLibrary",
-}
+// functionNames are the package-level names of the library's Go file,
+// read from gen/runtime/functions.go; a script or key that would spell one
+// is refused (or renamed) as with sharedNames.
+var functionNames, _ = runtimeNames([]string{functionsFile}, functionsHeadNames, "")
 
 // libraryPart is one piece of the library's text: literal text, or a
 // script's source (Script set), which the Go constant names rather than

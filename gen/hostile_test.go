@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -264,9 +265,10 @@ func TestHostileRefusals(t *testing.T) {
 	}
 }
 
-// sharedNames and functionNames must list exactly what the shared file and
-// the Functions file declare, or the collision checks above would miss a
-// name.
+// sharedNames and functionNames are read from gen/runtime, so they hold
+// every name the shared file and the Functions file can declare: each name
+// the golden output (which uses every type) declares must be among them,
+// or the collision checks above would miss it.
 func TestSharedNamesComplete(t *testing.T) {
 	out, err := Generate(goldenInputs(t), Options{Package: "golden", Functions: goldenFunctions})
 	if err != nil {
@@ -279,12 +281,37 @@ func TestSharedNamesComplete(t *testing.T) {
 				src = f.Content
 			}
 		}
-		got := declaredNames(t, file, src)
-		want := append([]string{}, listed...)
-		sort.Strings(want)
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("names listed for %s (-listed +declared by the golden output, which uses every type):\n%s", file, diff)
+		known := map[string]bool{}
+		for _, n := range listed {
+			known[n] = true
 		}
+		for _, n := range declaredNames(t, file, src) {
+			if !known[n] {
+				t.Errorf("%s declares %s, which the namespace does not reserve", file, n)
+			}
+		}
+	}
+}
+
+// sharedOrder lists every file of gen/runtime that luagen emits: all but
+// the Functions client, doc.go, standin.go (what luagen generates per
+// package, standing in for it there) and the tests.
+func TestRuntimeFilesListed(t *testing.T) {
+	files, err := filepath.Glob("runtime/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		base := filepath.Base(f)
+		if !strings.HasSuffix(base, "_test.go") && base != "doc.go" && base != "standin.go" && base != functionsFile {
+			got = append(got, base)
+		}
+	}
+	want := append([]string{}, sharedOrder...)
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runtime files (-sharedOrder +on disk):\n%s", diff)
 	}
 }
 

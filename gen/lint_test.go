@@ -17,7 +17,7 @@ local k = KEYS[1]
 local a = ARGV[1]
 `
 
-const advice = "Redis's Lua prints it with %.14g (1e15 becomes 1e+15), gopher-lua with Go's shortest form; use string.format('%d', n)"
+const advice = "Redis's Lua prints it with %.14g (0.1+0.2 gives 0.3, 1e15 gives 1e+15), gopher-lua with Go's shortest form; use string.format('%d', n) for an integer, or a precision such as '%.17g' for a fraction"
 
 func TestLint(t *testing.T) {
 	tests := []struct {
@@ -33,14 +33,15 @@ func TestLint(t *testing.T) {
 		{"key-arg", "redis.call('OBJECT', 'ENCODING', 'x')", "key of OBJECT does not come from KEYS: pass every key in KEYS so the cluster can route it"},
 		{"keys-scan", "redis.call('keys', '*')", "redis.call('keys'): walks the keyspace, which blocks Redis and misses keys on a cluster"},
 		{"keys-scan", "redis.pcall('SCAN', '0')", "redis.pcall('SCAN'): walks the keyspace, which blocks Redis and misses keys on a cluster"},
-		{"number-string", "local s = tostring(a / 3)", "tostring of a number: Redis's Lua prints it with %.14g (1e15 becomes 1e+15), gopher-lua with Go's shortest form; use string.format('%d', n)"},
-		{"number-string", "local s = 'n=' .. math.floor(a)", "number joined with ..: Redis's Lua prints it with %.14g (1e15 becomes 1e+15), gopher-lua with Go's shortest form; use string.format('%d', n)"},
-		{"number-string", "local s = tostring(0.5)", "tostring of a number: Redis's Lua prints it with %.14g (1e15 becomes 1e+15), gopher-lua with Go's shortest form; use string.format('%d', n)"},
+		{"number-string", "local s = tostring(a / 3)", "tostring of a number: " + advice},
+		{"number-string", "local s = 'n=' .. math.floor(a)", "number joined with ..: " + advice},
+		{"number-string", "local s = tostring(0.5)", "tostring of a number: " + advice},
 		{"library", "local t = os.time()", "os is not available in Redis's Lua"},
 		{"library", "local f = loadstring('return 1')", "loadstring is not available in Redis's Lua"},
 		{"library", "local m = require('x')", "require is not available in Redis's Lua"},
 		{"number-string", "local s = string.format('%s', a / 3)", "string.format %s of a number: " + advice},
-		{"number-string", "local s = string.format('%d:%5.2g', a, a / 3)", "string.format %g of a number: " + advice},
+		{"number-string", "local s = string.format('%d:%5g', a, a / 3)", "string.format %g of a number: " + advice},
+		{"number-string", "local s = string.format('%.3f %q', a / 3, a * 2)", "string.format %q of a number: " + advice},
 		{"number-arg", "redis.call('SET', k, a / 3)", "argument 3 of redis.call is a computed number: Redis formats it itself (7.0 sends 0.1 as 0.10000000000000001, 7.2.0-7.2.4 send 200000000 as 2e+8); pass string.format('%d', n)"},
 		{"number-arg", "redis.pcall('EXPIRE', k, math.ceil(a))", "argument 3 of redis.pcall is a computed number: Redis formats it itself (7.0 sends 0.1 as 0.10000000000000001, 7.2.0-7.2.4 send 200000000 as 2e+8); pass string.format('%d', n)"},
 		{"undefined", "local r = retrun_value", `retrun_value is not defined: Redis raises "Script attempted to access nonexistent global variable"; declare it local before this line, or fix the name`},
@@ -58,7 +59,11 @@ func TestLint(t *testing.T) {
 			}
 			_, diags := ParseScript("x.lua", []byte(src))
 			got := diagStrings(diags)
-			want := []string{"x.lua:7: " + tt.want + " (" + tt.check + ")"}
+			sev := ""
+			if severities[tt.check] == Warning {
+				sev = "warning: "
+			}
+			want := []string{"x.lua:7: " + sev + tt.want + " (" + tt.check + ")"}
 			if tt.check == "goto" {
 				want = append(want, "x.lua:8: label ::done:: is Lua 5.2; Redis runs Lua 5.1 (goto)")
 			}
@@ -115,7 +120,10 @@ local n = 0
 n = n + 1
 for _, key in ipairs(KEYS) do redis.call('DEL', key) end
 for i = 1, #KEYS do redis.call('DEL', KEYS[i]) end
+local ks = KEYS
+for i = 1, #ks do redis.call('DEL', ks[i]) end
 redis.call('SET', k, string.format('%d', a))
+redis.call('SET', k, string.format('%.17g %.3f %e %f %5.2g %-8.1G %i', a / 3, a / 3, a / 3, a / 3, a / 3, a / 3, a))
 redis.call('TIME')
 redis.call('PUBLISH', 'chan', 'msg')
 local s = 'a' .. 'b' .. tostring(n) .. string.sub('xyz', 1, 2) .. 5
@@ -193,5 +201,46 @@ func TestLineEndings(t *testing.T) {
 		if diff := cmp.Diff(want, diagStrings(diags)); diff != "" {
 			t.Errorf("%q: (-want +got):\n%s", nl, diff)
 		}
+	}
+}
+
+// A warning never stops Generate: the code is made and the finding comes
+// back in Output.Warnings. Strict makes it an error, and then nothing is
+// made; an error elsewhere reports the warnings with it.
+func TestGenerateWarnings(t *testing.T) {
+	warned := lintHeader + "if a == '' then return redis.error_reply('NOPE ' .. a) end\nreturn tostring(a / 3)\n"
+	in := []Input{{Path: "x.lua", Src: []byte(warned)}}
+	out, err := Generate(in, Options{Package: "p"})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	want := []string{
+		`x.lua:7: warning: error reply NOPE is not declared: add "--- @error NOPE <when>" so Go callers get ErrNope and other stacks read the code (error-code)`,
+		"x.lua:8: warning: tostring of a number: " + advice + " (number-string)",
+	}
+	if diff := cmp.Diff(want, diagStrings(out.Warnings)); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if len(out.Files) == 0 {
+		t.Errorf("no files generated")
+	}
+
+	_, err = Generate(in, Options{Package: "p", Strict: true})
+	ds, ok := err.(Diagnostics)
+	if !ok {
+		t.Fatalf("strict: err = %v, want Diagnostics", err)
+	}
+	for i := range want {
+		want[i] = strings.Replace(want[i], "warning: ", "", 1)
+	}
+	if diff := cmp.Diff(want, diagStrings(ds)); diff != "" {
+		t.Errorf("strict (-want +got):\n%s", diff)
+	}
+
+	broken := []Input{in[0], {Path: "y.lua", Src: []byte(lintHeader + "x = 1\nreturn 1\n")}}
+	_, err = Generate(broken, Options{Package: "p"})
+	ds, _ = err.(Diagnostics)
+	if got := diagStrings(ds); len(got) != 3 || !strings.HasPrefix(got[0], "x.lua:7: warning: ") || !strings.HasPrefix(got[2], "y.lua:7: assignment to global x") {
+		t.Errorf("an error with warnings: got %q", got)
 	}
 }

@@ -10,8 +10,9 @@ import (
 
 // The manifest describes every script for stacks other than Go: what each
 // KEYS and ARGV position means, how each value travels, its bounds and
-// words, and what comes back. manifest.schema.json (next to this file) is
-// its JSON Schema.
+// words, and what comes back. bindings/scripts.schema.json is its JSON
+// Schema (one file, versioned with ManifestVersion; every manifest luagen
+// writes in the tests is validated against it).
 type manifestFile struct {
 	Comment   string           `json:"comment"`
 	Version   int              `json:"version"`

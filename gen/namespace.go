@@ -15,22 +15,15 @@ import (
 //     reply and its constants XY<Arg><Word>; unexported xYInfo, xYCall,
 //     xYDecode and xYSource;
 //   - per @error code: Err<Code>;
-//   - sharedNames below, which end in none of the per-script suffixes.
+//   - the names the shared file declares (the runtime's, errorCodes and
+//     allScripts), none of which ends in a per-script suffix.
 //
 // Two things that still spell the same name (a.lua and a_result.lua, the
 // codes BADARG and BAD_ARG) are refused with file:line, never emitted.
-var sharedNames = []string{
-	// exported
-	"ArgError", "Batch", "ErrPipeline", "LoadAll", "NewBatch", "Pending", "PipelineClient", "ReplyError", "ScriptError",
-	// unexported
-	"allScripts", "atLeast", "atLeastF", "atMost", "atMostF", "between", "betweenF", "call", "decoder",
-	"describe", "encoder", "errNotExecuted", "errorCodes", "evalSha", "finishAll", "floatRange", "init", "intRange",
-	"isPipeline", "newDecoder", "newEncoder", "noScript", "processor", "queue", "rest", "result", "run", "runOnce",
-	"scriptMeta", "unknownCommand", "unsent",
-}
-
-// sharedMethods are the methods of Batch that luagen writes itself.
-var sharedMethods = []string{"Exec"}
+//
+// sharedNames and sharedMethods (of Batch) are read from gen/runtime, so
+// they cannot fall behind it.
+var sharedNames, sharedMethods = runtimeNames(sharedOrder, sharedHeadNames, "Batch")
 
 // imports are the package names the generated files import.
 var imports = []string{"context", "errors", "fmt", "math", "redis", "strconv", "strings", "time"}

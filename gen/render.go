@@ -38,8 +38,10 @@ func goType(t Type) string {
 // method names the encoder/decoder method of a type.
 func method(t Type) string {
 	switch t {
-	case Millis, Micros, Seconds:
+	case Millis, Micros:
 		return string(t)
+	case Seconds:
+		return "seconds" // s would be found wherever the field call.s is
 	case UnixMs:
 		return "unixMs"
 	case UnixUs:
@@ -395,33 +397,18 @@ func goLiteral(src string) string {
 }
 
 type sharedView struct {
-	Pkg       string
-	Scripts   []string // unexported names
-	Errors    []errorView
-	Uses      map[string]bool
-	Functions bool // a Functions library: calls on a FunctionsClient use FCALL
+	Pkg     string
+	Scripts []string // unexported names
+	Errors  []errorView
 }
 
 type errorView struct {
 	Code, Sentinel, Doc string
 }
 
-func newSharedView(pkg string, scripts []*Script, functions bool) sharedView {
-	v := sharedView{Pkg: pkg, Uses: map[string]bool{}, Functions: functions}
+func newSharedView(pkg string, scripts []*Script) sharedView {
+	v := sharedView{Pkg: pkg}
 	seen := map[string]bool{}
-	use := func(what string, t Type) {
-		v.Uses[what+exported(method(t))] = true
-		switch {
-		case t.IsDuration():
-			v.Uses[what+"Duration"] = true
-		case t.IsInstant():
-			v.Uses[what+"Instant"] = true
-		}
-		if t.IsInteger() {
-			v.Uses[what+"Integer"] = true
-		}
-		v.Uses["time"] = v.Uses["time"] || t.Unit() != 0
-	}
 	for _, s := range scripts {
 		v.Scripts = append(v.Scripts, unexported(s.Name))
 		for _, e := range s.Errors {
@@ -430,32 +417,21 @@ func newSharedView(pkg string, scripts []*Script, functions bool) sharedView {
 				v.Errors = append(v.Errors, errorView{Code: e.Code, Sentinel: errName(e.Code), Doc: e.Doc})
 			}
 		}
-		for _, a := range s.Args {
-			use("arg", a.Type)
-		}
-		for _, r := range s.Returns {
-			use("ret", r.Type)
-			v.Uses["retRest"] = v.Uses["retRest"] || r.Variadic
-		}
 	}
-	v.Uses["math"] = v.Uses["argFloat"] || v.Uses["retDuration"] || v.Uses["argInstant"]
-	v.Uses["intRange"] = v.Uses["argInteger"] || v.Uses["retInteger"]
-	v.Uses["floatRange"] = v.Uses["argFloat"] || v.Uses["retFloat"]
 	sortBy(v.Errors, func(e errorView) string { return e.Code })
 	return v
 }
 
 type functionsView struct {
-	Pkg, Library, File, FirstGo string
-	Code                        string // the Go expression of the library
-	Scripts                     []functionView
+	Pkg, Library, File string
+	Code               string // the Go expression of the library
+	Scripts            []functionView
 }
 
 type functionView struct{ Info, Function string }
 
 func newFunctionsView(pkg, library string, scripts []*Script, parts []libraryPart) functionsView {
-	v := functionsView{Pkg: pkg, Library: library, File: LibraryFile(library), Code: libraryExpr(parts),
-		FirstGo: exported(scripts[0].Name)}
+	v := functionsView{Pkg: pkg, Library: library, File: LibraryFile(library), Code: libraryExpr(parts)}
 	for _, s := range scripts {
 		v.Scripts = append(v.Scripts, functionView{Info: unexported(s.Name) + "Info", Function: FunctionName(library, s.Name)})
 	}
@@ -467,10 +443,14 @@ func execute(name string, data any) ([]byte, error) {
 	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
 		return nil, err
 	}
-	out, err := format.Source(buf.Bytes())
+	return formatGo(buf.Bytes())
+}
+
+func formatGo(src []byte) ([]byte, error) {
+	out, err := format.Source(src)
 	if err != nil {
 		// A bug in luagen, not in the script: show the source to debug it.
-		return nil, fmt.Errorf("luagen bug: generated code does not parse: %v\n%s", err, buf.Bytes())
+		return nil, fmt.Errorf("luagen bug: generated code does not parse: %v\n%s", err, src)
 	}
 	return out, nil
 }

@@ -1,171 +1,48 @@
 package gen
 
 import (
-	"encoding/json"
-	"fmt"
-	"math"
 	"os"
-	"regexp"
-	"strings"
 	"testing"
+
+	"github.com/redlimit/redlimit/internal/jsonschema"
 )
 
-// validate checks v against schema, a JSON Schema using only the keywords
-// below (anything else fails the test rather than being ignored). It
-// returns every violation with its JSON path.
-func validate(t *testing.T, root, schema map[string]any, v any, path string) []string {
-	t.Helper()
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, path+": "+fmt.Sprintf(format, args...)) }
-	for kw := range schema {
-		switch kw {
-		case "$schema", "$id", "title", "description", "$defs", "$ref", "type", "const", "enum",
-			"required", "properties", "additionalProperties", "items", "pattern", "minItems":
-		default:
-			t.Fatalf("%s: the test validator does not know keyword %q", path, kw)
-		}
-	}
-	if ref, ok := schema["$ref"].(string); ok {
-		name := strings.TrimPrefix(ref, "#/$defs/")
-		def, ok := root["$defs"].(map[string]any)[name].(map[string]any)
-		if !ok {
-			t.Fatalf("%s: unresolved $ref %s", path, ref)
-		}
-		return validate(t, root, def, v, path)
-	}
-	if typ, ok := schema["type"].(string); ok {
-		var okType bool
-		switch typ {
-		case "object":
-			_, okType = v.(map[string]any)
-		case "array":
-			_, okType = v.([]any)
-		case "string":
-			_, okType = v.(string)
-		case "boolean":
-			_, okType = v.(bool)
-		case "number":
-			_, okType = v.(float64)
-		case "integer":
-			f, isNum := v.(float64)
-			okType = isNum && f == math.Trunc(f)
-		default:
-			t.Fatalf("%s: unknown type %s", path, typ)
-		}
-		if !okType {
-			bad("want %s, got %T", typ, v)
-			return errs
-		}
-	}
-	if c, ok := schema["const"]; ok && fmt.Sprint(c) != fmt.Sprint(v) {
-		bad("want %v, got %v", c, v)
-	}
-	if enum, ok := schema["enum"].([]any); ok {
-		found := false
-		for _, e := range enum {
-			found = found || fmt.Sprint(e) == fmt.Sprint(v)
-		}
-		if !found {
-			bad("%v is not one of %v", v, enum)
-		}
-	}
-	if p, ok := schema["pattern"].(string); ok {
-		if s, _ := v.(string); !regexp.MustCompile(p).MatchString(s) {
-			bad("%q does not match %s", s, p)
-		}
-	}
-	if obj, ok := v.(map[string]any); ok {
-		props, _ := schema["properties"].(map[string]any)
-		for _, r := range asSlice(schema["required"]) {
-			if _, ok := obj[r.(string)]; !ok {
-				bad("missing %s", r)
-			}
-		}
-		for k, val := range obj {
-			sub, known := props[k].(map[string]any)
-			if !known {
-				if schema["additionalProperties"] == false {
-					bad("unknown property %s", k)
-				}
-				continue
-			}
-			errs = append(errs, validate(t, root, sub, val, path+"."+k)...)
-		}
-	}
-	if arr, ok := v.([]any); ok {
-		if n, ok := schema["minItems"].(float64); ok && float64(len(arr)) < n {
-			bad("want at least %v items", n)
-		}
-		if items, ok := schema["items"].(map[string]any); ok {
-			for i, e := range arr {
-				errs = append(errs, validate(t, root, items, e, fmt.Sprintf("%s[%d]", path, i))...)
-			}
-		}
-	}
-	return errs
-}
+// schemaPath is the manifest's JSON Schema: one file, next to the bundle's
+// own manifest, for every manifest luagen writes.
+const schemaPath = "../bindings/scripts.schema.json"
 
-func asSlice(v any) []any { s, _ := v.([]any); return s }
-
-func loadSchema(t *testing.T) map[string]any {
+// checkManifest fails t for every way manifest breaks the schema.
+func checkManifest(t *testing.T, name string, manifest []byte) {
 	t.Helper()
-	raw, err := os.ReadFile("manifest.schema.json")
+	schema, err := jsonschema.Load(schemaPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		t.Fatal(err)
+	errs, err := schema.Validate(manifest)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
-	return schema
+	for _, e := range errs {
+		t.Errorf("%s: %s", name, e)
+	}
 }
 
-// Every manifest luagen writes validates against the published schema: the
-// golden one (every type, bounds, enums, variadics, flags, errors), with
-// and without a Functions library, and the bundled scripts'
-// bindings/scripts.json.
+// Every manifest luagen writes validates against the schema: the golden
+// ones (every type, bounds, enums, variadics, flags, errors, with and
+// without a Functions library), the bundle's bindings/scripts.json, and
+// the manifests of the hostile corpus and the test scripts as Generate
+// writes them now.
 func TestManifestsMatchSchema(t *testing.T) {
-	schema := loadSchema(t)
-	manifests := map[string][]byte{}
 	for _, path := range []string{"testdata/golden/scripts.json.golden", "testdata/golden/functions/scripts.json.golden", "../bindings/scripts.json"} {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		manifests[path] = raw
+		checkManifest(t, path, raw)
 	}
-	for name, raw := range manifests {
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for _, e := range validate(t, schema, schema, v, "$") {
-			t.Errorf("%s: %s", name, e)
-		}
+	out, err := Generate(goldenInputs(t), Options{Package: "golden", Manifest: true, Functions: "lib"})
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// The validator does fail: a manifest with each kind of fault is refused.
-func TestSchemaValidatorRejects(t *testing.T) {
-	schema := loadSchema(t)
-	tests := map[string]string{
-		"missing sha1":    `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"scripts":[{"name":"a","file":"a.lua","summary":"","command":"EVALSHA","flags":[],"keys":[],"args":[],"returns":[],"errors":[]}]}`,
-		"unknown type":    `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"scripts":[{"name":"a","file":"a.lua","sha1":"0000000000000000000000000000000000000000","summary":"","command":"EVALSHA","flags":[],"keys":[],"args":[{"name":"x","type":"long","wire":""}],"returns":[],"errors":[]}]}`,
-		"extra property":  `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"scripts":[],"extra":1}`,
-		"wrong version":   `{"comment":"Code generated by luagen. DO NOT EDIT.","version":1,"scripts":[]}`,
-		"bad command":     `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"scripts":[{"name":"a","file":"a.lua","sha1":"0000000000000000000000000000000000000000","summary":"","command":"EVAL","flags":[],"keys":[],"args":[],"returns":[],"errors":[]}]}`,
-		"bad fcall":       `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"scripts":[{"name":"a","file":"a.lua","sha1":"0000000000000000000000000000000000000000","summary":"","command":"EVALSHA","flags":[],"keys":[],"args":[],"returns":[],"errors":[],"function":{"name":"l_a","command":"EVALSHA"}}]}`,
-		"library no file": `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"functions":{"library":"l"},"scripts":[]}`,
-		"library name":    `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"functions":{"library":"a-b","file":"a-b.functions.lua"},"scripts":[]}`,
-		"empty enum list": `{"comment":"Code generated by luagen. DO NOT EDIT.","version":2,"scripts":[{"name":"a","file":"a.lua","sha1":"0000000000000000000000000000000000000000","summary":"","command":"EVALSHA","flags":[],"keys":[],"args":[{"name":"x","type":"enum","wire":"","enum":[]}],"returns":[],"errors":[]}]}`,
-	}
-	for name, raw := range tests {
-		var v any
-		if err := json.Unmarshal([]byte(raw), &v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if errs := validate(t, schema, schema, v, "$"); len(errs) == 0 {
-			t.Errorf("%s: accepted", name)
-		}
-	}
+	checkManifest(t, "Generate(testdata/scripts)", out.Manifest)
 }

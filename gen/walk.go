@@ -44,6 +44,7 @@ type localsActive struct{ Line int }
 
 type local struct {
 	fromKeys bool // bound from KEYS[i] (or a local that was), so it may name a key
+	keys     bool // bound to KEYS itself (local keys = KEYS), so keys[i] is a key
 }
 
 // walk visits every node under n (a []ast.Stmt, an ast.Stmt or an
@@ -76,7 +77,8 @@ func (w *walker) activate(n, line int) {
 }
 
 func (w *walker) declare(name string, value ast.Expr) {
-	w.scope.vars[name] = &local{fromKeys: value != nil && w.fromKeys(value)}
+	id, isIdent := value.(*ast.IdentExpr)
+	w.scope.vars[name] = &local{fromKeys: value != nil && w.fromKeys(value), keys: isIdent && w.isKeys(id)}
 }
 
 // lookup returns the local name refers to, or nil for a global.
@@ -89,12 +91,19 @@ func (w *walker) lookup(name string) *local {
 	return nil
 }
 
-// fromKeys reports whether e is KEYS[...] or a local bound from it.
+// isKeys reports whether id is the global KEYS or a local bound to it.
+func (w *walker) isKeys(id *ast.IdentExpr) bool {
+	v := w.lookup(id.Value)
+	return v == nil && id.Value == "KEYS" || v != nil && v.keys
+}
+
+// fromKeys reports whether e is KEYS[...] (or t[...] for a local t bound
+// to KEYS) or a local bound from it.
 func (w *walker) fromKeys(e ast.Expr) bool {
 	switch e := e.(type) {
 	case *ast.AttrGetExpr:
 		id, ok := e.Object.(*ast.IdentExpr)
-		return ok && id.Value == "KEYS" && w.lookup("KEYS") == nil
+		return ok && w.isKeys(id)
 	case *ast.IdentExpr:
 		v := w.lookup(e.Value)
 		return v != nil && v.fromKeys

@@ -41,17 +41,18 @@ func readmeBlocks(t *testing.T) (sh [][]string, directive string) {
 }
 
 // TestConsumer is what a stranger does, with the README's own commands: a
-// fresh module adds luagen as a tool and go-redis, writes scripts it has
-// never seen (a folder limits whose Go file says package ratelimit; the new
-// grammar; a script named info.lua with a key named string; a later read of
-// a bound ARGV), then go generate and go build; its own test then runs the
-// generated code on miniredis and on a real redis-server.
+// fresh module clones redlimit next to itself, adds luagen as a tool from
+// the clone and go-redis, writes scripts it has never seen (a folder limits
+// whose Go file says package ratelimit; the new grammar; a script named
+// info.lua with a key named string; a later read of a bound ARGV), then go
+// generate and go build; its own test then runs the generated code on
+// miniredis and on a real redis-server.
 //
-// Two things stand in for the network: the checkout replaces the
-// unpublished module github.com/redlimit/redlimit, and a file proxy built
-// from the module cache answers "latest" for go-redis (with the version
-// this module requires) so `go get github.com/redis/go-redis/v9` runs as
-// written without the internet.
+// Two things stand in for the network: git clones the checkout for the
+// README's URL (url.<checkout>.insteadOf, so the clone holds what is
+// committed), and a file proxy built from the module cache answers
+// "latest" for go-redis (with the version this module requires) so `go
+// get github.com/redis/go-redis/v9` runs as written without the internet.
 func TestConsumer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
@@ -61,10 +62,14 @@ func TestConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "consumer")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	proxy := fileProxy(t, "github.com/redis/go-redis/v9", "v9.7.3")
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOPROXY=file://"+filepath.ToSlash(proxy)+",off",
-		"GOSUMDB=off", "GOTOOLCHAIN=local")
+		"GOSUMDB=off", "GOTOOLCHAIN=local",
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=url."+checkout+".insteadOf", "GIT_CONFIG_VALUE_0=https://github.com/redlimit/redlimit")
 	run := func(line string) string {
 		t.Helper()
 		cmd := exec.Command("sh", "-c", line)
@@ -86,13 +91,11 @@ func TestConsumer(t *testing.T) {
 
 	// The stranger's module, before any README step.
 	run("go mod init example.com/consumer")
-	run("go mod edit -go=1.24 -require=github.com/redlimit/redlimit@v0.0.0-00010101000000-000000000000 -replace=github.com/redlimit/redlimit=" + checkout)
-	copyFile(filepath.Join(checkout, "go.sum"), "go.sum")
 	copyFile("testdata/consumer/quota.lua", "scripts/quota.lua")
 	copyFile("testdata/consumer/info.lua", "scripts/info.lua")
 	writeFile(t, filepath.Join(dir, "limits/doc.go"), "// Package ratelimit wraps ../scripts.\npackage ratelimit\n\n"+directive+"\n")
 
-	for _, line := range sh[0] { // go get -tool ...; go get github.com/redis/go-redis/v9
+	for _, line := range sh[0] { // git clone ...; go mod edit ...; go get -tool ...; go get go-redis
 		run(line)
 	}
 	for _, line := range sh[1] { // go generate ./...; go build ./...
@@ -103,6 +106,7 @@ func TestConsumer(t *testing.T) {
 			t.Errorf("go generate did not write %s", f)
 		}
 	}
+	checkManifest(t, filepath.Join(dir, "limits/scripts.json"))
 	if b, _ := os.ReadFile(filepath.Join(dir, "limits/luagen.go")); !strings.Contains(string(b), "\npackage ratelimit\n") {
 		t.Errorf("generated package is not ratelimit, the package of limits/doc.go")
 	}

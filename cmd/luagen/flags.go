@@ -16,12 +16,14 @@ import (
 	"github.com/redlimit/redlimit/gen"
 )
 
-const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-functions library] [-check] script.lua|dir ...
+const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-functions library] [-strict] [-check] script.lua|dir ...
 
 luagen reads annotated Redis Lua scripts (files, or folders of *.lua) and
 writes typed Go wrappers over go-redis v9: one <name>.lua.go per script and
 a shared luagen.go. It checks each header against its body and lints the
-Lua; problems are printed as file:line: message and nothing is written.
+Lua: errors are printed as file:line: message and nothing is written;
+warnings (advice about a script that works) as file:line: warning: message,
+and the code is written (-strict makes them errors).
 With -functions it also writes a Redis Functions library of every script,
 <library>.functions.lua, and luagen_functions.go to load it and call the
 scripts through it with FCALL (WithFunctions, LoadFunctions).
@@ -40,7 +42,7 @@ Header (the leading --- lines; order is position: the k-th @arg is ARGV[k]):
   A ... before the last @key/@arg name makes it variadic; before the last
   @return name it collects the rest of the reply.
 
-Lint checks (silence one on purpose with a trailing comment on the line
+Lint checks, with their severity (silence one on purpose with a trailing comment on the line
 the message names, e.g.  x = 1 -- luagen:ignore global; the #! line takes
 no comment, so "-- luagen:ignore shebang" works on any line):
 %s
@@ -49,7 +51,7 @@ Flags:
 
 type config struct {
 	out, pkg, manifest, functions string
-	check                         bool
+	check, strict                 bool
 	inputs                        []string
 }
 
@@ -61,6 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.pkg, "pkg", "", "Go package `name` (default: the package of the output directory's Go files, else $GOPACKAGE when it is the current directory, else its name)")
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
 	fs.StringVar(&cfg.functions, "functions", "", "also write the Redis Functions `library` of every script, named so, to <library>.functions.lua in the output directory, and the Go to call it with FCALL")
+	fs.BoolVar(&cfg.strict, "strict", false, "treat lint warnings as errors")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, gen.ChecksText("  "))

@@ -35,6 +35,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	for _, w := range plan.warnings {
+		fmt.Fprintln(stderr, w)
+	}
 	if cfg.check {
 		if stale := plan.check(stdout); stale > 0 {
 			fmt.Fprintf(stderr, "luagen: %d generated file(s) out of date; run go generate\n", stale)

@@ -10,7 +10,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redlimit/redlimit/gen"
+	"github.com/redlimit/redlimit/internal/jsonschema"
 )
+
+// checkManifest fails t for every way the manifest at path breaks
+// bindings/scripts.schema.json: every manifest these tests make luagen
+// write is checked.
+func checkManifest(t *testing.T, path string) {
+	t.Helper()
+	schema, err := jsonschema.Load("../../bindings/scripts.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := schema.Validate(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, e := range errs {
+		t.Errorf("%s: %s", path, e)
+	}
+}
 
 const okScript = `--- Counts calls.
 --- @key    counter
@@ -66,6 +89,7 @@ func TestGenerateCheckAndStale(t *testing.T) {
 	if code, _, stderr := luagen(t, dir, "-o", "out", "-manifest", "out/scripts.json", "lua"); code != 0 {
 		t.Fatalf("generate: exit %d\n%s", code, stderr)
 	}
+	checkManifest(t, filepath.Join(dir, "out/scripts.json"))
 	want := []string{"counter.lua.go", "doc.go", "luagen.go", "scripts.json"}
 	if diff := cmp.Diff(want, listDir(t, filepath.Join(dir, "out"))); diff != "" {
 		t.Fatalf("out (-want +got):\n%s", diff)
@@ -133,6 +157,31 @@ func TestErrorsWriteNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
 		t.Errorf("output folder exists after errors: %v", err)
+	}
+}
+
+// A warning is printed as file:line: warning: and the code is written,
+// exit 0; -strict refuses the same script, and writes nothing.
+func TestWarningsAndStrict(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "lua/a.lua"), strings.Replace(okScript, "return redis.call", "if step == '' then return redis.error_reply('NOPE') end\nreturn redis.call", 1))
+	want := "lua/a.lua:7: warning: error reply NOPE is not declared: add \"--- @error NOPE <when>\" so Go callers get ErrNope and other stacks read the code (error-code)\n"
+	code, _, stderr := luagen(t, dir, "-o", "strict", "-strict", "lua")
+	if code != 1 || stderr != strings.Replace(want, "warning: ", "", 1) {
+		t.Errorf("-strict: exit %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "strict")); !os.IsNotExist(err) {
+		t.Errorf("-strict wrote output: %v", err)
+	}
+	code, _, stderr = luagen(t, dir, "-o", "out", "lua")
+	if code != 0 || stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "a.lua.go")); err != nil {
+		t.Errorf("warning stopped the output: %v", err)
+	}
+	if code, _, stderr = luagen(t, dir, "-check", "-o", "out", "lua"); code != 0 || stderr != want {
+		t.Errorf("-check: exit %d, stderr:\n%s", code, stderr)
 	}
 }
 
@@ -240,6 +289,7 @@ func TestManifestRelativePaths(t *testing.T) {
 	if code, _, stderr := luagen(t, dir, "-o", "out", "-manifest", "out/meta/scripts.json", "lua"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	checkManifest(t, filepath.Join(dir, "out/meta/scripts.json"))
 	got, _ := os.ReadFile(filepath.Join(dir, "out/meta/scripts.json"))
 	if !bytes.Contains(got, []byte(`"file": "../../lua/counter.lua"`)) {
 		t.Errorf("manifest does not name ../../lua/counter.lua:\n%s", got)
@@ -261,6 +311,7 @@ func TestFunctionsFlag(t *testing.T) {
 	if diff := cmp.Diff(want, listDir(t, filepath.Join(dir, "lua"))); diff != "" {
 		t.Fatalf("lua (-want +got):\n%s", diff)
 	}
+	checkManifest(t, filepath.Join(dir, "meta/scripts.json"))
 	manifest, _ := os.ReadFile(filepath.Join(dir, "meta/scripts.json"))
 	for _, want := range []string{`"functions": {
     "library": "limits",

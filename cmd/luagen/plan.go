@@ -47,12 +47,13 @@ func readInputs(paths []string) ([]gen.Input, error) {
 // plan is every change to disk, worked out in memory first so a failure
 // never leaves half the output written.
 type plan struct {
-	write  map[string][]byte // path -> content
-	remove []string          // generated files no script produces any more
+	write    map[string][]byte // path -> content
+	remove   []string          // generated files no script produces any more
+	warnings gen.Diagnostics   // lint warnings about scripts that work
 }
 
 func makePlan(cfg config, ins []gen.Input) (*plan, error) {
-	opt := gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != "", Functions: cfg.functions}
+	opt := gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != "", Functions: cfg.functions, Strict: cfg.strict}
 	if cfg.manifest != "" {
 		// The manifest names each file relative to itself, so it stays
 		// true wherever the folder is copied.
@@ -83,7 +84,7 @@ func makePlan(cfg config, ins []gen.Input) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{write: map[string][]byte{}}
+	p := &plan{write: map[string][]byte{}, warnings: out.Warnings}
 	for _, f := range out.Files {
 		p.write[filepath.Join(cfg.out, f.Name)] = f.Content
 	}

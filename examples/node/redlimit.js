@@ -2,7 +2,7 @@
 //
 // Everything this module knows about a script comes from the manifest that
 // luagen writes next to the Go bindings, bindings/scripts.json (described by
-// gen/manifest.schema.json): the script's file and SHA1, the command to call
+// bindings/scripts.schema.json): the script's file and SHA1, the command to call
 // it with, what each KEYS and ARGV position means, each argument's type,
 // unit, bounds and words, the reply's elements and the error codes. Nothing
 // about a particular script is written here, so a script added to the

@@ -1,0 +1,307 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// FunctionsCode returns the library byte for byte, as FUNCTION LOAD takes
+// it: each script's own text, unchanged, as the body of a callback whose
+// parameters are named KEYS and ARGV.
+func FunctionsCode() string { return functionsCode }
+
+// ErrFunctionsMissing is what CheckFunctions reports for a server that does
+// not hold the library.
+var ErrFunctionsMissing = errors.New("luagen: the server does not hold the Functions library " + FunctionsLibrary)
+
+// ErrFunctionsStale is reported for a server that holds other code under
+// the library's name: another version of these scripts, or someone else's
+// library. LoadFunctions replaces it; a call never does, it fails instead
+// when its function is missing there.
+var ErrFunctionsStale = errors.New("luagen: the server holds other code under the Functions library name " + FunctionsLibrary)
+
+// FunctionsCmdable is what the library needs of a client: *redis.Client,
+// *redis.ClusterClient, *redis.Ring, redis.UniversalClient and *redis.Tx
+// have it.
+type FunctionsCmdable interface {
+	redis.Scripter
+	PipelineClient
+	FCall(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
+	FCallRO(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
+	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
+	FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd
+	FunctionList(ctx context.Context, q redis.FunctionListQuery) *redis.FunctionListCmd
+}
+
+// FunctionsClient is a redis.Scripter, and a PipelineClient, whose calls of
+// this package's scripts go through the Functions library: FCALL, or
+// FCALL_RO for @flags no-writes scripts, instead of EVALSHA. Pass it
+// wherever the package takes a client, singly or to Batch.Exec:
+//
+//	fc := WithFunctions(rdb)
+//	r, err := Quota(ctx, fc, ...) // any script of the package
+//
+// A call whose function the server does not hold (after FUNCTION FLUSH, or
+// on a server that restarted without persistence) did not run: the
+// library is loaded with FUNCTION LOAD on every primary and the call is
+// sent again, once, as EVALSHA falls back to EVAL. Where the server holds
+// other code under the library's name the call fails with
+// ErrFunctionsStale rather than replace it: run LoadFunctions when you
+// deploy, which does. Other commands (Eval, EvalSha, ScriptLoad...) go to
+// the client unchanged.
+//
+// Functions need Redis 7.0 or later (older servers answer unknown command),
+// and miniredis has none: test with a plain client there.
+type FunctionsClient struct {
+	c FunctionsCmdable
+}
+
+// WithFunctions returns a FunctionsClient over c.
+func WithFunctions(c FunctionsCmdable) *FunctionsClient { return &FunctionsClient{c: c} }
+
+// Eval sends EVAL to the client unchanged.
+func (f *FunctionsClient) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
+	return f.c.Eval(ctx, script, keys, args...)
+}
+
+// EvalSha sends EVALSHA to the client unchanged.
+func (f *FunctionsClient) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
+	return f.c.EvalSha(ctx, sha1, keys, args...)
+}
+
+// EvalRO sends EVAL_RO to the client unchanged.
+func (f *FunctionsClient) EvalRO(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
+	return f.c.EvalRO(ctx, script, keys, args...)
+}
+
+// EvalShaRO sends EVALSHA_RO to the client unchanged.
+func (f *FunctionsClient) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
+	return f.c.EvalShaRO(ctx, sha1, keys, args...)
+}
+
+// ScriptExists sends SCRIPT EXISTS to the client unchanged.
+func (f *FunctionsClient) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	return f.c.ScriptExists(ctx, hashes...)
+}
+
+// ScriptLoad sends SCRIPT LOAD to the client unchanged.
+func (f *FunctionsClient) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	return f.c.ScriptLoad(ctx, script)
+}
+
+// Pipeline returns the client's pipeline; Batch.Exec on f sends FCALL on it.
+func (f *FunctionsClient) Pipeline() redis.Pipeliner { return f.c.Pipeline() }
+
+// LoadFunctions makes every primary hold the library: FUNCTION LOAD where
+// it is missing, FUNCTION LOAD REPLACE where other code holds its name (an
+// older version, say), nothing where it is already there. On a
+// *redis.ClusterClient that is every master (go-redis sends FUNCTION LOAD
+// itself to one node only), on a *redis.Ring every shard; replicas get it
+// from their master. Calls load a missing library themselves; run this
+// when you deploy, so a new version replaces the old one. FUNCTION LOAD
+// needs Redis 7.0 or later, and managed services may keep it for admins.
+func LoadFunctions(ctx context.Context, c FunctionsCmdable) error {
+	return eachPrimary(ctx, c, func(ctx context.Context, node FunctionsCmdable) error {
+		return syncLibrary(ctx, node, true)
+	})
+}
+
+// CheckFunctions reports, per primary, a missing library
+// (ErrFunctionsMissing) or other code under its name (ErrFunctionsStale),
+// and changes nothing. It reads the library with FUNCTION LIST.
+func CheckFunctions(ctx context.Context, c FunctionsCmdable) error {
+	return eachPrimary(ctx, c, func(ctx context.Context, node FunctionsCmdable) error {
+		code, found, err := libraryCode(ctx, node)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return ErrFunctionsMissing
+		case !sameCode(code, functionsCode):
+			return ErrFunctionsStale
+		}
+		return nil
+	})
+}
+
+// functionCaller is a client or a pipeline.
+type functionCaller interface {
+	FCall(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
+	FCallRO(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
+}
+
+func fcall(ctx context.Context, c functionCaller, cl *call) *redis.Cmd {
+	if cl.s.readOnly {
+		return c.FCallRO(ctx, functionOf[cl.s], cl.keys, cl.args...)
+	}
+	return c.FCall(ctx, functionOf[cl.s], cl.keys, cl.args...)
+}
+
+// client is the client f sends through, for isPipeline.
+func (f *FunctionsClient) client() redis.Scripter { return f.c }
+
+// runCall sends one call, and again once the library is loaded when the
+// server did not hold its function.
+func (f *FunctionsClient) runCall(ctx context.Context, cl *call) *redis.Cmd {
+	cmd := fcall(ctx, f.c, cl)
+	if !functionNotFound(cmd.Err()) {
+		return cmd
+	}
+	if err := eachPrimary(ctx, f.c, func(ctx context.Context, node FunctionsCmdable) error {
+		return syncLibrary(ctx, node, false)
+	}); err != nil {
+		return failedCmd(ctx, err)
+	}
+	return fcall(ctx, f.c, cl)
+}
+
+// execCalls is Batch.Exec through the library: one pipeline, then the
+// calls whose function was missing once more, after loading the library.
+func (f *FunctionsClient) execCalls(ctx context.Context, calls []*call) error {
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := f.c.Pipeline()
+	for i, cl := range calls {
+		if cl.err == nil {
+			cmds[i] = fcall(ctx, pipe, cl)
+		}
+	}
+	// Errors are per command; they are read from cmds below, except when
+	// go-redis could not send the pipeline at all (see Batch.Exec).
+	if _, err := pipe.Exec(ctx); err != nil {
+		unsent(cmds, err)
+	}
+
+	var missing []int
+	for i, cmd := range cmds {
+		if cmd != nil && functionNotFound(cmd.Err()) {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		err := eachPrimary(ctx, f.c, func(ctx context.Context, node FunctionsCmdable) error {
+			return syncLibrary(ctx, node, false)
+		})
+		retry := f.c.Pipeline()
+		for _, i := range missing {
+			if err != nil {
+				cmds[i] = failedCmd(ctx, err)
+			} else {
+				cmds[i] = fcall(ctx, retry, calls[i])
+			}
+		}
+		if retry.Len() > 0 {
+			if _, err := retry.Exec(ctx); err != nil {
+				unsent(cmds, err)
+			}
+		}
+	}
+	return finishAll(calls, cmds)
+}
+
+// syncLibrary puts the library on one node. With replace, other code under
+// its name is replaced; without, FUNCTION LOAD is tried first (the library
+// is usually just missing) and other code is ErrFunctionsStale.
+func syncLibrary(ctx context.Context, node FunctionsCmdable, replace bool) error {
+	if !replace {
+		err := node.FunctionLoad(ctx, functionsCode).Err()
+		if err == nil || !libraryExists(err) {
+			return err
+		}
+		// Someone loaded it meanwhile, or it is another version.
+	}
+	code, found, err := libraryCode(ctx, node)
+	switch {
+	case err != nil:
+		return err
+	case found && sameCode(code, functionsCode):
+		return nil
+	case found && !replace:
+		return ErrFunctionsStale
+	}
+	return node.FunctionLoadReplace(ctx, functionsCode).Err()
+}
+
+// sameCode compares library code up to trailing line ends: a shell's
+// $(cat file), as in redis-cli FUNCTION LOAD "$(cat NAME.functions.lua)",
+// drops the file's last newline, and the library is the same without it.
+func sameCode(a, b string) bool {
+	return strings.TrimRight(a, "\r\n") == strings.TrimRight(b, "\r\n")
+}
+
+// libraryCode reads the library's code from one node. FUNCTION LIST takes a
+// pattern and matches it without regard to case, so the name is compared
+// here.
+func libraryCode(ctx context.Context, node FunctionsCmdable) (code string, found bool, err error) {
+	libs, err := node.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: FunctionsLibrary, WithCode: true}).Result()
+	if err != nil {
+		return "", false, err
+	}
+	for _, l := range libs {
+		if l.Name == FunctionsLibrary {
+			return l.Code, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// eachPrimary runs fn on every node that takes writes: the masters of a
+// *redis.ClusterClient, the shards of a *redis.Ring, or c itself. Errors
+// name their node.
+func eachPrimary(ctx context.Context, c FunctionsCmdable, fn func(ctx context.Context, node FunctionsCmdable) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	each := func(ctx context.Context, node *redis.Client) error {
+		if err := fn(ctx, node); err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("%s: %w", node.Options().Addr, err))
+			mu.Unlock()
+		}
+		return nil
+	}
+	var err error
+	switch c := c.(type) {
+	case interface {
+		ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
+	}:
+		err = c.ForEachMaster(ctx, each)
+	case interface {
+		ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
+	}:
+		err = c.ForEachShard(ctx, each)
+	default:
+		return fn(ctx, c)
+	}
+	if err != nil {
+		return err
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errors.Join(errs...)
+}
+
+// functionNotFound reports FCALL's answer for a function the server does
+// not hold; the call did not run.
+func functionNotFound(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.TrimPrefix(rerr.Error(), "ERR ") == "Function not found"
+}
+
+// libraryExists reports FUNCTION LOAD's answer for a library name that is
+// taken.
+func libraryExists(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "Library '"+FunctionsLibrary+"' already exists")
+}
+
+func failedCmd(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
+}

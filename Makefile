@@ -31,6 +31,7 @@ test-tools:
 	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers and the compat modules (redis_rate, ulule) SKIP (apt-get install -y redis-server)"
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "$$REDLIMIT_CHROMIUM" ] || echo "*** no chromium on PATH: the browser test SKIPS (apt-get install -y chromium)"
 	@/usr/bin/python3 -c 'import redis' 2>/dev/null || python3 -c 'import redis' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with redis-py: the Python example's tests SKIP (apt-get install -y python3-redis)"
+	@/usr/bin/python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with FastAPI, httpx and uvicorn: the FastAPI example's tests SKIP (apt-get install -y python3-fastapi python3-httpx python3-uvicorn)"
 	@[ -d examples/node/node_modules/ioredis ] || echo "*** no examples/node/node_modules: the Node example's tests SKIP (cd examples/node && npm ci)"
 
 # The real-Redis tiers, where a missing redis-server is a failure, as in CI
@@ -103,9 +104,10 @@ bench:
 demo:
 	$(GO) run ./cmd/redlimit-demo
 
-# Refresh docs/demo.png, the README's screenshot, with the browser test.
+# Refresh docs/demo.png, the README's screenshot: the compare view on the
+# boundary attack, as the browser test draws it at desktop size.
 screenshot:
-	cd tests/browser && REDLIMIT_SCREENSHOT=$(CURDIR)/docs/demo.png $(GO) test -count=1 -run TestDemoPage .
+	cd tests/browser && REDLIMIT_SCREENSHOT=$(CURDIR)/docs/demo.png $(GO) test -count=1 -run TestCompareView/desktop .
 
 ci: lint check-generated
 	REDLIMIT_REQUIRE_REDIS=1 $(MAKE) test

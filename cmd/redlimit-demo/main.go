@@ -1,7 +1,11 @@
-// Command redlimit-demo serves a web page where you pick an algorithm and
-// its limit, send one request or a burst, and watch every request allowed
-// or denied by the ratelimit middleware, with its response headers, and a
-// live chart of decisions and remaining capacity.
+// Command redlimit-demo serves a web page that opens on the compare view:
+// one limit and one traffic pattern (a burst, steady traffic over the rate,
+// the boundary attack on a fixed window, a trickle, or your own taps) run
+// through all seven algorithms at once, one lane each, decided by the real
+// scripts (compare.go). Below it, pick one algorithm and its limit, send
+// real requests through the ratelimit middleware, and watch each one
+// allowed or denied, with its response headers, and a live chart of
+// decisions and remaining capacity.
 //
 //	make demo                                   # or: go run ./cmd/redlimit-demo
 //	go run ./cmd/redlimit-demo -redis 127.0.0.1:6379

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -118,21 +119,34 @@ func TestBadInput(t *testing.T) {
 func TestPage(t *testing.T) {
 	srv := newTestServer(t)
 	for path, want := range map[string]string{
-		"/":          "<canvas id=\"chart\"",
-		"/app.js":    "function draw()",
-		"/style.css": "#meter-fill",
-		"/api/info":  `"backend":"embedded miniredis"`,
+		"/":            `<div id="cmp-lanes">`,
+		"/app.js":      "function draw()",
+		"/compare.js":  "function runCompare()",
+		"/lanes.js":    "function drawLane(",
+		"/style.css":   "#meter-fill",
+		"/favicon.svg": "<svg",
+		"/favicon.ico": "<svg",
+		"/api/info":    `"backend":"embedded miniredis"`,
 	} {
 		resp, body := mustGet(t, srv.URL+path)
 		if resp.StatusCode != 200 || !strings.Contains(body, want) {
 			t.Errorf("%s: %d, no %q", path, resp.StatusCode, want)
 		}
 	}
-	// Nothing from elsewhere: the page works offline.
-	for _, path := range []string{"/", "/app.js", "/style.css"} {
-		_, body := mustGet(t, srv.URL+path)
+	if resp, _ := mustGet(t, srv.URL+"/favicon.ico"); resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("/favicon.ico is %q", resp.Header.Get("Content-Type"))
+	}
+	// Nothing from elsewhere: the page works offline. (SVG's namespace is
+	// a name, never fetched.)
+	files, err := fs.Glob(web, "web/*")
+	if err != nil || len(files) < 6 {
+		t.Fatalf("embedded files %v, %v", files, err)
+	}
+	for _, f := range files {
+		_, body := mustGet(t, srv.URL+strings.TrimPrefix(f, "web"))
+		body = strings.ReplaceAll(body, "http://www.w3.org/2000/svg", "")
 		if m := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/`).FindString(body); m != "" {
-			t.Errorf("%s refers to %s", path, m)
+			t.Errorf("%s refers to %s", f, m)
 		}
 	}
 }

@@ -24,13 +24,15 @@ import (
 var web embed.FS
 
 type server struct {
-	rdb     redis.Scripter
+	rdb     *redis.Client
 	backend string
 }
 
 // newServer serves the page and its API:
 //
 //	GET  /api/info      the algorithms, and which Redis decides
+//	GET  /api/compare   one limit and one traffic pattern through every
+//	                    algorithm (compare.go)
 //	GET  /api/limited   a request limited by the ratelimit middleware: 200,
 //	                    or 429 with the headers and problem body it sets
 //	GET  /api/peek      the limiter's state now, counting nothing
@@ -42,11 +44,17 @@ type server struct {
 // default). A limit the library refuses is a 400 whose detail is the
 // library's error; a field that is not a number, or a cost out of range,
 // is a 400 that names the field.
-func newServer(rdb redis.Scripter, backend string) http.Handler {
+func newServer(rdb *redis.Client, backend string) http.Handler {
 	s := &server{rdb: rdb, backend: backend}
 	static, _ := fs.Sub(web, "web")
 	mux := http.NewServeMux()
 	mux.Handle("GET /", http.FileServer(http.FS(static)))
+	// Browsers ask for /favicon.ico whatever the page links.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, static, "favicon.svg")
+	})
+	mux.HandleFunc("GET /api/compare", s.compare)
 	mux.HandleFunc("GET /api/info", s.info)
 	mux.HandleFunc("GET /api/limited", s.limited)
 	mux.HandleFunc("GET /api/peek", s.peek)

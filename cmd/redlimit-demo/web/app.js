@@ -1,7 +1,8 @@
 'use strict';
-// The demo page: sends real requests to /api/limited, shows what the
-// ratelimit middleware answered, and polls /api/peek (which counts nothing)
-// to chart the capacity left. No libraries: the chart is a canvas.
+// The demo page's live view: sends real requests to /api/limited, shows
+// what the ratelimit middleware answered, and polls /api/peek (which counts
+// nothing) to chart the capacity left. No libraries: lanes.js draws SVG;
+// compare.js is the compare view.
 
 const $ = (id) => document.getElementById(id);
 const HEADERS = ['RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'];
@@ -46,6 +47,7 @@ function syncForm() {
     settingsKey = key;
     samples = [];
     decisions = [];
+    showNever('');
     draw();
   }
 }
@@ -82,12 +84,21 @@ function fmtTime(d) {
   return d.toTimeString().slice(0, 8) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
+// clearCapacity forgets what the page showed of a limiter whose settings
+// are no longer valid.
+function clearCapacity() {
+  for (const id of ['remaining', 'limit', 'reset-after', 'redis-key']) $(id).textContent = '–';
+  $('meter-fill').style.width = '0';
+  showNever('');
+}
+
 // send makes one limited request and logs it; false on bad input.
 async function send() {
   syncForm();
   const resp = await fetch('/api/limited?' + params(), { cache: 'no-store' });
   if (resp.status === 400) {
     showError(await problemDetail(resp), 'settings');
+    clearCapacity();
     return false;
   }
   showError('');
@@ -99,23 +110,33 @@ async function send() {
   await resp.text();
   const now = new Date();
   const left = headers['X-RateLimit-Remaining'];
-  decisions.push({ t: now.getTime(), allowed: resp.status === 200, remaining: left === undefined ? null : Number(left) });
-  addRow(now, resp, headers);
+  // A 429 without Retry-After can never pass: the middleware leaves the
+  // field out when waiting would not help (the body says so too).
+  const never = resp.status === 429 && !('Retry-After' in headers);
+  decisions.push({ t: now.getTime(), seq: seq + 1, allowed: resp.status === 200, never, remaining: left === undefined ? null : Number(left) });
+  addRow(now, resp, headers, never);
+  showNever(never ? `A request of cost ${$('cost').value} can never pass: this limit lets at most ${headers['X-RateLimit-Limit']} through at once, so waiting would not help.` : '');
   draw();
   return true;
 }
 
-function addRow(now, resp, headers) {
+function showNever(msg) {
+  $('never').textContent = msg;
+  $('never').hidden = !msg;
+}
+
+function addRow(now, resp, headers, never) {
   const tr = document.createElement('tr');
   seq++;
   tr.dataset.seq = String(seq);
   tr.dataset.status = String(resp.status);
+  tr.dataset.never = String(never);
   tr.dataset.retryAfter = headers['Retry-After'] || '';
   tr.dataset.remaining = headers['X-RateLimit-Remaining'] || '';
   const cells = [
     ['seq', String(seq)],
     ['time', fmtTime(now)],
-    ['status', resp.status + ' ' + (resp.status === 200 ? 'allowed' : resp.status === 429 ? 'denied' : resp.statusText)],
+    ['status', resp.status + ' ' + (resp.status === 200 ? 'allowed' : never ? 'can never pass' : resp.status === 429 ? 'denied' : resp.statusText)],
     ['remaining', headers['X-RateLimit-Remaining'] || '–'],
   ];
   for (const [cls, text] of cells) {
@@ -171,7 +192,7 @@ async function poll() {
     if (asked !== settingsKey) return;  // the settings changed meanwhile
     if (resp.status === 400) {
       showError(await problemDetail(resp), 'settings');
-      $('remaining').textContent = $('limit').textContent = $('reset-after').textContent = '–';
+      clearCapacity();
       return;
     }
     if (!resp.ok) return;
@@ -195,61 +216,22 @@ async function poll() {
   }
 }
 
+// draw charts the last 30 s: polled capacity over the decisions, which
+// never hide each other (lanes.js).
 function draw() {
-  const canvas = $('chart');
-  const dpr = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || 960;
-  const h = canvas.clientHeight || 260;
-  if (canvas.width !== Math.round(w * dpr)) {
-    canvas.width = Math.round(w * dpr);
-    canvas.height = Math.round(h * dpr);
-  }
-  const g = canvas.getContext('2d');
-  g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  g.clearRect(0, 0, w, h);
-  const m = { l: 44, r: 12, t: 10, b: 24 };
   const now = Date.now();
+  const from = now - CHART_MS;
   const limit = samples.length ? samples[samples.length - 1].limit : Math.max(1, ...decisions.map((d) => d.remaining || 0));
-  const x = (t) => m.l + (w - m.l - m.r) * (1 - (now - t) / CHART_MS);
-  const y = (v) => h - m.b - (h - m.t - m.b) * (v / Math.max(1, limit));
-
-  g.font = '11px system-ui, sans-serif';
-  g.strokeStyle = '#e5e7eb';
-  g.fillStyle = '#6b7280';
-  g.lineWidth = 1;
-  for (const v of [0, limit / 2, limit]) {
-    g.beginPath();
-    g.moveTo(m.l, y(v));
-    g.lineTo(w - m.r, y(v));
-    g.stroke();
-    g.fillText(Number.isInteger(v) ? String(v) : v.toFixed(1), 6, y(v) + 4);
-  }
-  for (let s = 0; s <= 30; s += 5) {
-    const tx = x(now - s * 1000);
-    g.fillText(s === 0 ? 'now' : '-' + s + ' s', tx - 12, h - 6);
-  }
-
-  // Remaining capacity: a step line through the polled samples.
-  const pts = samples.filter((p) => now - p.t <= CHART_MS);
-  if (pts.length) {
-    g.strokeStyle = '#2563eb';
-    g.lineWidth = 2;
-    g.beginPath();
-    g.moveTo(x(pts[0].t), y(pts[0].remaining));
-    for (let i = 1; i < pts.length; i++) {
-      g.lineTo(x(pts[i].t), y(pts[i - 1].remaining));
-      g.lineTo(x(pts[i].t), y(pts[i].remaining));
-    }
-    g.stroke();
-  }
-  // Decisions: green allowed, red denied, at the capacity they left.
-  for (const d of decisions) {
-    if (now - d.t > CHART_MS) continue;
-    g.fillStyle = d.allowed ? '#16a34a' : '#dc2626';
-    g.beginPath();
-    g.arc(x(d.t), y(d.remaining === null ? 0 : d.remaining), 5, 0, 2 * Math.PI);
-    g.fill();
-  }
+  const marks = decisions.filter((d) => d.t >= from).map((d) => ({
+    at: d.t - from, allowed: d.allowed, never: d.never,
+    title: `#${d.seq}: ` + (d.allowed ? `allowed, ${d.remaining} left` : d.never ? 'can never pass' : 'denied'),
+  }));
+  drawLane($('chart'), {
+    span: CHART_MS, period: 0, limit, capacityHeight: 110, bandHeight: 44,
+    capacity: samples.filter((p) => p.t >= from).map((p) => ({ at: p.t - from, remaining: p.remaining })),
+    marks, axis: true, unitsPerSecond: 1000,
+    tickLabel: (s) => (s >= 30 ? 'now' : '-' + (30 - s) + ' s'),
+  });
 }
 
 async function init() {
@@ -266,6 +248,7 @@ async function init() {
   $('send-burst').addEventListener('click', () => withButtons(sendBurst));
   $('reset').addEventListener('click', () => withButtons(reset));
   syncForm();
+  initCompare();
   document.body.dataset.ready = 'true';
   poll();
 }

@@ -56,7 +56,7 @@ test-lua:
 # longer there. 2000 inputs is 0.3-12 s a target on an idle 2-core machine.
 # A failing input lands in the package's testdata/fuzz and from then on
 # runs in every go test.
-FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit
+FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key
 
 fuzz-ci: FUZZTIME ?= 2000x
 fuzz-ci: fuzz-run

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
 
 // atomicCallers are the goroutine counts BenchmarkAtomic runs at.
@@ -60,7 +61,7 @@ func atomicLimiters(c *redis.Client, q quota) []limiter {
 	}
 	gcras := make([]*ratelimit.Limiter, len(limits))
 	for i, l := range limits {
-		lim, err := ratelimit.New(c, l, ratelimit.WithName(fmt.Sprintf("atomic%d", i)), ratelimit.WithPrefix(fmt.Sprintf("rl%d:", i)))
+		lim, err := ratelimit.New(c, fmt.Sprintf("atomic%d", i), l, ratelimit.WithPrefix(fmt.Sprintf("rl%d:", i)))
 		if err != nil {
 			panic(err) // limits of this file's own
 		}
@@ -72,11 +73,15 @@ func atomicLimiters(c *redis.Client, q quota) []limiter {
 			panic(err)
 		}
 		return func(ctx context.Context, key string) (bool, bool, error) {
-			ds, err := m.Allow(ctx, key)
-			return err == nil && ds[ratelimit.Strictest(ds)].Allowed, false, err
+			d, err := m.AllowN(ctx, key, 1)
+			return err == nil && d.Allowed, false, err
 		}
 	}
-	leases, err := ratelimit.NewConcurrency(c, min(q.burst, 10000), time.Minute, ratelimit.WithPrefix("rl:lease:"))
+	leases, err := inflight.New(c, "lease", min(q.burst, 10000), time.Minute, inflight.WithPrefix("rl:lease:"))
+	if err != nil {
+		panic(err)
+	}
+	both, err := ratelimit.All(gcras[0], gcras[1])
 	if err != nil {
 		panic(err)
 	}
@@ -84,8 +89,8 @@ func atomicLimiters(c *redis.Client, q quota) []limiter {
 		{"redlimit_multi_2", "rate", multi(2)},
 		{"redlimit_multi_4", "rate", multi(4)},
 		{"redlimit_allowall_2", "rate", func(ctx context.Context, key string) (bool, bool, error) {
-			ds, err := ratelimit.AllowAll(ctx, key, gcras[:2]...)
-			return err == nil && ds[0].Allowed && ds[1].Allowed, false, err
+			d, err := both.AllowN(ctx, key, 1)
+			return err == nil && d.Allowed, false, err
 		}},
 		{"redlimit_lease", "", func(ctx context.Context, key string) (bool, bool, error) {
 			lease, d, err := leases.Acquire(ctx, key)

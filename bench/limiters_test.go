@@ -99,7 +99,7 @@ func ours(c redis.Scripter, q quota, callerClock bool, v variant) []limiter {
 		if callerClock {
 			opts = append(opts, ratelimit.WithClock(time.Now))
 		}
-		lim, err := ratelimit.New(c, limit, opts...)
+		lim, err := ratelimit.New(c, "bench", limit, opts...)
 		if err != nil {
 			panic(fmt.Sprintf("%v %v: %v", alg, limit, err)) // a quota of this file's own
 		}

@@ -14,9 +14,6 @@ import "fmt"
 //     of them at once if they come at once, so Burst must equal Rate (a
 //     different burst would mean nothing). SlidingWindowLog keeps one entry
 //     per admitted request, so it takes a Rate of at most 10 000.
-//
-// Decision.Limit is Burst for every algorithm (which is Rate for the window
-// algorithms): the most that can ever pass at once.
 type Algorithm int
 
 const (
@@ -59,8 +56,8 @@ var algorithmNames = [...]string{
 	SlidingWindowCounter: "sliding_window_counter",
 }
 
-// String is the algorithm's name as ParseAlgorithm reads it, such as
-// "gcra" or "token_bucket_interval".
+// String is the algorithm's name, such as "gcra" or
+// "token_bucket_interval".
 func (a Algorithm) String() string {
 	if a.valid() {
 		return algorithmNames[a]
@@ -68,18 +65,8 @@ func (a Algorithm) String() string {
 	return fmt.Sprintf("Algorithm(%d)", int(a))
 }
 
-// ParseAlgorithm reads a name that String returns.
-func ParseAlgorithm(name string) (Algorithm, error) {
-	for a, n := range algorithmNames {
-		if n == name {
-			return Algorithm(a), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown algorithm %q", ErrInvalidOption, name)
-}
-
-// Windowed reports whether a counts requests per window (Burst = Rate).
-func (a Algorithm) Windowed() bool {
+// windowed reports whether a counts requests per window (Burst = Rate).
+func (a Algorithm) windowed() bool {
 	return a == FixedWindow || a == SlidingWindowLog || a == SlidingWindowCounter
 }
 

@@ -1,22 +1,40 @@
 package ratelimit
 
 import (
+	"fmt"
 	"math/bits"
 	"time"
 )
 
 // The scripts' own bounds.
 const (
-	maxCount   = 1e9            // rate, burst, capacity, limit and cost
-	maxPeriod  = 1e11           // ms
-	maxSpan    = 1e15           // µs a full bucket or TAT may reach
-	maxClockUs = int64(1) << 52 // the caller clock, µs since the epoch
+	maxCount  = 1e9  // rate, burst, capacity, limit and cost
+	maxPeriod = 1e11 // ms
+	maxSpan   = 1e15 // µs a full bucket or TAT may reach
 )
+
+// A limitError says why a Limit was refused. It matches ErrInvalid.
+type limitError struct {
+	Algorithm Algorithm
+	Limit     Limit
+	Field     string // "Rate", "Period", "Burst", or "" for a combination
+	Reason    string
+}
+
+func (e *limitError) Error() string {
+	field := ""
+	if e.Field != "" {
+		field = e.Field + " "
+	}
+	return fmt.Sprintf("%v: %s limit {%s}: %s%s", ErrInvalid, e.Algorithm, e.Limit.format(), field, e.Reason)
+}
+
+func (e *limitError) Is(target error) bool { return target == ErrInvalid }
 
 // checkLimit refuses what the algorithm's script would answer BADARG.
 func checkLimit(a Algorithm, l Limit) error {
 	fail := func(field, reason string) error {
-		return &LimitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
+		return &limitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
 	}
 	switch {
 	case l.Rate < 1 || l.Rate > maxCount:
@@ -37,44 +55,44 @@ func checkLimit(a Algorithm, l Limit) error {
 
 // paced is GCRA's and the leaky bucket's bound: one unit lasts period/rate
 // rounded up to a whole µs, and a full burst of units stays within 1e15 µs.
-func paced(l Limit) *LimitError {
+func paced(l Limit) *limitError {
 	periodUs := l.Period.Microseconds()
 	if l.Rate > periodUs {
-		return &LimitError{Field: "Rate", Reason: "must be at most one per µs of Period (use TokenBucket for more)"}
+		return &limitError{Field: "Rate", Reason: "must be at most one per µs of Period (use TokenBucket for more)"}
 	}
 	unit := (periodUs + l.Rate - 1) / l.Rate
 	if !mulAtMost(uint64(l.Burst), uint64(unit), maxSpan, 1) {
-		return &LimitError{Reason: "Burst × Period / Rate must be at most 1e15 µs (31 years)"}
+		return &limitError{Reason: "Burst × Period / Rate must be at most 1e15 µs (31 years)"}
 	}
 	return nil
 }
 
 // smoothFill bounds the time a token bucket takes to fill: Burst×Period/Rate.
-func smoothFill(l Limit) *LimitError {
+func smoothFill(l Limit) *limitError {
 	if !mulAtMost(uint64(l.Burst), uint64(l.Period.Microseconds()), maxSpan, uint64(l.Rate)) {
-		return &LimitError{Reason: "Burst × Period / Rate must be at most 1e15 µs (31 years)"}
+		return &limitError{Reason: "Burst × Period / Rate must be at most 1e15 µs (31 years)"}
 	}
 	return nil
 }
 
 // intervalFill bounds the same for whole periods: ⌈Burst/Rate⌉×Period.
-func intervalFill(l Limit) *LimitError {
+func intervalFill(l Limit) *limitError {
 	steps := (l.Burst + l.Rate - 1) / l.Rate
 	if !mulAtMost(uint64(steps), uint64(l.Period.Microseconds()), maxSpan, 1) {
-		return &LimitError{Reason: "⌈Burst / Rate⌉ × Period must be at most 1e15 µs (31 years)"}
+		return &limitError{Reason: "⌈Burst / Rate⌉ × Period must be at most 1e15 µs (31 years)"}
 	}
 	return nil
 }
 
 // window is the window algorithms' check: they admit Rate per window, so a
 // Burst other than Rate means nothing, and maxRate caps the log's size.
-func window(maxRate int64) func(Limit) *LimitError {
-	return func(l Limit) *LimitError {
+func window(maxRate int64) func(Limit) *limitError {
+	return func(l Limit) *limitError {
 		if l.Burst != l.Rate {
-			return &LimitError{Field: "Burst", Reason: "must equal Rate: a window algorithm admits Rate per Period, all at once if they come at once"}
+			return &limitError{Field: "Burst", Reason: "must equal Rate: a window algorithm admits Rate per Period, all at once if they come at once"}
 		}
 		if l.Rate > maxRate {
-			return &LimitError{Field: "Rate", Reason: "must be at most 10000 for the sliding log, which keeps one entry per request (use SlidingWindowCounter)"}
+			return &limitError{Field: "Rate", Reason: "must be at most 10000 for the sliding log, which keeps one entry per request (use SlidingWindowCounter)"}
 		}
 		return nil
 	}

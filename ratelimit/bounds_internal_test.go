@@ -65,7 +65,7 @@ func TestBoundsAgreeWithScripts(t *testing.T) {
 	checked := 0
 	for _, alg := range Algorithms() {
 		for i, l := range limits {
-			if alg.Windowed() {
+			if alg.windowed() {
 				// The windows take no burst; New refuses any but Rate on
 				// purpose (TestNewRefusesLimits), so only the rest is held
 				// to the script.

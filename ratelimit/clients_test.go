@@ -26,22 +26,23 @@ func TestClients(t *testing.T) {
 	for name, c := range clients {
 		defer c.Close()
 		for _, alg := range ratelimit.Algorithms() {
-			a := newLimiter(t, c, alg, ratelimit.WithName(name+"-a-"+alg.String()))
-			b := newLimiter(t, c, alg, ratelimit.WithName(name+"-b-"+alg.String()))
+			a := newNamed(t, c, name+"-a-"+alg.String(), alg)
+			b := newNamed(t, c, name+"-b-"+alg.String(), alg)
+			both := mustAll(t, a, b)
 			allowed := 0
 			for i := 0; i < 12; i++ {
 				d, err := a.Allow(ctx, "user}{1")
 				if err != nil {
 					t.Fatalf("%s %v: %v", name, alg, err)
 				}
-				ds, err := ratelimit.AllowAll(ctx, "user}{1", a, b)
+				bd, err := both.AllowN(ctx, "user}{1", 1)
 				if err != nil {
-					t.Fatalf("%s %v: AllowAll: %v", name, alg, err)
+					t.Fatalf("%s %v: All: %v", name, alg, err)
 				}
 				if d.Allowed {
 					allowed++
 				}
-				if ds[0].Allowed {
+				if bd.Parts[0].Allowed {
 					allowed++
 				}
 			}

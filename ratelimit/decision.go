@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
 
 // Never is the RetryAfter of a request that can never pass: it costs more
@@ -11,45 +13,56 @@ import (
 // no wait to report (the scripts answer -1 ms; this layer never does).
 const Never time.Duration = math.MaxInt64
 
-// A Decision is a limiter's answer for one key, the same for every
-// algorithm.
+// A Decision is a rule's answer for one request, the same for every
+// algorithm. The comments follow one example: a limiter named "api" with
+// PerSecond(10), asked for 6 requests at once, then for 5 more.
 type Decision struct {
-	// Allowed reports whether the request passes. Allow and AllowN count
-	// it when it does; a denied request changes nothing.
+	// Allowed reports whether the request passes: true for the 6, false
+	// for the 5 (only 4 are left). A denied request counts nothing.
 	Allowed bool
-	// Limit is the most that can ever pass at once: the Limit's Burst
-	// (which is its Rate for the window algorithms).
-	Limit int64
-	// Remaining is how many more requests of cost 1 would pass right now,
-	// never negative.
+	// Name is the limiter's name, "api". For a rule of several limits, it
+	// is the name of the one that binds (see Parts); "" for Unlimited.
+	Name string
+	// Limit is that limiter's limit: {Rate: 10, Period: 1s, Burst: 10}.
+	// The most that can ever pass at once is its Burst.
+	Limit Limit
+	// Remaining is how many requests of cost 1 would pass right now,
+	// never negative: 4 after the 6, still 4 after the denied 5.
 	Remaining int64
 	// RetryAfter is 0 when the request passes. When it is denied, it is the
 	// wait after which the same request would pass if nothing else came,
-	// never shorter than the real wait; or Never when it can never pass.
+	// never shorter than the real wait: 100ms for the 5 (one more comes
+	// back every 100ms). Never when it can never pass (11 at once).
 	RetryAfter time.Duration
-	// ResetAfter is how long until the limiter is back to full (Remaining
-	// equal to Limit) if nothing else comes.
+	// ResetAfter is how long until the limit is full again if nothing else
+	// comes: 600ms after the 6.
 	ResetAfter time.Duration
-	// Fallback is NoFallback when Redis decided. It is FailOpen or
-	// FailClosed when Redis failed or did not answer in time and the
-	// limiter's failure policy decided instead; Allowed then says which
-	// way, Cause says why, Limit is set and the other fields are zero.
+	// Fallback is the zero Fallback when Redis decided. When Redis could
+	// not be asked, it is the failure policy that decided (OnFailure):
+	// FailOpen, FailClosed or a FailLocal. Cause then says why; for
+	// FailOpen and FailClosed, Remaining, RetryAfter and ResetAfter are 0.
 	Fallback Fallback
-	// Cause is the error a failure policy decided in spite of; nil when
-	// Redis decided.
+	// Cause is the error a failure policy decided in spite of (it matches
+	// ErrUnavailable); nil when Redis decided.
 	Cause error
 	// Cached reports a denial the limiter's deny cache made without asking
-	// Redis (WithDenyCache): Allowed is false and RetryAfter counts down to
-	// the end of a denial Redis made earlier, so it is never shorter than
-	// the real wait; Remaining and ResetAfter are from that denial (the
-	// latter counting down), estimates of what Redis would answer now.
+	// Redis (WithDenyCache): RetryAfter counts down to the end of a denial
+	// Redis made earlier, so it is never shorter than the real wait;
+	// Remaining and ResetAfter are from that denial.
 	Cached bool
+	// Parts holds, for a rule of several limits (a Multi, All), each
+	// limit's Decision in order, its Allowed saying whether that limit had
+	// room; the fields above are those of the one that binds: on a denial,
+	// the one with the longest RetryAfter, else the one with the least
+	// Remaining. Nil for a single limit.
+	Parts []Decision
 }
 
 // decision turns a script's reply into a Decision.
-func decision(r reply, limit int64) Decision {
+func decision(r reply, name string, limit Limit) Decision {
 	d := Decision{
 		Allowed:    r.Allowed,
+		Name:       name,
 		Limit:      limit,
 		Remaining:  r.Remaining,
 		RetryAfter: r.RetryAfter,
@@ -61,9 +74,59 @@ func decision(r reply, limit int64) Decision {
 	return d
 }
 
+// combine makes one Decision of several: it passes when every part does,
+// and reads as the part that binds. Parts that have parts of their own are
+// flattened, so every limit appears once in Parts.
+func combine(ds []Decision) Decision {
+	var parts []Decision
+	for _, d := range ds {
+		if len(d.Parts) > 0 {
+			parts = append(parts, d.Parts...)
+		} else if d.Name != "" {
+			parts = append(parts, d)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return Decision{Allowed: true}
+	case 1:
+		return parts[0]
+	}
+	best := 0
+	allowed := true
+	for i, p := range parts {
+		allowed = allowed && p.Allowed
+		if stricter(p, parts[best]) {
+			best = i
+		}
+	}
+	d := parts[best]
+	d.Allowed = allowed
+	d.Parts = parts
+	return d
+}
+
+// stricter reports whether a binds rather than b: a denial over an
+// allowance, then the longer wait or the smaller Remaining; a decision a
+// failure policy made binds only when no decision from Redis does.
+func stricter(a, b Decision) bool {
+	if a.Allowed != b.Allowed {
+		return !a.Allowed
+	}
+	if (a.Cause == nil) != (b.Cause == nil) {
+		return a.Cause == nil
+	}
+	if !a.Allowed {
+		return a.RetryAfter > b.RetryAfter
+	}
+	return a.Remaining < b.Remaining
+}
+
 // String reads like "allowed, 2 of 3 left, full in 667ms", "denied, 0 of 3
 // left, retry in 333ms, full in 1s", "denied, can never pass", "denied by
-// the deny cache, ..." or "allowed by fail-open (cause)".
+// the deny cache, ...", "allowed by fail-open (cause)" or "allowed,
+// unlimited"; a decision of several limits names the one that binds, as in
+// "denied, ... (per-second)".
 func (d Decision) String() string {
 	verdict := "denied"
 	if d.Allowed {
@@ -72,15 +135,33 @@ func (d Decision) String() string {
 	if d.Cached {
 		verdict += " by the deny cache"
 	}
-	if d.Fallback != NoFallback {
-		return fmt.Sprintf("%s by %v (%v)", verdict, d.Fallback, d.Cause)
+	if d.Name == "" {
+		if !d.Allowed {
+			return verdict
+		}
+		return verdict + ", unlimited"
 	}
-	s := fmt.Sprintf("%s, %d of %d left", verdict, d.Remaining, d.Limit)
+	var s string
+	if d.Cause != nil {
+		s = fmt.Sprintf("%s by %v (%v)", verdict, d.Fallback, d.Cause)
+		if d.Fallback.p.Mode != call.Local {
+			return s + d.suffix()
+		}
+		verdict = s
+	}
+	s = fmt.Sprintf("%s, %d of %d left", verdict, d.Remaining, d.Limit.Burst)
 	switch {
 	case d.RetryAfter == Never:
 		s += ", can never pass"
 	case !d.Allowed:
 		s += fmt.Sprintf(", retry in %v", d.RetryAfter)
 	}
-	return s + fmt.Sprintf(", full in %v", d.ResetAfter)
+	return s + fmt.Sprintf(", full in %v", d.ResetAfter) + d.suffix()
+}
+
+func (d Decision) suffix() string {
+	if len(d.Parts) == 0 {
+		return ""
+	}
+	return " (" + d.Name + ")"
 }

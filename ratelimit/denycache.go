@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	keys "github.com/redlimit/redlimit/ratelimit/internal/key"
 )
 
 // maxCachedFor caps how long one cached denial is served, whatever its
@@ -67,6 +69,7 @@ type denyShard struct {
 
 // denyEntry is one cached denial, in ns on the cache's clock.
 type denyEntry struct {
+	limit     Limit // the limit it was denied under (Limiter.WithLimit copies share a cache)
 	cost      int64 // the denied cost (1 for a peek); the entry answers this cost only
 	at        int64 // when the denied request was sent
 	until     int64 // the cache answers while at <= now < until
@@ -124,7 +127,7 @@ func (c *denyCache) clock(l *Limiter, now time.Time) (ns int64, ok bool) {
 // cache does not invent a number that could be shorter than the real wait.
 // A smaller cost may pass. So a key with requests of mixed costs keeps the
 // newest denial's cost; Allow and Peek (both cost 1) share one.
-func (c *denyCache) lookup(key string, cost, now, limit int64) (Decision, bool) {
+func (c *denyCache) lookup(key string, cost, now int64, name string, limit Limit) (Decision, bool) {
 	s := c.shard(key)
 	s.mu.Lock()
 	e, ok := s.entries[key]
@@ -133,10 +136,11 @@ func (c *denyCache) lookup(key string, cost, now, limit int64) (Decision, bool) 
 		ok = false
 	}
 	s.mu.Unlock()
-	if !ok || now < e.at || max(cost, 1) != e.cost {
+	if !ok || now < e.at || max(cost, 1) != e.cost || e.limit != limit {
 		return Decision{}, false
 	}
 	return Decision{
+		Name:       name,
 		Limit:      limit,
 		Remaining:  e.remaining,
 		RetryAfter: ceilMs(e.retryAt - now),
@@ -159,7 +163,7 @@ func ceilMs(ns int64) time.Duration {
 // computed without, and the newest answer about a key is the one to trust.
 // (A cost that can never pass says nothing new and changes nothing.)
 func (c *denyCache) note(key string, cost, at int64, epoch uint64, d Decision) {
-	if d.Fallback != NoFallback || d.RetryAfter == Never {
+	if d.Cause != nil || d.RetryAfter == Never {
 		return
 	}
 	// A RetryAfter is whole milliseconds rounded up from the script's exact
@@ -167,9 +171,9 @@ func (c *denyCache) note(key string, cost, at int64, epoch uint64, d Decision) {
 	// RetryAfter: the cache stops answering 1 ms early, and never denies
 	// what Redis would admit. A wait of 1 ms or less is not cached. Keys
 	// longer than a hash tag are not cached either, so an entry holds at
-	// most maxTagLen bytes of key (a longer key is kept in Redis by its
+	// most keys.MaxTagLen bytes of key (a longer key is kept in Redis by its
 	// hash).
-	cache := !d.Allowed && d.RetryAfter > time.Millisecond && len(key) <= maxTagLen
+	cache := !d.Allowed && d.RetryAfter > time.Millisecond && len(key) <= keys.MaxTagLen
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -178,6 +182,7 @@ func (c *denyCache) note(key string, cost, at int64, epoch uint64, d Decision) {
 		return
 	}
 	e := denyEntry{
+		limit:     d.Limit,
 		cost:      max(cost, 1),
 		at:        at,
 		until:     at + int64(min(d.RetryAfter-time.Millisecond, maxCachedFor)),

@@ -6,10 +6,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	keys "github.com/redlimit/redlimit/ratelimit/internal/key"
 )
 
+// testLimit is the limit the cache tests deny under.
+var testLimit = PerSecond(10)
+
 func denial(retry time.Duration) Decision {
-	return Decision{Limit: 10, RetryAfter: retry, ResetAfter: 2 * retry}
+	return Decision{Name: "t", Limit: testLimit, RetryAfter: retry, ResetAfter: 2 * retry}
 }
 
 // The cache holds at most its size, sharded or not, however many keys are
@@ -42,11 +47,11 @@ func TestDenyCacheEvicts(t *testing.T) {
 	c.note("short", 1, 0, 0, denial(10*time.Millisecond))
 	c.note("long", 1, 0, 0, denial(time.Second))
 	c.note("new", 1, 0, 0, denial(time.Second))
-	if _, ok := c.lookup("short", 1, 1, 10); ok {
+	if _, ok := c.lookup("short", 1, 1, "t", testLimit); ok {
 		t.Error("the soonest to expire was kept")
 	}
 	for _, k := range []string{"long", "new"} {
-		if _, ok := c.lookup(k, 1, 1, 10); !ok {
+		if _, ok := c.lookup(k, 1, 1, "t", testLimit); !ok {
 			t.Errorf("%s was evicted", k)
 		}
 	}
@@ -60,7 +65,7 @@ func TestDenyCacheEvicts(t *testing.T) {
 
 func TestDenyCacheKeys(t *testing.T) {
 	c := newDenyCache(10)
-	long := strings.Repeat("x", maxTagLen+1)
+	long := strings.Repeat("x", keys.MaxTagLen+1)
 	c.note(long, 1, 0, 0, denial(time.Second))
 	if c.len() != 0 {
 		t.Error("a key longer than a hash tag was cached")
@@ -75,9 +80,9 @@ func TestDenyCacheKeys(t *testing.T) {
 		}
 	}
 	// Nothing shorter than 1 ms, no Never, no fallback.
-	for _, d := range []Decision{denial(time.Millisecond), denial(Never), {Fallback: FailClosed}, {Allowed: true}} {
+	for _, d := range []Decision{denial(time.Millisecond), denial(Never), {Fallback: FailClosed, Cause: ErrUnavailable}, {Allowed: true}} {
 		c.note("k", 1, 0, 0, d)
-		if _, ok := c.lookup("k", 1, 0, 10); ok {
+		if _, ok := c.lookup("k", 1, 0, "t", testLimit); ok {
 			t.Errorf("%+v was cached", d)
 		}
 	}
@@ -131,7 +136,7 @@ func BenchmarkDenyCache(b *testing.B) {
 					mu.Unlock()
 					for pb.Next() {
 						j++
-						if _, ok := c.lookup(names[j%keys], 1, 1, 10); !ok {
+						if _, ok := c.lookup(names[j%keys], 1, 1, "t", testLimit); !ok {
 							b.Error("not cached")
 							return
 						}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -33,12 +34,12 @@ func TestDenyCacheServesUntilItsDeadline(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/n=%d", alg, n), func(t *testing.T) {
 				f := newFrozen(t)
 				f.advance(123456 * time.Microsecond) // off the window grid
-				if err := ratelimit.Load(ctx, f.rdb); err != nil {
+				if err := bindings.LoadAll(ctx, f.rdb); err != nil {
 					t.Fatal(err)
 				}
 				h := &countingHook{}
 				f.rdb.AddHook(h)
-				l := newLimiter(t, f.rdb, alg, ratelimit.WithDenyCache(100), ratelimit.WithClock(func() time.Time { return f.now }))
+				l := newLimiter(t, f.rdb, alg, ratelimit.WithDenyCache(100), ratelimit.WithClock(func() time.Time { return f.Now }))
 				var denied ratelimit.Decision
 				for i := 0; ; i++ {
 					d, err := l.AllowN(ctx, "k", n)
@@ -57,9 +58,9 @@ func TestDenyCacheServesUntilItsDeadline(t *testing.T) {
 				if r <= time.Millisecond || r == ratelimit.Never {
 					t.Fatalf("denied with RetryAfter %v: nothing to cache", r)
 				}
-				start := f.now
+				start := f.Now
 				for _, at := range []time.Duration{0, time.Microsecond, r / 3, r - time.Millisecond - time.Nanosecond} {
-					f.now = start.Add(at)
+					f.Now = start.Add(at)
 					before := h.sent()
 					for i := 0; i < 2; i++ {
 						d, err := l.AllowN(ctx, "k", n)
@@ -95,7 +96,7 @@ func TestDenyCacheServesUntilItsDeadline(t *testing.T) {
 				}
 
 				// 1 ms before RetryAfter, Redis decides (and still denies).
-				f.advance(start.Add(r - time.Millisecond).Sub(f.now))
+				f.advance(start.Add(r - time.Millisecond).Sub(f.Now))
 				before := h.sent()
 				if d, err := l.AllowN(ctx, "k", n); err != nil || d.Cached || d.Allowed {
 					t.Errorf("1 ms before RetryAfter: %v, %v; want Redis's denial", d, err)
@@ -132,14 +133,14 @@ func TestDenyCacheAgreesWithRedis(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
-			clock := ratelimit.WithClock(func() time.Time { return f.now })
+			clock := ratelimit.WithClock(func() time.Time { return f.Now })
 			limit := ratelimit.PerSecond(5).WithBurst(5)
 			opts := []ratelimit.Option{ratelimit.WithAlgorithm(alg), clock}
-			cached, err := ratelimit.New(f.rdb, limit, append(opts, ratelimit.WithDenyCache(10))...)
+			cached, err := ratelimit.New(f.rdb, "test", limit, append(opts, ratelimit.WithDenyCache(10))...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			plain, _ := ratelimit.New(f.rdb, limit, opts...)
+			plain, _ := ratelimit.New(f.rdb, "test", limit, opts...)
 			rng := rand.New(rand.NewPCG(1, uint64(alg)))
 			hits := 0
 			for i := 0; i < 3000; i++ {
@@ -181,12 +182,12 @@ func TestDenyCacheAgreesWithRedis(t *testing.T) {
 // reports counts down from Redis's and never exceeds it.
 func TestDenyCacheServerClock(t *testing.T) {
 	f := newFrozen(t)
-	if err := ratelimit.Load(ctx, f.rdb); err != nil {
+	if err := bindings.LoadAll(ctx, f.rdb); err != nil {
 		t.Fatal(err)
 	}
 	h := &countingHook{}
 	f.rdb.AddHook(h)
-	l, err := ratelimit.New(f.rdb, ratelimit.PerHour(2), ratelimit.WithDenyCache(10))
+	l, err := ratelimit.New(f.rdb, "test", ratelimit.PerHour(2), ratelimit.WithDenyCache(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestDenyCacheServerClock(t *testing.T) {
 // documented limit of the cache) until its cached RetryAfter ends.
 func TestDenyCacheReset(t *testing.T) {
 	f := newFrozen(t)
-	clock := ratelimit.WithClock(func() time.Time { return f.now })
+	clock := ratelimit.WithClock(func() time.Time { return f.Now })
 	a := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithDenyCache(10), clock)
 	b := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithDenyCache(10), clock)
 	a.AllowN(ctx, "k", 10)
@@ -239,7 +240,7 @@ func TestDenyCacheReset(t *testing.T) {
 // an error.
 func TestDenyCacheOnlyCachesDenials(t *testing.T) {
 	f := newFrozen(t)
-	if err := ratelimit.Load(ctx, f.rdb); err != nil {
+	if err := bindings.LoadAll(ctx, f.rdb); err != nil {
 		t.Fatal(err)
 	}
 	h := &countingHook{}
@@ -271,28 +272,30 @@ func TestDenyCacheOnlyCachesDenials(t *testing.T) {
 		}
 	}
 
-	if _, err := ratelimit.New(f.rdb, ratelimit.PerSecond(1), ratelimit.WithDenyCache(-1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+	if _, err := ratelimit.New(f.rdb, "t", ratelimit.PerSecond(1), ratelimit.WithDenyCache(-1)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("WithDenyCache(-1): %v", err)
 	}
 }
 
-// In AllowAll a limiter whose cache holds the key's denial is answered
+// In All a limiter whose cache holds the key's denial is answered
 // from it and its call is not sent; the others still go in one pipeline.
 func TestDenyCacheAllowAll(t *testing.T) {
 	f := newFrozen(t)
-	if err := ratelimit.Load(ctx, f.rdb); err != nil {
+	if err := bindings.LoadAll(ctx, f.rdb); err != nil {
 		t.Fatal(err)
 	}
-	clock := ratelimit.WithClock(func() time.Time { return f.now })
+	clock := ratelimit.WithClock(func() time.Time { return f.Now })
 	perSecond := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithDenyCache(10), clock)
-	perHour, _ := ratelimit.New(f.rdb, ratelimit.PerHour(100), ratelimit.WithName("hour"), ratelimit.WithDenyCache(10), clock)
+	perHour, _ := ratelimit.New(f.rdb, "hour", ratelimit.PerHour(100), ratelimit.WithDenyCache(10), clock)
+	both := mustAll(t, perSecond, perHour)
 	h := &countingHook{}
 	f.rdb.AddHook(h)
 	for i := 0; i < 11; i++ {
-		ratelimit.AllowAll(ctx, "k", perSecond, perHour)
+		both.AllowN(ctx, "k", 1)
 	}
 	before := h.sent()
-	ds, err := ratelimit.AllowAll(ctx, "k", perSecond, perHour)
+	d, err := both.AllowN(ctx, "k", 1)
+	ds := d.Parts
 	if err != nil || !ds[0].Cached || ds[0].Allowed || ds[1].Cached || !ds[1].Allowed || ds[1].Remaining != 88 {
 		t.Errorf("%v, %v; want a cached denial and Redis's admission with 88 left", ds, err)
 	}
@@ -301,10 +304,11 @@ func TestDenyCacheAllowAll(t *testing.T) {
 	}
 	// Both cached: nothing is sent at all.
 	for i := 0; i < 100; i++ {
-		ratelimit.AllowAll(ctx, "k", perHour)
+		perHour.Allow(ctx, "k")
 	}
 	before = h.sent()
-	ds, _ = ratelimit.AllowAll(ctx, "k", perSecond, perHour)
+	d, _ = both.AllowN(ctx, "k", 1)
+	ds = d.Parts
 	if !ds[0].Cached || !ds[1].Cached || h.sent() != before {
 		t.Errorf("%v, %d commands sent, want two cached denials and none", ds, h.sent()-before)
 	}

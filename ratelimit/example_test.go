@@ -2,37 +2,23 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/ratelimit"
 )
-
-// exampleRedis stands in for redis.NewClient(&redis.Options{Addr:
-// "localhost:6379"}): an in-process miniredis whose clock stands still, so
-// that the examples print exact waits. A real server's clock moves on.
-func exampleRedis() *redis.Client {
-	m, err := miniredis.Run()
-	if err != nil {
-		panic(err)
-	}
-	m.SetTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	return redis.NewClient(&redis.Options{Addr: m.Addr()})
-}
 
 func Example() {
 	rdb := exampleRedis()
 	ctx := context.Background()
 
 	// 2 requests per second, 2 at once, with GCRA (the default algorithm).
-	limiter, err := ratelimit.New(rdb, ratelimit.PerSecond(2))
+	limiter, err := ratelimit.New(rdb, "test", ratelimit.PerSecond(2))
 	if err != nil {
 		panic(err)
 	}
@@ -53,20 +39,20 @@ func ExampleNew_algorithm() {
 	rdb := exampleRedis()
 
 	// A fixed window of 100 requests per minute.
-	_, err := ratelimit.New(rdb, ratelimit.PerMinute(100), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	_, err := ratelimit.New(rdb, "test", ratelimit.PerMinute(100), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	fmt.Println(err)
 
 	// A burst means nothing to a window: New says so instead of guessing.
-	_, err = ratelimit.New(rdb, ratelimit.PerMinute(100).WithBurst(20), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	_, err = ratelimit.New(rdb, "test", ratelimit.PerMinute(100).WithBurst(20), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	fmt.Println(err)
 
 	// Neither does a forgotten field: a zero never turns limiting off.
-	_, err = ratelimit.New(rdb, ratelimit.Limit{Rate: 10, Period: time.Second})
+	_, err = ratelimit.New(rdb, "test", ratelimit.Limit{Rate: 10, Period: time.Second})
 	fmt.Println(err)
 	// Output:
 	// <nil>
-	// ratelimit: fixed_window limit {100 per 1m0s, burst 20}: Burst must equal Rate: a window algorithm admits Rate per Period, all at once if they come at once
-	// ratelimit: gcra limit {10 per 1s, burst 0}: Burst must be from 1 to 1e9 (PerSecond and the like set it to the rate)
+	// ratelimit: invalid: fixed_window limit {100 per 1m0s, burst 20}: Burst must equal Rate: a window algorithm admits Rate per Period, all at once if they come at once
+	// ratelimit: invalid: gcra limit {10 per 1s, burst 0}: Burst must be from 1 to 1e9 (PerSecond and the like set it to the rate)
 }
 
 func ExampleLimiter_AllowN() {
@@ -74,7 +60,7 @@ func ExampleLimiter_AllowN() {
 	ctx := context.Background()
 
 	// A token bucket of 10 tokens that gains 1 a second.
-	bucket, _ := ratelimit.New(rdb, ratelimit.PerSecond(1).WithBurst(10), ratelimit.WithAlgorithm(ratelimit.TokenBucket))
+	bucket, _ := ratelimit.New(rdb, "test", ratelimit.PerSecond(1).WithBurst(10), ratelimit.WithAlgorithm(ratelimit.TokenBucket))
 
 	d, _ := bucket.AllowN(ctx, "upload:alice", 8)
 	fmt.Println(d)
@@ -90,13 +76,13 @@ func ExampleLimiter_AllowN() {
 	// allowed, 2 of 10 left, full in 8s
 	// denied, 2 of 10 left, retry in 3s, full in 8s
 	// denied, 2 of 10 left, can never pass, full in 8s true
-	// ratelimit: invalid cost: n = 0, want 1 to 1e9 (Peek looks without counting)
+	// ratelimit: invalid: cost n = 0, want 1 to 1e9 (Peek looks without counting)
 }
 
 func ExampleLimiter_Peek() {
 	rdb := exampleRedis()
 	ctx := context.Background()
-	limiter, _ := ratelimit.New(rdb, ratelimit.PerMinute(2))
+	limiter, _ := ratelimit.New(rdb, "test", ratelimit.PerMinute(2))
 
 	limiter.Allow(ctx, "bob")
 	for i := 0; i < 3; i++ { // peeking counts nothing
@@ -112,7 +98,7 @@ func ExampleLimiter_Peek() {
 func ExampleLimiter_Reset() {
 	rdb := exampleRedis()
 	ctx := context.Background()
-	limiter, _ := ratelimit.New(rdb, ratelimit.PerHour(1))
+	limiter, _ := ratelimit.New(rdb, "test", ratelimit.PerHour(1))
 
 	d, _ := limiter.Allow(ctx, "carol")
 	fmt.Println(d.Allowed)
@@ -135,7 +121,7 @@ func ExampleWithDenyCache() {
 	rdb := exampleRedis()
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a fake clock, for exact output
-	limiter, _ := ratelimit.New(rdb, ratelimit.PerHour(1), ratelimit.WithDenyCache(10000),
+	limiter, _ := ratelimit.New(rdb, "test", ratelimit.PerHour(1), ratelimit.WithDenyCache(10000),
 		ratelimit.WithClock(func() time.Time { return now }))
 
 	for i := 0; i < 3; i++ {
@@ -154,7 +140,7 @@ func ExampleWithDenyCache() {
 
 func ExampleLimiter_RedisKey() {
 	rdb := exampleRedis()
-	limiter, _ := ratelimit.New(rdb, ratelimit.PerSecond(5), ratelimit.WithName("api"))
+	limiter, _ := ratelimit.New(rdb, "api", ratelimit.PerSecond(5))
 
 	// The whole key is the {hash tag}; braces in it cannot move the tag.
 	fmt.Println(limiter.RedisKey("user:42"))
@@ -164,102 +150,74 @@ func ExampleLimiter_RedisKey() {
 	// rl:api:{evil%7D%7Bkey}
 }
 
-func ExampleAllowAll() {
+func ExampleAll() {
 	rdb := exampleRedis()
 	ctx := context.Background()
 
-	// At most 2 a second and 3 a day, checked in one round trip.
-	perSecond, _ := ratelimit.New(rdb, ratelimit.PerSecond(2), ratelimit.WithName("per-second"))
-	perDay, _ := ratelimit.New(rdb, ratelimit.PerDay(3), ratelimit.WithName("per-day"), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
-
-	for i := 0; i < 3; i++ {
-		ds, err := ratelimit.AllowAll(ctx, "dave", perSecond, perDay)
-		if err != nil {
-			panic(err)
-		}
-		fmt.Printf("second: %v | day: %v\n", ds[0].Allowed, ds[1].Allowed)
-	}
-	// Output:
-	// second: true | day: true
-	// second: true | day: true
-	// second: false | day: true
-}
-
-func ExampleTiers() {
-	rdb := exampleRedis()
-	free, _ := ratelimit.New(rdb, ratelimit.PerMinute(2), ratelimit.WithName("free"))
-	pro, _ := ratelimit.New(rdb, ratelimit.PerMinute(100), ratelimit.WithName("pro"))
-
-	tiers := ratelimit.Tiers{
-		// In an app the plan comes from the authenticated account.
-		Tier:    func(r *http.Request) string { return r.Header.Get("X-Plan") },
-		Rules:   map[string]ratelimit.Rule{"free": free, "pro": pro},
-		Default: "free",
-	}
-	h := ratelimit.Middleware(tiers, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-
-	for _, plan := range []string{"free", "free", "free", "pro", ""} {
-		req := httptest.NewRequest("GET", "/", nil)
-		req.Header.Set("X-User", "erin")
-		req.Header.Set("X-Plan", plan)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		fmt.Printf("%-4s %d %s\n", plan, rec.Code, rec.Header().Get("RateLimit"))
-	}
-	// Output:
-	// free 200 "free";r=1;t=30
-	// free 200 "free";r=0;t=60
-	// free 429 "free";r=0;t=30
-	// pro  200 "pro";r=99;t=1
-	//      429 "free";r=0;t=30
-}
-
-func ExampleMiddleware() {
-	rdb := exampleRedis()
-	limiter, err := ratelimit.New(rdb, ratelimit.PerMinute(2), ratelimit.WithName("api"))
+	// At most 2 a second and 3 a day, checked in one round trip; not
+	// atomic: a request one denies still counts in the other.
+	perSecond, _ := ratelimit.New(rdb, "per-second", ratelimit.PerSecond(2))
+	perDay, _ := ratelimit.New(rdb, "per-day", ratelimit.PerDay(3), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	both, err := ratelimit.All(perSecond, perDay)
 	if err != nil {
 		panic(err)
 	}
-	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
-	handler := ratelimit.Middleware(limiter, ratelimit.ByClientIP())(hello)
-
 	for i := 0; i < 3; i++ {
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-		h := rec.Header()
-		fmt.Printf("%d RateLimit-Policy: %s | RateLimit: %s | Retry-After: %q\n",
-			rec.Code, h.Get("RateLimit-Policy"), h.Get("RateLimit"), h.Get("Retry-After"))
-		if rec.Code != http.StatusOK {
-			fmt.Print(h.Get("Content-Type"), " ", rec.Body.String())
+		d, err := both.AllowN(ctx, "dave", 1)
+		if err != nil {
+			panic(err)
 		}
+		fmt.Printf("second: %v | day: %v | %v\n", d.Parts[0].Allowed, d.Parts[1].Allowed, d)
 	}
 	// Output:
-	// 200 RateLimit-Policy: "api";q=2;w=60 | RateLimit: "api";r=1;t=30 | Retry-After: ""
-	// 200 RateLimit-Policy: "api";q=2;w=60 | RateLimit: "api";r=0;t=60 | Retry-After: ""
-	// 429 RateLimit-Policy: "api";q=2;w=60 | RateLimit: "api";r=0;t=30 | Retry-After: "30"
-	// application/problem+json {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"Retry in 30 s.","violated-policies":["api"]}
+	// second: true | day: true | allowed, 1 of 2 left, full in 500ms (per-second)
+	// second: true | day: true | allowed, 0 of 2 left, full in 1s (per-second)
+	// second: false | day: true | denied, 0 of 2 left, retry in 500ms, full in 1s (per-second)
 }
 
-func ExampleMiddleware_perRoute() {
+// Plans chosen per call: one limiter, one state per customer, the limit of
+// the customer's plan; an unknown key is refused, an internal one skipped.
+func ExampleSelect() {
 	rdb := exampleRedis()
-	login, _ := ratelimit.New(rdb, ratelimit.PerMinute(1), ratelimit.WithName("login"))
-	search, _ := ratelimit.New(rdb, ratelimit.PerSecond(10), ratelimit.WithName("search"))
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	ctx := context.Background()
+	plans := map[string]ratelimit.Limit{"free": ratelimit.PerMinute(2), "pro": ratelimit.PerMinute(100)}
+	planOf := map[string]string{"key-a": "free", "key-b": "pro"} // your accounts
+	errUnknownKey := errors.New("unknown API key")
 
-	// Each route's handler gets its own limiter; works with any router.
-	mux := http.NewServeMux()
-	mux.Handle("/login", ratelimit.Middleware(login, ratelimit.ByClientIP())(ok))
-	mux.Handle("/search", ratelimit.Middleware(search, ratelimit.ByClientIP())(ok))
-
-	for _, path := range []string{"/login", "/login", "/search"} {
-		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-		fmt.Println(path, rec.Code)
+	api, err := ratelimit.New(rdb, "api", plans["free"])
+	if err != nil {
+		panic(err)
 	}
+	rule := ratelimit.Select(func(ctx context.Context, apiKey string) (ratelimit.Rule, error) {
+		if apiKey == "internal" {
+			return ratelimit.Unlimited, nil
+		}
+		plan, ok := planOf[apiKey]
+		if !ok {
+			return nil, errUnknownKey // no bucket is made for it
+		}
+		return api.WithLimit(plans[plan])
+	})
+	for _, key := range []string{"key-a", "key-a", "key-a", "key-b", "internal", "key-z"} {
+		d, err := rule.AllowN(ctx, key, 1)
+		if err != nil {
+			fmt.Printf("%-8s refused: %v\n", key, err)
+			continue
+		}
+		fmt.Printf("%-8s %v\n", key, d)
+	}
+	// key-a upgrades: its state carries over to the new limit.
+	planOf["key-a"] = "pro"
+	d, _ := rule.AllowN(ctx, "key-a", 1)
+	fmt.Println("key-a   ", d)
 	// Output:
-	// /login 200
-	// /login 429
-	// /search 200
+	// key-a    allowed, 1 of 2 left, full in 30s
+	// key-a    allowed, 0 of 2 left, full in 1m0s
+	// key-a    denied, 0 of 2 left, retry in 30s, full in 1m0s
+	// key-b    allowed, 99 of 100 left, full in 600ms
+	// internal allowed, unlimited
+	// key-z    refused: unknown API key
+	// key-a    allowed, 97 of 100 left, full in 1.8s
 }
 
 func ExampleOnFailure() {
@@ -267,9 +225,9 @@ func ExampleOnFailure() {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	ctx := context.Background()
 
-	open, _ := ratelimit.New(down, ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailOpen), ratelimit.WithTimeout(50*time.Millisecond))
-	closed, _ := ratelimit.New(down, ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailClosed), ratelimit.WithTimeout(50*time.Millisecond))
-	strict, _ := ratelimit.New(down, ratelimit.PerSecond(10))
+	open, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailOpen), ratelimit.WithTimeout(50*time.Millisecond))
+	closed, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailClosed), ratelimit.WithTimeout(50*time.Millisecond))
+	strict, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10))
 
 	d, err := open.Allow(ctx, "frank")
 	fmt.Println(d.Allowed, d.Fallback, d.Cause != nil, err)
@@ -297,15 +255,15 @@ func ExampleWithHook() {
 	logDecision := func(ctx context.Context, e ratelimit.Event) {
 		switch {
 		case e.Err != nil:
-			logger.ErrorContext(ctx, "rate limit failed", "limiter", e.Limiter.Name(), "key", e.Key, "err", e.Err)
-		case e.Decision.Fallback != ratelimit.NoFallback:
-			logger.WarnContext(ctx, "rate limit fallback", "limiter", e.Limiter.Name(), "key", e.Key, "fallback", e.Decision.Fallback, "cause", e.Decision.Cause)
+			logger.ErrorContext(ctx, "rate limit failed", "limiter", e.Name, "key", e.Key, "err", e.Err)
+		case e.Decision.Cause != nil:
+			logger.WarnContext(ctx, "rate limit fallback", "limiter", e.Name, "key", e.Key, "fallback", e.Decision.Fallback, "cause", e.Decision.Cause)
 		case !e.Decision.Allowed:
-			logger.InfoContext(ctx, "rate limited", "limiter", e.Limiter.Name(), "key", e.Key,
+			logger.InfoContext(ctx, "rate limited", "limiter", e.Name, "key", e.Key,
 				"retry_after", e.Decision.RetryAfter, "took", e.Duration)
 		}
 	}
-	limiter, _ := ratelimit.New(rdb, ratelimit.PerMinute(1), ratelimit.WithName("api"), ratelimit.WithHook(logDecision))
+	limiter, _ := ratelimit.New(rdb, "api", ratelimit.PerMinute(1), ratelimit.WithHook(logDecision))
 
 	ctx := context.Background()
 	limiter.Allow(ctx, "grace")

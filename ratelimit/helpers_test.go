@@ -4,33 +4,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
-// t0 is where the tests' clocks start: a whole day after the epoch, so
-// windows of any length up to a day start there.
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// t0 is where the tests' clocks start (testredis.T0).
+var t0 = testredis.T0
 
-// frozen is a miniredis whose clock moves only when told, with TTLs on the
-// same clock (PITFALLS: TIME follows SetTime, not FastForward).
+// frozen is testredis.Frozen with the names these tests use.
 type frozen struct {
-	*miniredis.Miniredis
+	*testredis.Frozen
 	rdb *redis.Client
-	now time.Time
 }
 
 func newFrozen(t testing.TB) *frozen {
-	t.Helper()
-	m := miniredis.RunT(t)
-	m.SetTime(t0)
-	m.ClockTTL(true)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	return &frozen{Miniredis: m, rdb: rdb, now: t0}
+	f := testredis.NewFrozen(t)
+	return &frozen{Frozen: f, rdb: f.RDB}
 }
 
-func (f *frozen) advance(d time.Duration) {
-	f.now = f.now.Add(d)
-	f.SetTime(f.now)
-}
+func (f *frozen) advance(d time.Duration) { f.Advance(d) }
+
+// exampleRedis is testredis.Example.
+func exampleRedis() *redis.Client { return testredis.Example() }

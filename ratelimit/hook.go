@@ -1,19 +1,11 @@
 package ratelimit
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
-// A Hook sees every decision of a limiter (WithHook), for logs and metrics.
-// It runs on the caller's goroutine, after the decision, so it should be
-// quick. A limiter without a hook does no work for it: no clock reads, no
-// Event, no allocation.
-type Hook func(ctx context.Context, e Event)
-
-// An Event is one decision, as a Hook sees it.
+// An Event is one decision of a limiter, as its hook sees it (WithHook). A
+// Multi's decision is one Event per limiter, with that limiter's part.
 type Event struct {
-	Limiter  *Limiter
+	Name     string // the limiter's name
 	Key      string // the caller's key, before escaping
 	Cost     int64  // 0 for Peek
 	Decision Decision

@@ -39,9 +39,9 @@ func (cannedScripter) ScriptLoad(ctx context.Context, script string) *redis.Stri
 // without a hook does.
 func TestHookAllocatesNothing(t *testing.T) {
 	var c cannedScripter
-	plain, _ := ratelimit.New(c, ratelimit.PerSecond(10))
+	plain, _ := ratelimit.New(c, "test", ratelimit.PerSecond(10))
 	var seen int
-	hooked, _ := ratelimit.New(c, ratelimit.PerSecond(10), ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) {
+	hooked, _ := ratelimit.New(c, "test", ratelimit.PerSecond(10), ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) {
 		if e.Decision.Allowed {
 			seen++
 		}
@@ -71,7 +71,7 @@ func BenchmarkAllow(b *testing.B) {
 		{"hook=noop", []ratelimit.Option{ratelimit.WithHook(func(context.Context, ratelimit.Event) {})}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			l, _ := ratelimit.New(c, ratelimit.PerSecond(10), bc.opts...)
+			l, _ := ratelimit.New(c, "test", ratelimit.PerSecond(10), bc.opts...)
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				l.Allow(ctx, "user:42")

@@ -44,7 +44,7 @@ func (l Limit) WithBurst(n int64) Limit {
 	return l
 }
 
-// String reads like "10 per 1s, burst 20".
-func (l Limit) String() string {
+// format reads like "10 per 1s, burst 20", for messages.
+func (l Limit) format() string {
 	return fmt.Sprintf("%d per %v, burst %d", l.Rate, l.Period, l.Burst)
 }

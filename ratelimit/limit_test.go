@@ -2,8 +2,13 @@ package ratelimit_test
 
 import (
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/redlimit/redlimit/ratelimit"
 )
@@ -36,14 +41,21 @@ func TestNewRefusesLimits(t *testing.T) {
 		{ratelimit.SlidingWindowLog, ratelimit.PerMinute(10001), "Rate"},
 	}
 	for _, tt := range tests {
-		_, err := ratelimit.New(newFrozen(t).rdb, tt.limit, ratelimit.WithAlgorithm(tt.alg))
-		var le *ratelimit.LimitError
-		if !errors.Is(err, ratelimit.ErrInvalidLimit) || !errors.As(err, &le) {
-			t.Errorf("%v %v: err = %v, want a *LimitError", tt.alg, tt.limit, err)
+		_, err := ratelimit.New(newFrozen(t).rdb, "test", tt.limit, ratelimit.WithAlgorithm(tt.alg))
+		if !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("%v %v: err = %v, want ErrInvalid", tt.alg, tt.limit, err)
 			continue
 		}
-		if le.Field != tt.field || le.Algorithm != tt.alg || le.Limit != tt.limit {
-			t.Errorf("%v %v: %#v, want field %q", tt.alg, tt.limit, le, tt.field)
+		// The message names the algorithm, the limit and the field.
+		want := fmt.Sprintf("ratelimit: invalid: %v limit {%d per %v, burst %d}: %s", tt.alg, tt.limit.Rate, tt.limit.Period, tt.limit.Burst, tt.field)
+		if tt.field == "" {
+			want += "Burst × Period / Rate must be at most 1e15"
+			if tt.alg == ratelimit.TokenBucketInterval {
+				want = want[:strings.LastIndex(want, ":")+2] + "⌈Burst / Rate⌉ × Period must be at most 1e15"
+			}
+		}
+		if !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%v %v: %q, want it to start %q", tt.alg, tt.limit, err, want)
 		}
 	}
 }
@@ -56,7 +68,7 @@ func TestNewAcceptsEdges(t *testing.T) {
 			{Rate: 1000, Period: ms, Burst: 1000},
 			{Rate: 10000, Period: 1e11 * ms, Burst: 10000},
 		} {
-			if _, err := ratelimit.New(newFrozen(t).rdb, l, ratelimit.WithAlgorithm(alg)); err != nil {
+			if _, err := ratelimit.New(newFrozen(t).rdb, "test", l, ratelimit.WithAlgorithm(alg)); err != nil {
 				t.Errorf("%v %v: %v", alg, l, err)
 			}
 		}
@@ -68,7 +80,7 @@ func TestNewAcceptsEdges(t *testing.T) {
 			ratelimit.PerSecond(1e6).WithBurst(1),
 			{Rate: 1, Period: 1e11 * ms, Burst: 10},
 		} {
-			if _, err := ratelimit.New(newFrozen(t).rdb, l, ratelimit.WithAlgorithm(alg)); err != nil {
+			if _, err := ratelimit.New(newFrozen(t).rdb, "test", l, ratelimit.WithAlgorithm(alg)); err != nil {
 				t.Errorf("%v %v: %v", alg, l, err)
 			}
 		}
@@ -80,41 +92,44 @@ func TestNewRefusesOptions(t *testing.T) {
 	for name, opts := range map[string][]ratelimit.Option{
 		"algorithm":     {ratelimit.WithAlgorithm(ratelimit.Algorithm(99))},
 		"negative alg":  {ratelimit.WithAlgorithm(-1)},
-		"empty name":    {ratelimit.WithName("")},
-		"name with :":   {ratelimit.WithName("a:b")},
-		"name with {":   {ratelimit.WithName("a{b")},
-		"long name":     {ratelimit.WithName(string(make([]byte, 65)))},
 		"prefix with {": {ratelimit.WithPrefix("app:{x}:")},
 		"prefix with }": {ratelimit.WithPrefix("app}")},
 		"empty prefix":  {ratelimit.WithPrefix("")},
 		"timeout":       {ratelimit.WithTimeout(-time.Second)},
-		"fallback":      {ratelimit.OnFailure(ratelimit.Fallback(7))},
+		"share 0":       {ratelimit.OnFailure(ratelimit.FailLocal(0))},
+		"share above 1": {ratelimit.OnFailure(ratelimit.FailLocal(1.5))},
+		"share NaN":     {ratelimit.OnFailure(ratelimit.FailLocal(math.NaN()))},
+		"block 0":       {ratelimit.WithBlock(0)},
+		"block 1.5ms":   {ratelimit.WithBlock(1500 * time.Microsecond)},
+		"deny cache":    {ratelimit.WithDenyCache(-1)},
 	} {
-		if _, err := ratelimit.New(rdb, ratelimit.PerSecond(1), opts...); !errors.Is(err, ratelimit.ErrInvalidOption) {
-			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
+		if _, err := ratelimit.New(rdb, "test", ratelimit.PerSecond(1), opts...); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := ratelimit.New(nil, ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+	if _, err := ratelimit.New(nil, "test", ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("nil client: err = %v", err)
 	}
 	// A pipeline answers only at Exec: a decision through it would be empty.
-	if _, err := ratelimit.New(rdb.Pipeline(), ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+	if _, err := ratelimit.New(rdb.Pipeline(), "test", ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("pipeline: err = %v", err)
 	}
-	if _, err := ratelimit.New(rdb.TxPipeline(), ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalidOption) {
+	if _, err := ratelimit.New(rdb.TxPipeline(), "test", ratelimit.PerSecond(1)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("tx pipeline: err = %v", err)
 	}
 }
 
-func TestParseAlgorithm(t *testing.T) {
+func TestAlgorithmNames(t *testing.T) {
+	want := []string{"gcra", "token_bucket", "token_bucket_interval", "leaky_bucket", "fixed_window", "sliding_window_log", "sliding_window_counter"}
+	var got []string
 	for _, a := range ratelimit.Algorithms() {
-		got, err := ratelimit.ParseAlgorithm(a.String())
-		if err != nil || got != a {
-			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
-		}
+		got = append(got, a.String())
 	}
-	if _, err := ratelimit.ParseAlgorithm("GCRA"); !errors.Is(err, ratelimit.ErrInvalidOption) {
-		t.Errorf("ParseAlgorithm(GCRA): %v", err)
+	if !cmp.Equal(got, want) {
+		t.Errorf("Algorithms() = %v, want %v", got, want)
+	}
+	if s := ratelimit.Algorithm(99).String(); s != "Algorithm(99)" {
+		t.Errorf("Algorithm(99) = %q", s)
 	}
 	var zero ratelimit.Algorithm
 	if zero != ratelimit.GCRA {

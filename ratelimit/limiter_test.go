@@ -14,11 +14,17 @@ import (
 
 var ctx = context.Background()
 
-// newLimiter builds a limiter for alg that admits 10 at once and 10 per
-// second (per 1 s window for the window algorithms).
+// newLimiter builds a limiter named "test" for alg that admits 10 at once
+// and 10 per second (per 1 s window for the window algorithms).
 func newLimiter(t testing.TB, rdb redis.Scripter, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
 	t.Helper()
-	l, err := ratelimit.New(rdb, ratelimit.PerSecond(10), append([]ratelimit.Option{ratelimit.WithAlgorithm(alg)}, opts...)...)
+	return newNamed(t, rdb, "test", alg, opts...)
+}
+
+// newNamed is newLimiter with another name.
+func newNamed(t testing.TB, rdb redis.Scripter, name string, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(rdb, name, ratelimit.PerSecond(10), append([]ratelimit.Option{ratelimit.WithAlgorithm(alg)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +47,7 @@ func TestAllowCounts(t *testing.T) {
 				if d.Allowed {
 					allowed++
 				}
-				if d.Limit != 10 || d.Fallback != ratelimit.NoFallback || d.Cause != nil {
+				if d.Limit != ratelimit.PerSecond(10) || d.Name != "test" || d.Fallback != (ratelimit.Fallback{}) || d.Cause != nil || d.Parts != nil {
 					t.Fatalf("call %d: %+v", i, d)
 				}
 			}
@@ -113,8 +119,8 @@ func TestAllowNRefusesCosts(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
 		l := newLimiter(t, f.rdb, alg)
 		for _, n := range []int64{0, -1, 1e9 + 1} {
-			if _, err := l.AllowN(ctx, "k", n); !errors.Is(err, ratelimit.ErrInvalidCost) {
-				t.Errorf("%v: AllowN(%d) err = %v, want ErrInvalidCost", alg, n, err)
+			if _, err := l.AllowN(ctx, "k", n); !errors.Is(err, ratelimit.ErrInvalid) {
+				t.Errorf("%v: AllowN(%d) err = %v, want ErrInvalid", alg, n, err)
 			}
 		}
 	}
@@ -139,7 +145,7 @@ func TestPeekCountsNothing(t *testing.T) {
 		l.AllowN(ctx, "k", 4)
 		a, _ := l.Peek(ctx, "k")
 		b, _ := l.Peek(ctx, "k")
-		if a != b || a.Remaining != 6 {
+		if a.String() != b.String() || a.Remaining != 6 {
 			t.Errorf("%v: peeks after 4 = %+v then %+v, want 6 left twice", alg, a, b)
 		}
 	}
@@ -148,13 +154,13 @@ func TestPeekCountsNothing(t *testing.T) {
 func TestEmptyKey(t *testing.T) {
 	f := newFrozen(t)
 	l := newLimiter(t, f.rdb, ratelimit.GCRA)
-	if _, err := l.Allow(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+	if _, err := l.Allow(ctx, ""); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("Allow: %v", err)
 	}
-	if _, err := l.Peek(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+	if _, err := l.Peek(ctx, ""); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("Peek: %v", err)
 	}
-	if err := l.Reset(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+	if err := l.Reset(ctx, ""); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("Reset: %v", err)
 	}
 }
@@ -163,7 +169,7 @@ func TestReset(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
 		f := newFrozen(t)
 		l := newLimiter(t, f.rdb, alg)
-		other := newLimiter(t, f.rdb, alg, ratelimit.WithName("other"))
+		other := newNamed(t, f.rdb, "other", alg)
 		l.AllowN(ctx, "k", 10)
 		l.AllowN(ctx, "k2", 10)
 		other.AllowN(ctx, "k", 10)
@@ -176,7 +182,7 @@ func TestReset(t *testing.T) {
 			left int64
 		}{{l, "k", 10}, {l, "k2", 0}, {other, "k", 0}} {
 			if d, _ := c.l.Peek(ctx, c.key); d.Remaining != c.left {
-				t.Errorf("%v: after Reset, %s %q has %d left, want %d", alg, c.l.Name(), c.key, d.Remaining, c.left)
+				t.Errorf("%v: after Reset, %s has %d left, want %d", alg, c.l.RedisKey(c.key), d.Remaining, c.left)
 			}
 		}
 	}
@@ -207,15 +213,15 @@ func TestClock(t *testing.T) {
 	// A clock more than 60 s from the server's is the scripts' to refuse:
 	// the error says it is the clock, and no failure policy hides it.
 	far := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) }), ratelimit.OnFailure(ratelimit.FailOpen))
-	if d, err := far.Allow(ctx, "far"); !errors.Is(err, ratelimit.ErrClock) || d.Allowed {
-		t.Errorf("a clock an hour ahead of the server's: %v, %v; want ErrClock, not allowed", d, err)
+	if d, err := far.Allow(ctx, "far"); !errors.Is(err, ratelimit.ErrInvalid) || d.Allowed || d.Cause != nil {
+		t.Errorf("a clock an hour ahead of the server's: %v, %v; want ErrInvalid, not allowed", d, err)
 	}
 
 	for _, bad := range []time.Time{time.Unix(-1, 0), time.UnixMicro(1 << 53), time.Unix(0, 0)} {
 		bad := bad
 		l := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return bad }), ratelimit.OnFailure(ratelimit.FailOpen))
-		if _, err := l.Allow(ctx, "clock"); !errors.Is(err, ratelimit.ErrClock) {
-			t.Errorf("clock %v: err = %v, want ErrClock (never a fallback)", bad, err)
+		if _, err := l.Allow(ctx, "clock"); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("clock %v: err = %v, want ErrInvalid (never a fallback)", bad, err)
 		}
 	}
 	zero := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return time.Time{} }))
@@ -226,9 +232,9 @@ func TestClock(t *testing.T) {
 
 func TestNamesKeepStateApart(t *testing.T) {
 	f := newFrozen(t)
-	a := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("a"))
-	b := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("b"))
-	p := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithPrefix("app:limits:a:"))
+	a := newNamed(t, f.rdb, "a", ratelimit.GCRA)
+	b := newNamed(t, f.rdb, "b", ratelimit.GCRA)
+	p := newNamed(t, f.rdb, "a", ratelimit.GCRA, ratelimit.WithPrefix("app:limits:a:"))
 	a.AllowN(ctx, "k", 10)
 	for _, l := range []*ratelimit.Limiter{b, p} {
 		if d, _ := l.Peek(ctx, "k"); d.Remaining != 10 {
@@ -255,6 +261,66 @@ func TestWrongType(t *testing.T) {
 		}
 		if got, _ := f.List(l.RedisKey("k")); len(got) != 1 {
 			t.Errorf("%v: the list is now %v", alg, got)
+		}
+	}
+}
+
+// The issue's trap: two limiters built without a name shared
+// rl:gcra:{key}, so 5 calls through PerMinute(100) made PerMinute(5) deny.
+// A name is now New's second argument: limiters share state only when
+// they are named alike, on purpose, and then share it whatever their
+// limits (a plan change keeps the state, as the scripts promise).
+func TestDifferentLimitsNeverShareState(t *testing.T) {
+	f := newFrozen(t)
+	api, err := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		api.Allow(ctx, "ip:192.0.2.1")
+	}
+	if d, err := login.Allow(ctx, "ip:192.0.2.1"); err != nil || !d.Allowed || d.Remaining != 4 {
+		t.Errorf("5 calls through api, then login: %v, %v; want allowed, 4 of 5 left", d, err)
+	}
+	if api.RedisKey("k") == login.RedisKey("k") {
+		t.Errorf("both keep k in %s", api.RedisKey("k"))
+	}
+	// Named alike on purpose: one state, whatever the limit.
+	same, _ := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(1000))
+	if d, _ := same.Peek(ctx, "ip:192.0.2.1"); d.Remaining != 995 {
+		t.Errorf("api with a raised limit sees %v, want the 5 counted", d)
+	}
+	for _, name := range []string{"", "a:b", "a{b}", "é", string(make([]byte, 65))} {
+		if _, err := ratelimit.New(f.rdb, name, ratelimit.PerMinute(5)); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("New(%q): %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// Issue 15: a key that holds another script's state (or anyone's data of
+// the right Redis type) is ErrBadState, not ErrWrongType, and no failure
+// policy hides it; the key is left as it was.
+func TestBadState(t *testing.T) {
+	for _, alg := range ratelimit.Algorithms() {
+		f := newFrozen(t)
+		l := newNamed(t, f.rdb, alg.String(), alg, ratelimit.OnFailure(ratelimit.FailOpen))
+		if err := f.Set(l.RedisKey("k"), "not ours"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Allow(ctx, "k")
+		want, other := ratelimit.ErrBadState, ratelimit.ErrWrongType
+		if alg == ratelimit.SlidingWindowLog { // a sorted set: a string is another type
+			want, other = other, want
+		}
+		if !errors.Is(err, want) || errors.Is(err, other) || errors.Is(err, ratelimit.ErrUnavailable) || d.Allowed || d.Cause != nil {
+			t.Errorf("%v: %v, %v; want %v alone", alg, d, err, want)
+		}
+		if got, _ := f.Get(l.RedisKey("k")); got != "not ours" {
+			t.Errorf("%v: the key is now %q", alg, got)
 		}
 	}
 }

@@ -2,193 +2,150 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
 
-// AllowAll counts one request for key against several limiters, such as a
-// per-second and a per-day limit, and returns their decisions in order.
-// The request passes when every decision allows it (Strictest says which
-// one binds).
+// A Multi checks several limits on one key as one, atomically: "10 a
+// second and 1000 an hour" for one user. A request passes only when every
+// limit has room for it, and then counts against all of them; when any
+// limit denies, it counts against none. It is one round trip and one
+// script (multi.lua), so no other request can slip in between the limits.
 //
-// The limiters are checked in one round trip (one pipeline) when they share
-// a client that can pipeline, which every go-redis client can; otherwise one
-// after another. The check is not atomic: each limiter counts the request
-// on its own, so a request that one limiter denies is still counted by the
-// limiters that allowed it, as if they had been asked one after another
-// without stopping at the first denial. (To check several limits
-// atomically, counting only when all allow, use a Multi; it relies on one
-// caller's state under every limiter sharing one Cluster slot.)
+// Each limit is one of the given Limiters, which must use GCRA (the
+// default), and keeps its state where that Limiter does: a Limiter asked
+// alone (Peek, Allow, Reset) sees what the Multi counts. GCRA, because its
+// check is arithmetic on one stored number per limit, so every limit can be
+// judged before any is written, which is what all or nothing needs.
 //
-// Each limiter applies its own failure policy, deny cache and hook (a
-// limiter whose cache answers is not sent at all); the shortest timeout
-// among the limiters sent bounds the whole round trip. The error is the
-// first one a limiter returned; the decisions are filled in all the same.
-// No limiters, or a nil one, is refused with ErrInvalidOption before
-// anything is sent.
-func AllowAll(ctx context.Context, key string, limiters ...*Limiter) ([]Decision, error) {
-	return AllowAllN(ctx, key, 1, limiters...)
+// Multi or All? All takes any rules and algorithms but is not atomic: a
+// request one limit denies is still counted by the others. A Multi never
+// does, but takes only GCRA limiters on one client, at most 16.
+type Multi struct {
+	limiters []*Limiter
+	limits   []Limit
+	timeout  time.Duration
+	hooked   bool
 }
 
-// AllowAllN is AllowAll for n requests (a request of cost n).
-func AllowAllN(ctx context.Context, key string, n int64, limiters ...*Limiter) ([]Decision, error) {
-	if len(limiters) == 0 {
-		return nil, fmt.Errorf("%w: AllowAll needs at least one limiter", ErrInvalidOption)
+// maxMulti is the most limits multi.lua takes in one call.
+const maxMulti = 16
+
+// NewMulti returns a Multi over limiters: 1 to 16 of them, each with GCRA
+// and no block (WithBlock), on one client, each with a prefix of its own
+// (so each has a key of its own), and either all with the server's clock
+// or all with a caller clock (WithClock), in which case the first one's is
+// read. It refuses anything else with ErrInvalid. Each limiter keeps its
+// own failure policy and hook (FailLocal limiters decide in memory all or
+// nothing too); the shortest timeout among them bounds the round trip.
+// Their deny caches are not used: every call goes to Redis.
+func NewMulti(limiters ...*Limiter) (*Multi, error) {
+	if len(limiters) == 0 || len(limiters) > maxMulti {
+		return nil, fmt.Errorf("%w: a Multi takes 1 to %d limiters, got %d", ErrInvalid, maxMulti, len(limiters))
 	}
-	for i, l := range limiters {
+	m := &Multi{limiters: append([]*Limiter(nil), limiters...)}
+	prefixes := map[string]string{}
+	for _, l := range limiters {
 		if l == nil {
-			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidOption, i)
+			return nil, fmt.Errorf("%w: a nil limiter", ErrInvalid)
 		}
+		if l.alg != GCRA {
+			return nil, fmt.Errorf("%w: limiter %q uses %v; an atomic check takes GCRA limiters only (use All for others)", ErrInvalid, l.name, l.alg)
+		}
+		if l.block > 0 {
+			return nil, fmt.Errorf("%w: limiter %q has a block (WithBlock), which one script call cannot check", ErrInvalid, l.name)
+		}
+		if other, ok := prefixes[l.prefix]; ok {
+			return nil, fmt.Errorf("%w: limiters %q and %q share the prefix %q, so they would share keys: name them apart", ErrInvalid, other, l.name, l.prefix)
+		}
+		prefixes[l.prefix] = l.name
+		if (l.clock == nil) != (limiters[0].clock == nil) {
+			return nil, fmt.Errorf("%w: limiters %q and %q differ in clock (the server's and a caller's); one call has one clock", ErrInvalid, limiters[0].name, l.name)
+		}
+		if l.timeout > 0 && (m.timeout == 0 || l.timeout < m.timeout) {
+			m.timeout = l.timeout
+		}
+		m.hooked = m.hooked || l.hook != nil
+		m.limits = append(m.limits, l.limit)
 	}
-	if n < 1 || n > maxCount {
-		return nil, fmt.Errorf("%w: n = %d, want 1 to 1e9", ErrInvalidCost, n)
+	if !sameClient(limiters) {
+		return nil, fmt.Errorf("%w: the limiters of a Multi must share one client (one script call reaches one server)", ErrInvalid)
 	}
-	if len(limiters) == 1 || !sameClient(limiters) {
-		return allowEach(ctx, key, n, limiters)
-	}
+	return m, nil
+}
 
-	start := time.Now()
-	// Limiters whose deny cache answers are decided here; the others go
-	// to Redis in one pipeline (send holds their indexes).
-	ds := make([]Decision, len(limiters))
-	checks := make([]cacheCheck, len(limiters))
-	calls := make([]call, 0, len(limiters))
-	send := make([]int, 0, len(limiters))
-	errs := make([]error, len(limiters))
-	var timeout time.Duration
-	for i, l := range limiters {
-		now, err := l.now(key)
-		errs[i] = err
-		if err == nil && l.cache != nil {
-			if ds[i], checks[i] = l.cached(key, n, now); ds[i].Cached {
-				continue
-			}
-		}
-		calls = append(calls, call{alg: l.alg, key: l.RedisKey(key), limit: l.limit, cost: n, now: now})
-		send = append(send, i)
-		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
-			timeout = l.timeout
-		}
+// AllowN counts n requests (a request of cost n, 1 to 1e9) for key against
+// every limit if every limit has room for n, and against none otherwise.
+// The Decision's Parts hold one Decision per limiter, in order, whose
+// Allowed says whether that limit had room (when another denied, none
+// counted it, and Remaining and ResetAfter are as the key stands); its
+// other fields are those of the limit that binds: on a denial, the one
+// whose RetryAfter is longest, which is when the request would pass if
+// nothing else came.
+func (m *Multi) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if err := checkCost(n); err != nil {
+		return Decision{}, err
 	}
-	replies := make([]reply, len(limiters))
-	if first := firstError(errs); first != nil {
-		for i := range errs {
-			errs[i] = first
+	return m.decide(ctx, key, n)
+}
+
+// Peek reports what AllowN(ctx, key, 1) would decide now, counting
+// nothing and writing nothing.
+func (m *Multi) Peek(ctx context.Context, key string) (Decision, error) {
+	return m.decide(ctx, key, 0)
+}
+
+func (m *Multi) decide(ctx context.Context, key string, cost int64) (Decision, error) {
+	var start time.Time
+	if m.hooked {
+		start = time.Now()
+	}
+	first := m.limiters[0]
+	var replies []reply
+	now, err := first.now(key)
+	refused := err != nil
+	if err == nil {
+		keys := make([]string, len(m.limiters))
+		for i, l := range m.limiters {
+			keys[i] = l.RedisKey(key)
 		}
-	} else if len(calls) > 0 {
-		type sent struct {
-			replies []reply
-			errs    []error
-		}
-		s, err := withTimeout(ctx, timeout, func(ctx context.Context) (sent, error) {
-			replies, errs, ok := pipelined(ctx, limiters[0].rdb, calls)
-			if !ok {
-				return sent{}, errNoPipeline
-			}
-			return sent{replies, errs}, nil
+		replies, err = call.WithTimeout(ctx, m.timeout, func(ctx context.Context) ([]reply, error) {
+			return runMulti(ctx, first.rdb, keys, m.limits, cost, now)
 		})
-		if err == errNoPipeline {
-			return allowEach(ctx, key, n, limiters)
-		}
-		for j, i := range send {
-			if err != nil { // the timeout: every call shares it
-				errs[i] = err
-			} else {
-				replies[i], errs[i] = s.replies[j], s.errs[j]
-			}
+	}
+	ds := make([]Decision, len(m.limiters))
+	errs := make([]error, len(m.limiters))
+	var locals []int
+	othersAllow := true
+	for i, l := range m.limiters {
+		switch {
+		case err == nil:
+			ds[i] = decision(replies[i], l.name, l.limit)
+		case refused:
+			ds[i], errs[i] = Decision{Name: l.name, Limit: l.limit}, err
+		case l.onFailure.p.Mode == call.Local && errors.Is(call.Classify(ctx, err), ErrUnavailable):
+			ds[i] = Decision{Cause: call.Classify(ctx, err)}
+			locals = append(locals, i)
+		default:
+			ds[i], errs[i] = l.fallback(ctx, key, cost, 0, err)
+			othersAllow = othersAllow && ds[i].Allowed
 		}
 	}
-
-	var first error
-	for i, l := range limiters {
-		var err error
-		if !ds[i].Cached {
-			ds[i], err = l.finish(ctx, replies[i], errs[i])
-			if checks[i].ok && err == nil {
-				l.cache.note(key, n, checks[i].at, checks[i].epoch, ds[i])
-			}
+	if len(locals) > 0 && firstError(errs) == nil {
+		// The in-memory decisions, all or nothing like the script's.
+		for j, d := range decideLocally(m.limiters, locals, key, cost, localNowNs(now), othersAllow) {
+			i := locals[j]
+			d.Name, d.Fallback, d.Cause = m.limiters[i].name, m.limiters[i].onFailure, ds[i].Cause
+			ds[i] = d
 		}
-		if first == nil {
-			first = err
-		}
+	}
+	for i, l := range m.limiters {
 		if l.hook != nil {
-			l.hook(ctx, Event{Limiter: l, Key: key, Cost: n, Decision: ds[i], Err: err, Duration: time.Since(start)})
+			l.hook(ctx, Event{Name: l.name, Key: key, Cost: cost, Decision: ds[i], Err: errs[i], Duration: time.Since(start)})
 		}
 	}
-	return ds, first
-}
-
-var errNoPipeline = fmt.Errorf("ratelimit: the client cannot pipeline")
-
-func allowEach(ctx context.Context, key string, n int64, limiters []*Limiter) ([]Decision, error) {
-	ds := make([]Decision, len(limiters))
-	var first error
-	for i, l := range limiters {
-		var err error
-		ds[i], err = l.decide(ctx, key, n)
-		if first == nil {
-			first = err
-		}
-	}
-	return ds, first
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sameClient reports whether every limiter uses one client, so one pipeline
-// can carry all their calls. Clients that cannot be compared count as
-// different.
-func sameClient(limiters []*Limiter) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	c := limiters[0].rdb
-	for _, l := range limiters[1:] {
-		if l.rdb != redis.Scripter(c) {
-			return false
-		}
-	}
-	return true
-}
-
-// Strictest returns the index of the decision that binds: among denials,
-// the one with the longest RetryAfter (Never first); when all allow, the
-// one with the least Remaining. Decisions a failure policy made bind only
-// when no decision from Redis does. It returns -1 for no decisions.
-func Strictest(ds []Decision) int {
-	best := -1
-	for i, d := range ds {
-		if best < 0 || stricter(d, ds[best]) {
-			best = i
-		}
-	}
-	return best
-}
-
-func stricter(a, b Decision) bool {
-	if (a.Fallback == NoFallback) != (b.Fallback == NoFallback) {
-		// A denial always binds; otherwise Redis's answer says more.
-		if a.Allowed != b.Allowed {
-			return !a.Allowed
-		}
-		return a.Fallback == NoFallback
-	}
-	switch {
-	case a.Allowed != b.Allowed:
-		return !a.Allowed
-	case !a.Allowed:
-		return a.RetryAfter > b.RetryAfter
-	}
-	return a.Remaining < b.Remaining
+	return combine(ds), firstError(errs)
 }

@@ -3,202 +3,277 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
-// countingHook counts what go-redis sends: single commands and pipelines.
-type countingHook struct {
-	mu                  sync.Mutex
-	single, pipes, cmds int
-}
-
-func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.mu.Lock()
-		h.single++
-		h.mu.Unlock()
-		return next(ctx, cmd)
-	}
-}
-
-func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.mu.Lock()
-		h.pipes++
-		h.cmds += len(cmds)
-		h.mu.Unlock()
-		return next(ctx, cmds)
-	}
-}
-
-func TestAllowAllIsOneRoundTrip(t *testing.T) {
-	f := newFrozen(t)
-	var limiters []*ratelimit.Limiter
-	for _, alg := range ratelimit.Algorithms() {
-		limiters = append(limiters, newLimiter(t, f.rdb, alg))
-	}
-	if err := ratelimit.Load(ctx, f.rdb); err != nil {
+func mustLimiter(t *testing.T, rdb redis.Scripter, name string, l ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
+	t.Helper()
+	lim, err := ratelimit.New(rdb, name, l, opts...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	h := &countingHook{}
-	f.rdb.AddHook(h)
-	for i := 0; i < 12; i++ {
-		ds, err := ratelimit.AllowAll(ctx, "k", limiters...)
+	return lim
+}
+
+// A Multi counts a request against every limit or none; All, over the same
+// limiters, counts it against those that allowed it.
+func TestMultiAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, atomic := range []bool{true, false} {
+		f := newFrozen(t)
+		sec := mustLimiter(t, f.rdb, "sec", ratelimit.PerSecond(2))
+		hour := mustLimiter(t, f.rdb, "hour", ratelimit.PerHour(10))
+		m, err := ratelimit.NewMulti(sec, hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j, d := range ds {
-			if d.Allowed != (i < 10) {
-				t.Fatalf("request %d, %v: %v", i, limiters[j].Algorithm(), d)
+		var rule ratelimit.Rule = m
+		if !atomic {
+			rule = mustAll(t, sec, hour)
+		}
+		var passed int
+		for i := 0; i < 5; i++ {
+			d, err := rule.AllowN(ctx, "u", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed != (d.Parts[0].Allowed && d.Parts[1].Allowed) {
+				t.Fatalf("%v with parts %v", d, d.Parts)
+			}
+			if d.Allowed {
+				passed++
 			}
 		}
-	}
-	if h.single != 0 || h.pipes != 12 || h.cmds != 12*len(limiters) {
-		t.Errorf("12 AllowAll of %d limiters sent %d commands and %d pipelines of %d commands, want 12 pipelines",
-			len(limiters), h.single, h.pipes, h.cmds)
+		d, _ := hour.Peek(ctx, "u")
+		want := int64(10 - passed) // atomic: only what passed
+		if !atomic {
+			want = 10 - 5 // All: the hour counted every request
+		}
+		if passed != 2 || d.Remaining != want {
+			t.Errorf("atomic %v: %d passed, the hour has %d left, want 2 and %d", atomic, passed, d.Remaining, want)
+		}
 	}
 }
 
-// plainScripter is a redis.Scripter and nothing more: it cannot pipeline.
-type plainScripter struct{ redis.Scripter }
-
-// Limiters on a client that cannot pipeline are asked one after another,
-// each once, with their hooks called once each.
-func TestAllowAllWithoutPipeline(t *testing.T) {
+// A Multi and its limiters share state: what a limiter counts alone, the
+// Multi sees, and the other way round.
+func TestMultiSharesLimitersKeys(t *testing.T) {
+	ctx := context.Background()
 	f := newFrozen(t)
-	plain := plainScripter{f.rdb}
-	var events int
-	hook := ratelimit.WithHook(func(context.Context, ratelimit.Event) { events++ })
-	a := newLimiter(t, plain, ratelimit.GCRA, ratelimit.WithName("a"), hook)
-	b := newLimiter(t, plain, ratelimit.FixedWindow, ratelimit.WithName("b"), hook)
-	h := &countingHook{}
-	f.rdb.AddHook(h)
-	for i := 0; i < 12; i++ {
-		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		if ds[0].Allowed != (i < 10) || ds[1].Allowed != (i < 10) {
-			t.Fatalf("request %d: %v", i, ds)
+	a := mustLimiter(t, f.rdb, "a", ratelimit.PerSecond(3))
+	b := mustLimiter(t, f.rdb, "b", ratelimit.PerMinute(3))
+	m, _ := ratelimit.NewMulti(a, b)
+	if _, err := a.AllowN(ctx, "k", 2); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.AllowN(ctx, "k", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds := d.Parts; ds[0].Allowed || !ds[1].Allowed || ds[0].Remaining != 1 || ds[1].Remaining != 3 {
+		t.Fatalf("after a alone counted 2 of 3: %v", ds)
+	}
+	if d.Name != "a" || d.Allowed {
+		t.Errorf("binding %q, want a (a denied)", d.Name)
+	}
+	if _, err := m.AllowN(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*ratelimit.Limiter{a, b} {
+		d, _ := l.Peek(ctx, "k")
+		if want := map[string]int64{"a": 0, "b": 2}[d.Name]; d.Remaining != want {
+			t.Errorf("%s: %d left, want %d", d.Name, d.Remaining, want)
 		}
 	}
-	if h.pipes != 0 || h.single < 24 || events != 24 {
-		t.Errorf("12 AllowAll of 2 limiters: %d pipelines, %d commands, %d hook events; want none, at least 24, 24",
-			h.pipes, h.single, events)
-	}
-}
-
-// Without the scripts loaded, the batch still works: NOSCRIPT is answered
-// by sending the script (bindings.Batch).
-func TestAllowAllAfterScriptFlush(t *testing.T) {
-	f := newFrozen(t)
-	a := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("a"))
-	b := newLimiter(t, f.rdb, ratelimit.FixedWindow, ratelimit.WithName("b"))
+	// Peek counts nothing.
 	for i := 0; i < 3; i++ {
-		f.rdb.ScriptFlush(ctx)
-		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
-		if err != nil || !ds[0].Allowed || !ds[1].Allowed || ds[0].Remaining != int64(9-i) {
-			t.Fatalf("after SCRIPT FLUSH: %v, %v", ds, err)
-		}
-	}
-}
-
-// The documented non-atomic semantics: a request one limiter denies is
-// still counted by the others.
-func TestAllowAllCountsWhereAllowed(t *testing.T) {
-	f := newFrozen(t)
-	wide, _ := ratelimit.New(f.rdb, ratelimit.PerSecond(5), ratelimit.WithName("wide"))
-	narrow, _ := ratelimit.New(f.rdb, ratelimit.PerHour(1), ratelimit.WithName("narrow"))
-	var got []bool
-	for i := 0; i < 3; i++ {
-		ds, err := ratelimit.AllowAll(ctx, "k", wide, narrow)
-		if err != nil {
+		if _, err := m.Peek(ctx, "k"); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, ds[0].Allowed, ds[1].Allowed)
 	}
-	if want := []bool{true, true, true, false, true, false}; !cmp.Equal(got, want) {
-		t.Errorf("(wide, narrow) decisions %v, want %v", got, want)
-	}
-	if d, _ := wide.Peek(ctx, "k"); d.Remaining != 2 {
-		t.Errorf("wide has %d left after 3 requests, want 2", d.Remaining)
+	if d, _ := b.Peek(ctx, "k"); d.Remaining != 2 {
+		t.Errorf("b after peeks: %d left, want 2", d.Remaining)
 	}
 }
 
-func TestAllowAllAcrossClients(t *testing.T) {
-	f, g := newFrozen(t), newFrozen(t)
-	a := newLimiter(t, f.rdb, ratelimit.GCRA)
-	b := newLimiter(t, g.rdb, ratelimit.GCRA)
-	for i := 0; i < 11; i++ {
-		ds, err := ratelimit.AllowAll(ctx, "k", a, b)
-		if err != nil || ds[0].Allowed != (i < 10) || ds[1].Allowed != (i < 10) {
-			t.Fatalf("request %d: %v, %v", i, ds, err)
-		}
-	}
-	if len(f.Keys()) != 1 || len(g.Keys()) != 1 {
-		t.Errorf("keys %v and %v, want one on each server", f.Keys(), g.Keys())
-	}
-}
-
-func TestAllowAllRefuses(t *testing.T) {
+// The Decision reads as the limit that binds a denial: the longest wait,
+// Never first, as multi.lua's own "denied" does.
+func TestMultiBindingLimit(t *testing.T) {
+	ctx := context.Background()
 	f := newFrozen(t)
-	a := newLimiter(t, f.rdb, ratelimit.GCRA)
-	if _, err := ratelimit.AllowAll(ctx, "k"); err == nil {
-		t.Error("no limiters: no error")
-	} else if !errors.Is(err, ratelimit.ErrInvalidOption) {
-		t.Errorf("no limiters: %v, want ErrInvalidOption", err)
+	a := mustLimiter(t, f.rdb, "a", ratelimit.PerSecond(1))
+	b := mustLimiter(t, f.rdb, "b", ratelimit.PerMinute(1))
+	c := mustLimiter(t, f.rdb, "c", ratelimit.PerSecond(3))
+	m, _ := ratelimit.NewMulti(a, b, c)
+	m.AllowN(ctx, "k", 1)
+	d, _ := m.AllowN(ctx, "k", 1)
+	ds := d.Parts
+	if d.Name != "b" || d.Allowed || d.RetryAfter != time.Minute || ds[1].RetryAfter != time.Minute || ds[0].RetryAfter != time.Second || !ds[2].Allowed {
+		t.Errorf("binding %q of %v", d.Name, ds)
 	}
-	if _, err := ratelimit.AllowAllN(ctx, "k", 0, a, a); err == nil {
-		t.Error("n = 0: no error")
-	} else if !errors.Is(err, ratelimit.ErrInvalidCost) {
-		t.Errorf("n = 0: %v, want ErrInvalidCost", err)
+	d, _ = m.AllowN(ctx, "k", 2)
+	ds = d.Parts
+	if d.Name != "a" || d.RetryAfter != ratelimit.Never || ds[0].RetryAfter != ratelimit.Never || ds[1].RetryAfter != ratelimit.Never {
+		t.Errorf("cost 2: binding %q of %v, want a (the first that can never pass)", d.Name, ds)
 	}
-	if _, err := ratelimit.AllowAll(ctx, "", a, a); err == nil {
-		t.Error("empty key: no error")
-	} else if !errors.Is(err, ratelimit.ErrInvalidKey) {
-		t.Errorf("empty key: %v, want ErrInvalidKey", err)
+}
+
+func TestNewMultiRefuses(t *testing.T) {
+	f := newFrozen(t)
+	other := newFrozen(t)
+	g := func(name string, opts ...ratelimit.Option) *ratelimit.Limiter {
+		return mustLimiter(t, f.rdb, name, ratelimit.PerSecond(5), opts...)
 	}
-	// A nil limiter is refused, not a panic, alone or beside another,
-	// and so is one in a Limiters rule.
-	for _, ls := range [][]*ratelimit.Limiter{{nil}, {a, nil}, {nil, a}} {
-		if _, err := ratelimit.AllowAll(ctx, "k", ls...); !errors.Is(err, ratelimit.ErrInvalidOption) {
-			t.Errorf("limiters %v: %v, want ErrInvalidOption", ls, err)
+	many := make([]*ratelimit.Limiter, 17)
+	for i := range many {
+		many[i] = g("l" + string(rune('a'+i)))
+	}
+	for name, ls := range map[string][]*ratelimit.Limiter{
+		"none":            nil,
+		"17":              many,
+		"a nil":           {g("a"), nil},
+		"a token bucket":  {g("a"), g("b", ratelimit.WithAlgorithm(ratelimit.TokenBucket))},
+		"a fixed window":  {mustLimiter(t, f.rdb, "w", ratelimit.PerSecond(5), ratelimit.WithAlgorithm(ratelimit.FixedWindow))},
+		"one prefix":      {g("a"), g("b", ratelimit.WithPrefix("rl:a:"))},
+		"the same twice":  {g("a"), g("a")},
+		"mixed clocks":    {g("a"), g("b", ratelimit.WithClock(time.Now))},
+		"a block":         {g("a"), g("b", ratelimit.WithBlock(time.Minute))},
+		"two clients":     {g("a"), mustLimiter(t, other.rdb, "b", ratelimit.PerSecond(5))},
+		"another client":  {g("a"), mustLimiter(t, redis.NewClient(&redis.Options{Addr: f.Addr()}), "b", ratelimit.PerSecond(5))},
+		"sixteen is fine": nil,
+	} {
+		if name == "sixteen is fine" {
+			if _, err := ratelimit.NewMulti(many[:16]...); err != nil {
+				t.Errorf("16 limiters: %v", err)
+			}
+			continue
+		}
+		if _, err := ratelimit.NewMulti(ls...); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	h := ratelimit.Middleware(ratelimit.Limiters{a, nil}, ratelimit.ByHeader("X-User"))(okHandler)
-	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code < 500 {
-		t.Errorf("Limiters{a, nil}: %d, want a server error", rec.Code)
+}
+
+func TestMultiRefusesBeforeSending(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	m, _ := ratelimit.NewMulti(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5)))
+	if _, err := m.AllowN(ctx, "k", 0); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("n 0: %v", err)
+	}
+	if _, err := m.AllowN(ctx, "k", 1e9+1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("n 1e9+1: %v", err)
+	}
+	if _, err := m.AllowN(ctx, "", 1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("empty key: %v", err)
+	}
+	far, _ := ratelimit.NewMulti(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5), ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) })))
+	if _, err := far.AllowN(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) || !errors.Is(err, bindings.ErrBadArg) {
+		t.Errorf("a clock an hour ahead: %v, want ErrInvalid (from the script)", err)
 	}
 	if keys := f.Keys(); len(keys) != 0 {
-		t.Errorf("keys written: %v", keys)
+		t.Errorf("refused calls wrote %v", keys)
 	}
 }
 
-func TestStrictest(t *testing.T) {
-	never := ratelimit.Never
-	for _, tt := range []struct {
-		ds   []ratelimit.Decision
-		want int
-	}{
-		{nil, -1},
-		{[]ratelimit.Decision{{Allowed: true, Remaining: 5}, {Allowed: true, Remaining: 2}, {Allowed: true, Remaining: 3}}, 1},
-		{[]ratelimit.Decision{{Allowed: true}, {RetryAfter: time.Second}, {RetryAfter: time.Minute}, {Allowed: true}}, 2},
-		{[]ratelimit.Decision{{RetryAfter: time.Hour}, {RetryAfter: never}}, 1},
-		{[]ratelimit.Decision{{Allowed: true, Fallback: ratelimit.FailOpen}, {Allowed: true, Remaining: 9}}, 1},
-		{[]ratelimit.Decision{{Allowed: true, Remaining: 0}, {Fallback: ratelimit.FailClosed}}, 1},
-		{[]ratelimit.Decision{{Fallback: ratelimit.FailClosed}, {RetryAfter: time.Second}}, 1},
-	} {
-		if got := ratelimit.Strictest(tt.ds); got != tt.want {
-			t.Errorf("Strictest(%v) = %d, want %d", tt.ds, got, tt.want)
+// Each limiter's failure policy decides its own Decision when Redis is
+// down; the request passes only if every one allows.
+func TestMultiFailurePolicies(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer down.Close()
+	ctx := context.Background()
+	open := mustLimiter(t, down, "open", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailOpen))
+	closed := mustLimiter(t, down, "closed", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailClosed))
+	strict := mustLimiter(t, down, "strict", ratelimit.PerSecond(1))
+
+	m, _ := ratelimit.NewMulti(open, closed)
+	d, err := m.AllowN(ctx, "k", 1)
+	if ds := d.Parts; err != nil || d.Allowed || !ds[0].Allowed || ds[1].Allowed || ds[0].Fallback != ratelimit.FailOpen || ds[1].Fallback != ratelimit.FailClosed {
+		t.Errorf("open and closed: %v, %v", d, err)
+	}
+	m, _ = ratelimit.NewMulti(open, strict)
+	if _, err := m.AllowN(ctx, "k", 1); !errors.Is(err, ratelimit.ErrUnavailable) {
+		t.Errorf("a limiter without a policy: %v, want ErrUnavailable", err)
+	}
+}
+
+// A Multi's round trip is bounded by the shortest timeout among its
+// limiters, each limiter's failure policy decides for it, and each
+// limiter's hook sees its own decision.
+func TestMultiTimeoutAndHooks(t *testing.T) {
+	type seen struct {
+		limiter string
+		e       ratelimit.Event
+	}
+	var events []seen
+	hook := func(name string) ratelimit.Option {
+		return ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { events = append(events, seen{name, e}) })
+	}
+
+	// An ordinary call: one event per hooked limiter, in order.
+	f := newFrozen(t)
+	sec := mustLimiter(t, f.rdb, "sec", ratelimit.PerSecond(1), hook("sec"))
+	perMin := mustLimiter(t, f.rdb, "min", ratelimit.PerMinute(5))
+	day := mustLimiter(t, f.rdb, "day", ratelimit.PerDay(9), hook("day"))
+	m, err := ratelimit.NewMulti(sec, perMin, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.AllowN(ctx, "u", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Peek(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 4 {
+		t.Fatalf("%d hook events, want 4 (two hooked limiters, two calls): %+v", len(events), events)
+	}
+	for i, want := range []struct {
+		name    string
+		cost    int64
+		allowed bool
+	}{{"sec", 1, true}, {"day", 1, true}, {"sec", 0, false}, {"day", 0, true}} {
+		e := events[i].e
+		if e.Name != want.name || events[i].limiter != want.name || e.Decision.Name != want.name || e.Key != "u" || e.Cost != want.cost ||
+			e.Decision.Allowed != want.allowed || e.Err != nil || e.Duration <= 0 {
+			t.Errorf("event %d: %s %+v, want %s cost %d allowed %v", i, events[i].limiter, e, want.name, want.cost, want.allowed)
 		}
 	}
+
+	// A hung server: the call ends at the timeout of the limiter that has
+	// one, not at go-redis's 3 s.
+	events = nil
+	addr, stop := hungServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	const timeout = 100 * time.Millisecond
+	const slack = 900 * time.Millisecond // a loaded machine; far below 3 s
+	strict := mustLimiter(t, rdb, "strict", ratelimit.PerSecond(1), ratelimit.WithTimeout(timeout), hook("strict"))
+	closed := mustLimiter(t, rdb, "closed", ratelimit.PerDay(9), ratelimit.OnFailure(ratelimit.FailClosed), hook("closed"))
+	hung, err := ratelimit.NewMulti(strict, closed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d, err := hung.AllowN(ctx, "u", 1)
+	ds := d.Parts
+	if took := time.Since(start); took < timeout || took > timeout+slack {
+		t.Errorf("the Multi took %v with a timeout of %v", took, timeout)
+	}
+	if !errors.Is(err, ratelimit.ErrUnavailable) {
+		t.Errorf("error %v, want ErrUnavailable (strict has no failure policy)", err)
+	}
+	if len(ds) != 2 || ds[1].Allowed || ds[1].Fallback != ratelimit.FailClosed || !errors.Is(ds[1].Cause, ratelimit.ErrUnavailable) {
+		t.Errorf("decisions %+v, want the second by FailClosed for ErrUnavailable", ds)
+	}
+	if len(events) != 2 || !errors.Is(events[0].e.Err, ratelimit.ErrUnavailable) || events[1].e.Err != nil || events[1].e.Decision.Fallback != ratelimit.FailClosed {
+		t.Errorf("hook events %+v", events)
+	}
+	stop()
+	rdb.Close()
 }

@@ -30,7 +30,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	// loaded 2-core machine; go-redis alone would retry for seconds.
 	const slack = 850 * time.Millisecond
 	newL := func(name string, fb ratelimit.Fallback) *ratelimit.Limiter {
-		l, err := ratelimit.New(rdb, ratelimit.PerSecond(1e6), ratelimit.WithName(name),
+		l, err := ratelimit.New(rdb, name, ratelimit.PerSecond(1e6),
 			ratelimit.OnFailure(fb), ratelimit.WithTimeout(timeout))
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 				}
 				start := time.Now()
 				d, err := l.Allow(context.Background(), fmt.Sprintf("user%d", g))
-				s := sample{at: start, took: time.Since(start), fallback: d.Fallback != ratelimit.NoFallback, d: d, err: err, l: l}
+				s := sample{at: start, took: time.Since(start), fallback: d.Cause != nil, d: d, err: err, l: l}
 				mu.Lock()
 				samples = append(samples, s)
 				mu.Unlock()
@@ -95,16 +95,16 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 			t.Errorf("a decision took %v (timeout %v)", s.took, timeout)
 		}
 		if s.err != nil {
-			t.Errorf("%s: error %v: a failure policy must decide", s.l.Name(), s.err)
+			t.Errorf("%s: error %v: a failure policy must decide", s.d.Name, s.err)
 			continue
 		}
 		if s.fallback {
 			// While Redis is down, the policy decides, and as it says.
 			if want := s.l == open; s.d.Allowed != want || s.d.Cause == nil {
-				t.Errorf("%s: fallback decision %v", s.l.Name(), s.d)
+				t.Errorf("%s: fallback decision %v", s.d.Name, s.d)
 			}
 		} else if !s.d.Allowed || s.d.Remaining < 1e6-1000 {
-			t.Errorf("%s: decision from Redis %v", s.l.Name(), s.d)
+			t.Errorf("%s: decision from Redis %v", s.d.Name, s.d)
 		}
 		switch end := s.at.Add(s.took); {
 		case end.Before(downAt):
@@ -133,14 +133,14 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	t.Logf("%d decisions: %d before the outage, %d during, %d from a second after", len(samples), before, down, after)
 
 	// And the limit itself holds again: a fresh key admits its burst.
-	exact, err := ratelimit.New(rdb, ratelimit.PerHour(5), ratelimit.WithName("exact"), ratelimit.OnFailure(ratelimit.FailOpen))
+	exact, err := ratelimit.New(rdb, "exact", ratelimit.PerHour(5), ratelimit.OnFailure(ratelimit.FailOpen))
 	if err != nil {
 		t.Fatal(err)
 	}
 	allowed := 0
 	for i := 0; i < 10; i++ {
 		d, err := exact.Allow(context.Background(), "after-restart")
-		if err != nil || d.Fallback != ratelimit.NoFallback {
+		if err != nil || d.Cause != nil {
 			t.Fatalf("%v, %v", d, err)
 		}
 		if d.Allowed {
@@ -160,10 +160,10 @@ func TestRealWrongType(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
 	defer rdb.Close()
 	for _, alg := range ratelimit.Algorithms() {
-		l := newLimiter(t, rdb, alg, ratelimit.OnFailure(ratelimit.FailOpen))
+		l := newNamed(t, rdb, alg.String(), alg, ratelimit.OnFailure(ratelimit.FailOpen))
 		rdb.LPush(ctx, l.RedisKey("k"), "not ours")
 		d, err := l.Allow(ctx, "k")
-		if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Fallback != ratelimit.NoFallback {
+		if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Cause != nil {
 			t.Errorf("%v: %v, %v, want ErrWrongType", alg, d, err)
 		}
 		if n, _ := rdb.LLen(ctx, l.RedisKey("k")).Result(); n != 1 {

@@ -1,71 +1,82 @@
 package ratelimit
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"net/http"
 )
 
-// A Rule says which limiters a request must pass. A *Limiter is a Rule
-// (itself), Limiters is a Rule (all of them), Tiers picks by the request's
-// tier, and RuleFunc turns any function into one.
+// A Rule decides requests for keys: a *Limiter (one limit), a *Multi
+// (several limits, atomically), All (several rules, each on its own),
+// Select (a rule chosen per key) and Unlimited. The middleware of
+// httplimit, the framework adapters and Limiter.Wait all take a Rule.
+//
+// AllowN counts a request of cost n (1 to 1e9) for key if the rule lets it
+// pass; Peek reports what a request of cost 1 would get, counting nothing.
+// A rule that holds other rules keeps their atomicity: wrapping a Multi in
+// All or Select still checks its limits all or nothing.
 type Rule interface {
-	LimitersFor(r *http.Request) ([]*Limiter, error)
+	AllowN(ctx context.Context, key string, n int64) (Decision, error)
+	Peek(ctx context.Context, key string) (Decision, error)
 }
 
-// LimitersFor makes a Limiter a Rule: every request must pass it.
-func (l *Limiter) LimitersFor(*http.Request) ([]*Limiter, error) { return l.self, nil }
+// Unlimited is the Rule that lets everything pass and reports no limit: its
+// Decision has Allowed set, no Name and no Parts, so httplimit writes no
+// rate-limit header fields for it. Select returns it to skip a key (an
+// allowlist).
+var Unlimited Rule = unlimited{}
 
-// Limiters is a Rule: every request must pass all of them, checked in one
-// round trip (see AllowAll).
-type Limiters []*Limiter
+type unlimited struct{}
 
-// LimitersFor returns ls.
-func (ls Limiters) LimitersFor(*http.Request) ([]*Limiter, error) { return ls, nil }
-
-// RuleFunc is a Rule written as a function.
-type RuleFunc func(r *http.Request) ([]*Limiter, error)
-
-// LimitersFor calls f.
-func (f RuleFunc) LimitersFor(r *http.Request) ([]*Limiter, error) { return f(r) }
-
-// ErrUnknownTier: Tiers found no rule for a request's tier and has no
-// default. The middleware answers 500: it is a configuration error.
-var ErrUnknownTier = errors.New("ratelimit: unknown tier")
-
-// Tiers applies the rule of the request's tier, as in the free / pro /
-// enterprise plans of the Redis rate-limiting guide. Give each tier's
-// limiters names of their own (WithName), so a caller who changes tier
-// starts afresh instead of inheriting another tier's state.
-type Tiers struct {
-	// Tier names the request's tier, say from its API key's plan.
-	Tier func(r *http.Request) string
-	// Rules holds each tier's rule.
-	Rules map[string]Rule
-	// Default is the tier of a request whose tier is not in Rules; when it
-	// is "" too, such a request fails with ErrUnknownTier.
-	Default string
+func (unlimited) AllowN(_ context.Context, key string, n int64) (Decision, error) {
+	if err := checkCost(n); err != nil {
+		return Decision{}, err
+	}
+	return unlimitedFor(key)
 }
 
-// LimitersFor applies the rule of r's tier.
-func (t Tiers) LimitersFor(r *http.Request) ([]*Limiter, error) {
-	rule, err := t.ruleFor(r)
+func (unlimited) Peek(_ context.Context, key string) (Decision, error) { return unlimitedFor(key) }
+
+func unlimitedFor(key string) (Decision, error) {
+	if key == "" {
+		return Decision{}, fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	return Decision{Allowed: true}, nil
+}
+
+// Select returns a Rule that asks choose which rule decides each request:
+// a customer's plan looked up by its API key (Limiter.WithLimit gives the
+// plan's limit on one shared state), Unlimited for an allowlisted key, or
+// an error to refuse the key. An error from choose is returned as it is,
+// never decided over by a failure policy and never turned into a fresh
+// bucket, so an unknown API key goes to the caller's error handling. choose
+// returning neither a rule nor an error is an error (ErrInvalid): return
+// Unlimited to let a key through.
+func Select(choose func(ctx context.Context, key string) (Rule, error)) Rule {
+	return selectRule(choose)
+}
+
+type selectRule func(ctx context.Context, key string) (Rule, error)
+
+func (s selectRule) rule(ctx context.Context, key string) (Rule, error) {
+	r, err := s(ctx, key)
+	if err == nil && r == nil {
+		return nil, fmt.Errorf("%w: Select chose no rule for %q (return ratelimit.Unlimited to let it through)", ErrInvalid, key)
+	}
+	return r, err
+}
+
+func (s selectRule) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	r, err := s.rule(ctx, key)
 	if err != nil {
-		return nil, err
+		return Decision{}, err
 	}
-	return rule.LimitersFor(r)
+	return r.AllowN(ctx, key, n)
 }
 
-// ruleFor is the rule of r's tier (the middleware checks a *Multi
-// atomically, so it needs the rule itself).
-func (t Tiers) ruleFor(r *http.Request) (Rule, error) {
-	name := t.Tier(r)
-	rule, ok := t.Rules[name]
-	if !ok && t.Default != "" {
-		rule, ok = t.Rules[t.Default]
+func (s selectRule) Peek(ctx context.Context, key string) (Decision, error) {
+	r, err := s.rule(ctx, key)
+	if err != nil {
+		return Decision{}, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w %q (and no default)", ErrUnknownTier, name)
-	}
-	return rule, nil
+	return r.Peek(ctx, key)
 }

@@ -1,28 +1,21 @@
 package ratelimit
 
-// This file and scripts_atomic.go (multi.lua and concurrency.lua) are the
-// only ones that call package bindings: the one table that knows the six
+// This file and scripts_atomic.go (multi.lua) are the only ones of this
+// package that call package bindings (inflight/scripts.go calls
+// concurrency.lua): the one table that knows the six
 // scripts of one limit, how a Limit maps onto each one's arguments, and
 // which bounds (bounds.go) each one checks. When the generated bindings
 // change shape, these files are what adapts.
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
-
-// ErrWrongType matches, with errors.Is, the error of a call whose Redis key
-// holds something other than the algorithm's own state (another type, or
-// another algorithm's state under the same key). The scripts leave such a
-// key alone. Give limiters with different algorithms different names.
-var ErrWrongType = bindings.ErrWrongType
 
 // reply is the four integers every script answers.
 type reply struct {
@@ -47,7 +40,7 @@ type result interface {
 type script struct {
 	run   func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error)
 	queue func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error)
-	check func(l Limit) *LimitError
+	check func(l Limit) *limitError
 }
 
 var scripts = [...]script{
@@ -77,49 +70,27 @@ var scripts = [...]script{
 func bind[P any, R result](
 	run func(context.Context, redis.Scripter, string, P) (R, error),
 	queue func(*bindings.Batch, string, P) *bindings.Pending[R],
-	check func(Limit) *LimitError,
+	check func(Limit) *limitError,
 	params func(l Limit, cost int64, now time.Time) P,
 ) script {
 	return script{
 		run: func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error) {
 			r, err := run(ctx, c, key, params(l, cost, now))
-			return reply(r), clockRefused(err)
+			return reply(r), call.ClockRefused(err)
 		},
 		queue: func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error) {
 			p := queue(b, key, params(l, cost, now))
 			return func() (reply, error) {
 				r, err := p.Result()
-				return reply(r), clockRefused(err)
+				return reply(r), call.ClockRefused(err)
 			}
 		},
 		check: check,
 	}
 }
 
-// clockRefused marks the scripts' refusal of a caller clock more than 60 s
-// from the server's TIME as ErrClock: only the server can tell, so New
-// cannot refuse it, and no failure policy may hide a wrong clock.
-func clockRefused(err error) error {
-	var se *bindings.ScriptError
-	if errors.As(err, &se) && se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0") {
-		return fmt.Errorf("%w: %w", ErrClock, err)
-	}
-	return err
-}
-
-// scriptAnswered reports whether err is the script's own answer (an error
-// reply it declares, a reply of the wrong shape, an argument the bindings
-// refused) rather than Redis or the network failing. A failure policy never
-// hides such an error: it means a bug or a key that holds foreign data.
-func scriptAnswered(err error) bool {
-	var se *bindings.ScriptError
-	var re *bindings.ReplyError
-	var ae *bindings.ArgError
-	return errors.As(err, &se) || errors.As(err, &re) || errors.As(err, &ae)
-}
-
-// call is one decision in a pipeline.
-type call struct {
+// scriptCall is one decision in a pipeline.
+type scriptCall struct {
 	alg   Algorithm
 	key   string // the Redis key
 	limit Limit
@@ -129,7 +100,7 @@ type call struct {
 
 // pipelined sends calls in one pipeline (bindings.Batch, which survives
 // NOSCRIPT) when c can pipeline, and reports false when it cannot.
-func pipelined(ctx context.Context, c redis.Scripter, calls []call) ([]reply, []error, bool) {
+func pipelined(ctx context.Context, c redis.Scripter, calls []scriptCall) ([]reply, []error, bool) {
 	pc, ok := c.(bindings.PipelineClient)
 	if !ok {
 		return nil, nil, false
@@ -146,12 +117,4 @@ func pipelined(ctx context.Context, c redis.Scripter, calls []call) ([]reply, []
 		replies[i], errs[i] = res()
 	}
 	return replies, errs, true
-}
-
-// Load loads every script into Redis's script cache (SCRIPT LOAD; on a
-// *redis.ClusterClient, on every master). Decisions work without it, since
-// a call answered NOSCRIPT is sent again in full, but loading first saves
-// that round trip on each script's first use after a restart.
-func Load(ctx context.Context, c redis.Scripter) error {
-	return wrap(bindings.LoadAll(ctx, c))
 }

@@ -1,8 +1,8 @@
 package ratelimit
 
-// The calls of the two scripts that are not one limit on one key, multi.lua
-// and concurrency.lua; scripts.go has the six others. These two files are
-// the only ones that call package bindings.
+// The call of multi.lua, several limits on one key; scripts.go has the six
+// scripts of one limit, and inflight/scripts.go concurrency.lua. These are
+// the only files that call package bindings.
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
 
 // runMulti checks limits on keys (one each, in order) with multi.lua and
@@ -24,7 +25,7 @@ func runMulti(ctx context.Context, c redis.Scripter, keys []string, limits []Lim
 	}
 	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Limits: nums})
 	if err != nil {
-		return nil, clockRefused(err)
+		return nil, call.ClockRefused(err)
 	}
 	if len(r.PerLimit) != 3*len(limits) {
 		return nil, &bindings.ReplyError{Script: "multi.lua", Element: 3, Name: "per_limit",
@@ -37,18 +38,3 @@ func runMulti(ctx context.Context, c redis.Scripter, keys []string, limits []Lim
 	}
 	return out, nil
 }
-
-// leaseOpName is concurrency.lua's op.
-type leaseOpName = bindings.ConcurrencyOp
-
-// leaseOp is one call of concurrency.lua.
-func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, id string, limit int64, ttl time.Duration, now time.Time) (reply, error) {
-	r, err := bindings.Concurrency(ctx, c, key, bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now})
-	return reply(r), clockRefused(err)
-}
-
-const (
-	opAcquire = bindings.ConcurrencyOpAcquire
-	opRenew   = bindings.ConcurrencyOpRenew
-	opRelease = bindings.ConcurrencyOpRelease
-)

@@ -306,12 +306,12 @@ func (s *server) runAt(ctx context.Context, start int64, limit ratelimit.Limit, 
 }
 
 func (s *server) lane(ctx context.Context, alg ratelimit.Algorithm, limit ratelimit.Limit, cost int64, events []event, start int64, span time.Duration, prefix string) (lane, error) {
-	if alg.Windowed() {
+	if s.windowed(alg) {
 		limit.Burst = limit.Rate
 	}
 	var at int64 // the simulated clock, µs from start
 	clock := func() time.Time { return time.UnixMicro(start + at) }
-	l, err := ratelimit.New(s.rdb, limit, ratelimit.WithAlgorithm(alg), ratelimit.WithName(alg.String()),
+	l, err := ratelimit.New(s.rdb, alg.String(), limit, ratelimit.WithAlgorithm(alg),
 		ratelimit.WithPrefix(prefix+alg.String()+":"), ratelimit.WithClock(clock))
 	if err != nil {
 		return lane{}, err

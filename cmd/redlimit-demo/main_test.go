@@ -18,6 +18,7 @@ import (
 
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
 func newTestServer(t *testing.T) *httptest.Server {
@@ -107,7 +108,7 @@ func TestBadInput(t *testing.T) {
 	} {
 		for _, api := range []string{"/api/limited?", "/api/peek?"} {
 			resp, body := mustGet(t, srv.URL+api+tt.q)
-			var p ratelimit.Problem
+			var p httplimit.Problem
 			json.Unmarshal([]byte(body), &p)
 			if resp.StatusCode != 400 || !strings.Contains(p.Detail, tt.detail) {
 				t.Errorf("%s%s: %d %q, want 400 with %q", api, tt.q, resp.StatusCode, p.Detail, tt.detail)

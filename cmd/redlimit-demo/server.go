@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
 // web holds the page: HTML, CSS and a small script that draws its own
@@ -69,7 +70,7 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 	}
 	var algs []algorithm
 	for _, a := range ratelimit.Algorithms() {
-		algs = append(algs, algorithm{a.String(), a.Windowed()})
+		algs = append(algs, algorithm{a.String(), s.windowed(a)})
 	}
 	writeJSON(w, map[string]any{"backend": s.backend, "algorithms": algs})
 }
@@ -85,7 +86,7 @@ func (s *server) limited(w http.ResponseWriter, r *http.Request) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": true})
 	})
-	ratelimit.Middleware(l, byClient, ratelimit.WithCost(func(*http.Request) int64 { return cost }))(ok).ServeHTTP(w, r)
+	httplimit.Middleware(l, byClient, httplimit.WithCost(func(*http.Request) int64 { return cost }))(ok).ServeHTTP(w, r)
 }
 
 func (s *server) peek(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +102,7 @@ func (s *server) peek(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, map[string]any{
 		"allowed":      d.Allowed,
-		"limit":        d.Limit,
+		"limit":        d.Limit.Burst,
 		"remaining":    d.Remaining,
 		"resetAfterMs": d.ResetAfter.Milliseconds(),
 		"redisKey":     l.RedisKey(r.URL.Query().Get("client")),
@@ -130,8 +131,8 @@ func byClient(r *http.Request) (string, error) {
 // prefix of its own, so changing a field on the page starts afresh, while
 // the same settings keep their state between requests.
 func (s *server) limiter(q url.Values) (*ratelimit.Limiter, int64, error) {
-	alg, err := ratelimit.ParseAlgorithm(q.Get("algorithm"))
-	if err != nil {
+	alg, ok := algorithm(q.Get("algorithm"))
+	if !ok {
 		return nil, 0, fmt.Errorf("algorithm: pick one of the list")
 	}
 	rate, err := wholeNumber("rate", q.Get("rate"))
@@ -143,7 +144,7 @@ func (s *server) limiter(q url.Values) (*ratelimit.Limiter, int64, error) {
 		return nil, 0, fmt.Errorf("period: %q is not a duration such as 1s, 500ms or 1m", q.Get("period"))
 	}
 	burst := rate
-	if !alg.Windowed() {
+	if !s.windowed(alg) {
 		if burst, err = wholeNumber("burst", q.Get("burst")); err != nil {
 			return nil, 0, err
 		}
@@ -162,8 +163,26 @@ func (s *server) limiter(q url.Values) (*ratelimit.Limiter, int64, error) {
 	}
 	limit := ratelimit.Limit{Rate: rate, Period: period, Burst: burst}
 	prefix := fmt.Sprintf("demo:%v:%d/%v/%d:", alg, rate, period, burst)
-	l, err := ratelimit.New(s.rdb, limit, ratelimit.WithAlgorithm(alg), ratelimit.WithName(alg.String()), ratelimit.WithPrefix(prefix))
+	l, err := ratelimit.New(s.rdb, alg.String(), limit, ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix))
 	return l, cost, err
+}
+
+// windowed reports whether a admits Rate per window, all at once, so that a
+// burst means nothing to it. The library says so: it refuses such a limit
+// with a burst other than its rate (New sends nothing to Redis).
+func (s *server) windowed(a ratelimit.Algorithm) bool {
+	_, err := ratelimit.New(s.rdb, "probe", ratelimit.PerSecond(2).WithBurst(3), ratelimit.WithAlgorithm(a))
+	return err != nil
+}
+
+// algorithm reads an algorithm's name.
+func algorithm(name string) (ratelimit.Algorithm, bool) {
+	for _, a := range ratelimit.Algorithms() {
+		if a.String() == name {
+			return a, true
+		}
+	}
+	return 0, false
 }
 
 func wholeNumber(field, s string) (int64, error) {
@@ -175,7 +194,7 @@ func wholeNumber(field, s string) (int64, error) {
 }
 
 func badRequest(w http.ResponseWriter, err error) {
-	ratelimit.Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}.Write(w)
+	httplimit.Problem{Type: "about:blank", Title: "Bad Request", Status: http.StatusBadRequest, Detail: err.Error()}.Write(w)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

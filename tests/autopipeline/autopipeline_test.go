@@ -35,7 +35,7 @@ func TestAutoPipeliner(t *testing.T) {
 
 	for name, ap := range map[string]*redis.AutoPipeliner{"blocking": blocking, "async": async} {
 		for _, alg := range ratelimit.Algorithms() {
-			l, err := ratelimit.New(ap, ratelimit.PerMinute(100), ratelimit.WithAlgorithm(alg), ratelimit.WithName(name+"-"+alg.String()))
+			l, err := ratelimit.New(ap, name+"-"+alg.String(), ratelimit.PerMinute(100), ratelimit.WithAlgorithm(alg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,10 +63,14 @@ func TestAutoPipeliner(t *testing.T) {
 			}
 			// Several limits in one round trip over the AutoPipeliner's
 			// own Pipeline.
-			other, _ := ratelimit.New(ap, ratelimit.PerHour(1), ratelimit.WithAlgorithm(alg), ratelimit.WithName(name+"-other-"+alg.String()))
-			ds, err := ratelimit.AllowAll(context.Background(), "cold", l, other)
-			if err != nil || !ds[0].Allowed || !ds[1].Allowed || ds[0].Remaining != 99 {
-				t.Errorf("%s %v: AllowAll %v, %v", name, alg, ds, err)
+			other, _ := ratelimit.New(ap, name+"-other-"+alg.String(), ratelimit.PerHour(1), ratelimit.WithAlgorithm(alg))
+			both, err := ratelimit.All(l, other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := both.AllowN(context.Background(), "cold", 1)
+			if err != nil || !d.Allowed || len(d.Parts) != 2 || d.Parts[0].Remaining != 99 {
+				t.Errorf("%s %v: All %v, %v", name, alg, d, err)
 			}
 			if err := l.Reset(context.Background(), "hot"); err != nil {
 				t.Errorf("%s %v: Reset: %v", name, alg, err)

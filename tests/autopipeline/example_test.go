@@ -24,7 +24,7 @@ func Example() {
 		panic(err)
 	}
 	defer ap.Close()
-	limiter, err := ratelimit.New(ap, ratelimit.PerMinute(100))
+	limiter, err := ratelimit.New(ap, "api", ratelimit.PerMinute(100))
 	if err != nil {
 		panic(err)
 	}

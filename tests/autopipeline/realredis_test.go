@@ -60,7 +60,7 @@ func TestNoScriptUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	for name, ap := range faces(t, rdb) {
 		evalsBefore := commandCalls(t, rdb, "eval")
-		l, err := ratelimit.New(ap, ratelimit.PerDay(300), ratelimit.WithName("flush-"+name))
+		l, err := ratelimit.New(ap, "flush-"+name, ratelimit.PerDay(300))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 	for name, ap := range faces(t, rdb) {
-		l, err := ratelimit.New(ap, ratelimit.PerDay(1e6), ratelimit.WithName("errs-"+name), ratelimit.OnFailure(ratelimit.FailOpen))
+		l, err := ratelimit.New(ap, "errs-"+name, ratelimit.PerDay(1e6), ratelimit.OnFailure(ratelimit.FailOpen))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 						}
 					case 1:
 						d, err := l.Allow(ctx, "foreign")
-						if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Fallback != ratelimit.NoFallback {
+						if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Cause != nil {
 							t.Errorf("%s: foreign data: %v, %v; want ErrWrongType", name, d, err)
 						}
 					default:
@@ -204,8 +204,8 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 	aps := faces(t, rdb)
 	for name, ap := range aps {
 		policies := map[ratelimit.Fallback]*ratelimit.Limiter{}
-		for _, fb := range []ratelimit.Fallback{ratelimit.NoFallback, ratelimit.FailOpen, ratelimit.FailClosed} {
-			l, err := ratelimit.New(ap, ratelimit.PerDay(1e6), ratelimit.WithName(fmt.Sprintf("%s-%v", name, fb)),
+		for _, fb := range []ratelimit.Fallback{{}, ratelimit.FailOpen, ratelimit.FailClosed} {
+			l, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6),
 				ratelimit.WithTimeout(timeout), ratelimit.OnFailure(fb))
 			if err != nil {
 				t.Fatal(err)
@@ -227,12 +227,12 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 				t.Errorf("%s %v: the decision took %v with a timeout of %v", name, fb, took, timeout)
 			}
 			switch fb {
-			case ratelimit.NoFallback:
-				if !errors.Is(err, ratelimit.ErrTimeout) {
+			case ratelimit.Fallback{}:
+				if !errors.Is(err, ratelimit.ErrUnavailable) {
 					t.Errorf("%s: no policy: %v, %v; want ErrTimeout", name, d, err)
 				}
 			default:
-				if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || !errors.Is(d.Cause, ratelimit.ErrTimeout) {
+				if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || !errors.Is(d.Cause, ratelimit.ErrUnavailable) {
 					t.Errorf("%s %v: %v, %v", name, fb, d, err)
 				}
 			}
@@ -245,7 +245,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 		// timeouts abandoned).
 		for fb, l := range policies {
 			d, err := fromRedis(ctx, l, "k")
-			if err != nil || d.Fallback != ratelimit.NoFallback || !d.Allowed {
+			if err != nil || d.Cause != nil || !d.Allowed {
 				t.Errorf("%s %v after the stall: %v, %v", name, fb, d, err)
 			}
 		}
@@ -255,7 +255,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 		srv.Stop()
 		for fb, l := range policies {
 			d, err := l.Allow(ctx, "k")
-			if fb == ratelimit.NoFallback {
+			if fb == (ratelimit.Fallback{}) {
 				if err == nil {
 					t.Errorf("%s: no policy, Redis down: %v", name, d)
 				}
@@ -268,7 +268,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			d, err := fromRedis(ctx, l, "k")
 			// (Not exactly 1e6-1 left: a call the timeout abandoned while
 			// the AutoPipeliner reconnected may still have run.)
-			if err != nil || d.Fallback != ratelimit.NoFallback || !d.Allowed || d.Remaining < 1e6-10 {
+			if err != nil || d.Cause != nil || !d.Allowed || d.Remaining < 1e6-10 {
 				t.Errorf("%s %v after a restart: %v, %v; want a fresh key from Redis", name, fb, d, err)
 			}
 		}
@@ -285,7 +285,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 // most 5 s, and returns the last decision.
 func fromRedis(ctx context.Context, l *ratelimit.Limiter, key string) (d ratelimit.Decision, err error) {
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if d, err = l.Allow(ctx, key); err == nil && d.Fallback == ratelimit.NoFallback {
+		if d, err = l.Allow(ctx, key); err == nil && d.Cause == nil {
 			break
 		}
 	}

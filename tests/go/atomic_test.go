@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
 
 // noRetries is a client of the same server that never sends a command
@@ -172,14 +173,14 @@ func TestMultiCrossSlot(t *testing.T) {
 		}
 	}
 	// The same through ratelimit: one tag, one slot, on the cluster.
-	x, _ := ratelimit.New(c, ratelimit.PerSecond(5), ratelimit.WithName("x"))
-	y, _ := ratelimit.New(c, ratelimit.PerMinute(5), ratelimit.WithName("y"))
+	x, _ := ratelimit.New(c, "x", ratelimit.PerSecond(5))
+	y, _ := ratelimit.New(c, "y", ratelimit.PerMinute(5))
 	m, err := ratelimit.NewMulti(x, y)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds, err := m.Allow(ctx, tag); err != nil || !ds[0].Allowed || !ds[1].Allowed {
-		t.Fatalf("ratelimit on the cluster: %v %v", ds, err)
+	if d, err := m.AllowN(ctx, tag, 1); err != nil || !d.Allowed || len(d.Parts) != 2 || !d.Parts[0].Allowed || !d.Parts[1].Allowed {
+		t.Fatalf("ratelimit on the cluster: %v %v", d, err)
 	}
 }
 
@@ -231,13 +232,13 @@ func TestLeasesUnderLoad(t *testing.T) {
 		t.Run(target.name, func(t *testing.T) {
 			c := noRetries(t, target.open(t))
 			ctx := context.Background()
-			lim, err := ratelimit.NewConcurrency(c, limit, time.Minute, ratelimit.WithName(fmt.Sprintf("load%d", time.Now().UnixNano())))
+			lim, err := inflight.New(c, fmt.Sprintf("load%d", time.Now().UnixNano()), limit, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
 			key := "user"
 			// Phase 1: everyone acquires, nobody releases.
-			leases := make(chan *ratelimit.Lease, 64)
+			leases := make(chan *inflight.Lease, 64)
 			var wg sync.WaitGroup
 			for g := 0; g < 64; g++ {
 				wg.Add(1)
@@ -333,7 +334,7 @@ func TestCrashedHoldersExpire(t *testing.T) {
 		t.Run(target.name, func(t *testing.T) {
 			c := target.open(t)
 			ctx := context.Background()
-			lim, err := ratelimit.NewConcurrency(c, 3, 300*time.Millisecond, ratelimit.WithName(fmt.Sprintf("crash%d", time.Now().UnixNano())))
+			lim, err := inflight.New(c, fmt.Sprintf("crash%d", time.Now().UnixNano()), 3, 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +380,7 @@ func TestAtomicKeysExpire(t *testing.T) {
 			if err != nil || !r.Allowed {
 				t.Fatalf("%v %v", r, err)
 			}
-			lim, err := ratelimit.NewConcurrency(c, 2, 200*time.Millisecond, ratelimit.WithPrefix("ec:"))
+			lim, err := inflight.New(c, "ec", 2, 200*time.Millisecond, inflight.WithPrefix("ec:"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/clientip"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
 // fastapiPython is python(t), and it must import FastAPI and httpx (what
@@ -87,8 +89,8 @@ func goApp(t *testing.T, rdb redis.Scripter, prefix string, fb ratelimit.Fallbac
 		if p.Algorithm == "token_bucket" {
 			alg = ratelimit.TokenBucket
 		}
-		l, err := ratelimit.New(rdb, ratelimit.Limit{Rate: p.Rate, Period: time.Duration(p.PeriodMs) * time.Millisecond, Burst: p.Burst},
-			ratelimit.WithAlgorithm(alg), ratelimit.WithName(name), ratelimit.WithPrefix(prefix+name+":"), ratelimit.OnFailure(fb))
+		l, err := ratelimit.New(rdb, name, ratelimit.Limit{Rate: p.Rate, Period: time.Duration(p.PeriodMs) * time.Millisecond, Burst: p.Burst},
+			ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix+name+":"), ratelimit.OnFailure(fb))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,12 +100,14 @@ func goApp(t *testing.T, rdb redis.Scripter, prefix string, fb ratelimit.Fallbac
 	for _, p := range trusted {
 		nets = append(nets, netip.MustParsePrefix(p))
 	}
-	byIP := ratelimit.ClientIP{TrustedProxies: nets}
-	rule := ratelimit.RuleFunc(func(r *http.Request) ([]*ratelimit.Limiter, error) {
-		if k := r.Header.Get("X-API-Key"); k != "" {
-			return []*ratelimit.Limiter{limiters[fastapiUsers[k][1]]}, nil
+	byIP := clientip.Resolver{TrustedProxies: nets}
+	rule := ratelimit.Select(func(_ context.Context, key string) (ratelimit.Rule, error) {
+		for _, u := range fastapiUsers {
+			if key == "user:"+u[0] {
+				return limiters[u[1]], nil
+			}
 		}
-		return []*ratelimit.Limiter{limiters["ip"]}, nil
+		return limiters["ip"], nil
 	})
 	key := func(r *http.Request) (string, error) {
 		if k := r.Header.Get("X-API-Key"); k != "" {
@@ -115,7 +119,7 @@ func goApp(t *testing.T, rdb redis.Scripter, prefix string, fb ratelimit.Fallbac
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"hello":"world"}`))
 	})
-	limited := ratelimit.Middleware(rule, key, ratelimit.WithCost(costs))(hello)
+	limited := httplimit.Middleware(rule, key, httplimit.WithCost(costs))(hello)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
 			w.Header().Set("Content-Type", "application/json")
@@ -323,7 +327,7 @@ func TestFastAPIMatchesGo(t *testing.T) {
 
 	start := time.Now()
 	got := servePython(t, py, addr, "rl:py:", "error", reqs)
-	want := serveGo(goApp(t, rdb, "rl:go:", ratelimit.NoFallback, costOf(reqs)), reqs)
+	want := serveGo(goApp(t, rdb, "rl:go:", ratelimit.Fallback{}, costOf(reqs)), reqs)
 	tol := int64(time.Since(start)/time.Second) + 1
 
 	compareApps(t, reqs, got, want, tol)
@@ -378,7 +382,7 @@ func TestFastAPIRedisDown(t *testing.T) {
 		goFB   ratelimit.Fallback
 		status int
 	}{
-		{"error", ratelimit.NoFallback, 503},
+		{"error", ratelimit.Fallback{}, 503},
 		{"open", ratelimit.FailOpen, 200},
 		{"closed", ratelimit.FailClosed, 503},
 	} {

@@ -111,15 +111,15 @@ func viaRatelimit(sh shape) typedCall {
 		cost, now := a.int(sh.cost), a.int(sh.cost+1)
 		prefix, tag, found := strings.Cut(key, "{")
 		tag = strings.TrimSuffix(tag, "}")
-		if !a.ok || len(a.vals) != sh.cost+2 || !found || ratelimit.RedisKey(prefix, tag) != key {
+		if !a.ok || len(a.vals) != sh.cost+2 || !found || tag == "" {
 			return nil, ErrNotTyped
 		}
 		opts := []ratelimit.Option{ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix)}
 		if now != 0 {
 			opts = append(opts, ratelimit.WithClock(func() time.Time { return time.UnixMicro(now) }))
 		}
-		l, err := ratelimit.New(c, limit, opts...)
-		if err != nil {
+		l, err := ratelimit.New(c, "scenario", limit, opts...)
+		if err != nil || l.RedisKey(tag) != key {
 			return nil, ErrNotTyped
 		}
 		var d ratelimit.Decision
@@ -128,11 +128,19 @@ func viaRatelimit(sh shape) typedCall {
 		} else {
 			d, err = l.AllowN(ctx, tag, cost)
 		}
-		if errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrClock) {
+		if refusedBeforeSending(err) {
 			return nil, ErrNotTyped
 		}
 		return reply(d), err
 	}
+}
+
+// refusedBeforeSending reports whether ratelimit refused a call itself
+// (ErrInvalid that is not a script's answer), or the script refused its
+// caller clock, which only the server can tell.
+func refusedBeforeSending(err error) bool {
+	var se *bindings.ScriptError
+	return errors.Is(err, ratelimit.ErrInvalid) && (!errors.As(err, &se) || strings.HasPrefix(se.Message, "now must be 0"))
 }
 
 // reply turns a Decision back into the script's reply: Never is -1 ms.
@@ -150,7 +158,8 @@ func reply(d ratelimit.Decision) []any {
 // viaMulti makes one call as a ratelimit user would with a Multi: a GCRA
 // Limiter per key, "name:{tag}" being the limiter's prefix "name:" and the
 // key "tag", and AllowN, or Peek for a cost of 0; the reply is rebuilt from
-// the Decisions, the binding limit being Strictest's.
+// the Decision's parts, the binding limit being the first denial with the
+// longest wait.
 func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
 	cost, now := a.int(0), a.int(1)
 	if len(keys) == 0 || len(a.vals) != 2+3*len(keys) {
@@ -166,12 +175,12 @@ func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) 
 		prefix, t, found := strings.Cut(key, "{")
 		t = strings.TrimSuffix(t, "}")
 		limit := ratelimit.Limit{Burst: a.int(2 + 3*i), Rate: a.int(3 + 3*i), Period: a.ms(4 + 3*i)}
-		if !a.ok || !found || (i > 0 && t != tag) || ratelimit.RedisKey(prefix, t) != key {
+		if !a.ok || !found || (i > 0 && t != tag) || t == "" {
 			return nil, ErrNotTyped
 		}
 		tag = t
-		l, err := ratelimit.New(c, limit, append(opts, ratelimit.WithPrefix(prefix))...)
-		if err != nil {
+		l, err := ratelimit.New(c, fmt.Sprintf("limit%d", i), limit, append(opts, ratelimit.WithPrefix(prefix))...)
+		if err != nil || l.RedisKey(t) != key {
 			return nil, ErrNotTyped
 		}
 		limiters[i] = l
@@ -180,21 +189,31 @@ func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) 
 	if err != nil {
 		return nil, ErrNotTyped
 	}
-	var ds []ratelimit.Decision
+	var d ratelimit.Decision
 	if cost == 0 {
-		ds, err = m.Peek(ctx, tag)
+		d, err = m.Peek(ctx, tag)
 	} else {
-		ds, err = m.AllowN(ctx, tag, cost)
+		d, err = m.AllowN(ctx, tag, cost)
 	}
-	if errors.Is(err, ratelimit.ErrInvalidCost) || errors.Is(err, ratelimit.ErrClock) {
+	if refusedBeforeSending(err) {
 		return nil, ErrNotTyped
 	}
 	if err != nil {
 		return nil, err
 	}
+	ds := d.Parts
+	if len(ds) == 0 {
+		ds = []ratelimit.Decision{d}
+	}
 	out := []any{int64(1), int64(0)}
-	if i := ratelimit.Strictest(ds); !ds[i].Allowed {
-		out = []any{int64(0), int64(i + 1)}
+	if !d.Allowed {
+		binding := -1
+		for i, p := range ds {
+			if !p.Allowed && (binding < 0 || p.RetryAfter > ds[binding].RetryAfter) {
+				binding = i
+			}
+		}
+		out = []any{int64(0), int64(binding + 1)}
 	}
 	for _, d := range ds {
 		r := reply(d)

@@ -4,7 +4,7 @@
 //
 //	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	...
-//	limiter, err := ratelimit.New(scripter.New(client), ratelimit.PerSecond(10))
+//	limiter, err := ratelimit.New(scripter.New(client), "api", ratelimit.PerSecond(10))
 //
 // rueidis pipelines the commands of concurrent callers on shared
 // connections by default, which is where its speed comes from; a Redis

@@ -209,7 +209,7 @@ func noScript(t *testing.T, s redis.Scripter, ref *redis.Client) {
 	if got, err := s.ScriptExists(ctx, sha, "0000000000000000000000000000000000000000").Result(); err != nil || !cmp.Equal(got, []bool{true, false}) {
 		t.Fatalf("SCRIPT EXISTS: %v, %v; want [true false]", got, err)
 	}
-	l, err := ratelimit.New(s, ratelimit.PerMinute(10), ratelimit.WithName("noscript"))
+	l, err := ratelimit.New(s, "noscript", ratelimit.PerMinute(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func deadline(t *testing.T, s redis.Scripter, ref *redis.Client) {
 func concurrency(t *testing.T, s redis.Scripter) {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, alg := range ratelimit.Algorithms() {
-		l, err := ratelimit.New(s, ratelimit.PerMinute(100), ratelimit.WithAlgorithm(alg), ratelimit.WithName(run+"-"+alg.String()))
+		l, err := ratelimit.New(s, run+"-"+alg.String(), ratelimit.PerMinute(100), ratelimit.WithAlgorithm(alg))
 		if err != nil {
 			t.Fatal(err)
 		}

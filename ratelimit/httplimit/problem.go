@@ -1,10 +1,12 @@
-package ratelimit
+package httplimit
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Problem is an RFC 9457 problem details object, the body the middleware
@@ -16,35 +18,44 @@ type Problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
-	// ViolatedPolicies names the limiters that denied (the extension member
+	// ViolatedPolicies names the limits that denied (the extension member
 	// the RateLimit draft defines for its problem types).
 	ViolatedPolicies []string `json:"violated-policies,omitempty"`
 }
 
 // ProblemFor is the default body for a denied request: the RateLimit
 // draft's "quota-exceeded" problem with status 429, or its
-// "temporary-reduced-capacity" problem with status 503 when only limiters
+// "temporary-reduced-capacity" problem with status 503 when only limits
 // that fail closed denied it, because Redis could not be asked.
-func ProblemFor(v Verdict) Problem {
-	if v.Allowed() {
+func ProblemFor(d ratelimit.Decision) Problem {
+	if d.Allowed {
 		return Problem{Type: "about:blank", Title: "OK", Status: http.StatusOK}
 	}
-	if v.FailedClosed() {
+	ps := parts(d)
+	var violated []string
+	closed := len(ps) > 0
+	for _, p := range ps {
+		if !p.Allowed {
+			violated = append(violated, p.Name)
+			closed = closed && p.Fallback == ratelimit.FailClosed
+		}
+	}
+	if closed {
 		return Problem{
 			Type:             problemReducedCapacity,
 			Title:            "Request cannot be satisfied due to temporary server capacity constraints",
 			Status:           http.StatusServiceUnavailable,
 			Detail:           "The rate limiter cannot reach its store and fails closed.",
-			ViolatedPolicies: v.Violated(),
+			ViolatedPolicies: violated,
 		}
 	}
 	p := Problem{
 		Type:             problemQuotaExceeded,
 		Title:            "Request cannot be satisfied as assigned quota has been exceeded",
 		Status:           http.StatusTooManyRequests,
-		ViolatedPolicies: v.Violated(),
+		ViolatedPolicies: violated,
 	}
-	if retry := v.RetryAfter(); retry == Never {
+	if retry := retryAfter(ps); retry == ratelimit.Never {
 		p.Detail = "This request costs more than the quota lets through at once: it can never pass."
 	} else {
 		p.Detail = fmt.Sprintf("Retry in %d s.", ceilSeconds(retry))

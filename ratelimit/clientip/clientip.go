@@ -1,4 +1,8 @@
-package ratelimit
+// Package clientip tells a request's client address when proxies stand
+// in front of the server: the address they recorded in X-Forwarded-For or
+// Forwarded, read only as far as proxies you trust wrote it, so a client
+// cannot choose its own address by sending the header itself.
+package clientip
 
 import (
 	"errors"
@@ -8,29 +12,11 @@ import (
 	"strings"
 )
 
-// A KeyFunc says who a request counts against: a client address, an API
-// key, a user, a route and a user. Its key goes through the limiter's key
-// builder (see RedisKey), so it may hold anything.
-type KeyFunc func(r *http.Request) (string, error)
+// ErrNoAddr: the client address cannot be told: RemoteAddr is not an
+// address, or a trusted proxy forwarded something that is not one.
+var ErrNoAddr = errors.New("clientip: no client address")
 
-var (
-	// ErrNoKey: the request carries nothing to key it by (a missing
-	// header). The middleware answers 400 unless FirstOf falls back.
-	ErrNoKey = errors.New("ratelimit: the request has no key")
-	// ErrClientIP: the client address cannot be told: RemoteAddr is not an
-	// address, or a trusted proxy forwarded something that is not one.
-	ErrClientIP = errors.New("ratelimit: no client address")
-)
-
-// ByClientIP keys requests by client address: RemoteAddr, or, when the
-// connection comes from one of the trusted proxies, the address that the
-// proxies recorded in X-Forwarded-For. IPv6 addresses count per /64. See
-// ClientIP for the rules and the other choices.
-func ByClientIP(trustedProxies ...netip.Prefix) KeyFunc {
-	return ClientIP{TrustedProxies: trustedProxies}.Key
-}
-
-// ClientIP tells a request's client address.
+// A Resolver tells a request's client address.
 //
 // The address is RemoteAddr, the peer of the connection, unless that peer is
 // a trusted proxy. Then the forwarding header is read from its right end,
@@ -40,7 +26,7 @@ func ByClientIP(trustedProxies ...netip.Prefix) KeyFunc {
 // for, and is never read: a client cannot choose its key by sending the
 // header itself. A request that reaches the server directly is keyed by its
 // own address, whatever headers it sends.
-type ClientIP struct {
+type Resolver struct {
 	// TrustedProxies are the networks of the proxies in front of the
 	// server, such as netip.MustParsePrefix("10.0.0.0/8"). None by default:
 	// then only RemoteAddr counts.
@@ -59,7 +45,7 @@ type ClientIP struct {
 
 // Key returns "ip:" and the address as Addr finds it ("ip:192.0.2.1"; IPv6
 // as a prefix, such as "ip:2001:db8::/64").
-func (c ClientIP) Key(r *http.Request) (string, error) {
+func (c Resolver) Key(r *http.Request) (string, error) {
 	a, err := c.Addr(r)
 	if err != nil {
 		return "", err
@@ -76,10 +62,10 @@ func (c ClientIP) Key(r *http.Request) (string, error) {
 }
 
 // Addr returns the client address (IPv4-mapped IPv6 addresses as IPv4).
-func (c ClientIP) Addr(r *http.Request) (netip.Addr, error) {
+func (c Resolver) Addr(r *http.Request) (netip.Addr, error) {
 	peer, ok := parseAddr(r.RemoteAddr)
 	if !ok {
-		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q", ErrClientIP, r.RemoteAddr)
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q", ErrNoAddr, r.RemoteAddr)
 	}
 	if !c.trusted(peer) {
 		return peer, nil
@@ -98,13 +84,13 @@ func (c ClientIP) Addr(r *http.Request) (netip.Addr, error) {
 			return netip.Addr{}, err
 		}
 	default:
-		return netip.Addr{}, fmt.Errorf("%w: ClientIP.Header %q is neither X-Forwarded-For nor Forwarded", ErrClientIP, h)
+		return netip.Addr{}, fmt.Errorf("%w: Resolver.Header %q is neither X-Forwarded-For nor Forwarded", ErrNoAddr, h)
 	}
 	client := peer
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, ok := parseAddr(hops[i])
 		if !ok {
-			return netip.Addr{}, fmt.Errorf("%w: a trusted proxy forwarded %q", ErrClientIP, hops[i])
+			return netip.Addr{}, fmt.Errorf("%w: a trusted proxy forwarded %q", ErrNoAddr, hops[i])
 		}
 		client = a
 		if !c.trusted(a) {
@@ -114,7 +100,7 @@ func (c ClientIP) Addr(r *http.Request) (netip.Addr, error) {
 	return client, nil
 }
 
-func (c ClientIP) trusted(a netip.Addr) bool {
+func (c Resolver) trusted(a netip.Addr) bool {
 	for _, p := range c.TrustedProxies {
 		if p.Contains(a) {
 			return true
@@ -155,7 +141,7 @@ func forwardedFor(values []string) ([]string, error) {
 				}
 				if strings.HasPrefix(val, `"`) {
 					if len(val) < 2 || !strings.HasSuffix(val, `"`) {
-						return nil, fmt.Errorf("%w: Forwarded has an unterminated quote: %q", ErrClientIP, v)
+						return nil, fmt.Errorf("%w: Forwarded has an unterminated quote: %q", ErrNoAddr, v)
 					}
 					val = strings.ReplaceAll(val[1:len(val)-1], `\`, "")
 				}
@@ -183,52 +169,4 @@ func splitQuoted(s string, sep byte) []string {
 		}
 	}
 	return append(parts, s[start:])
-}
-
-// ByHeader keys requests by a header, such as an API key or a user id set
-// by an authenticating proxy: "header:", the lower-case name, ':' and the
-// value (a header name holds no ':', so the value is all the rest). A
-// request without it (or with it empty) fails with ErrNoKey. Only trust a
-// header that something in front of the limiter sets or checks; anyone can
-// send any value.
-func ByHeader(name string) KeyFunc {
-	canon := strings.ToLower(name)
-	return func(r *http.Request) (string, error) {
-		v := strings.TrimSpace(r.Header.Get(name))
-		if v == "" {
-			return "", fmt.Errorf("%w: no %s header", ErrNoKey, name)
-		}
-		return "header:" + canon + ":" + v, nil
-	}
-}
-
-// ByRoute keys requests by route and by what key says, so one limiter
-// counts each route apart: "route:", JoinKey(route) (the route with its ':'
-// and '\' escaped, so it ends at the next bare ':'), ':' and the key. The
-// route is the pattern the standard mux matched (Go 1.23+, when the
-// middleware wraps the route's handler), or else the method and path.
-func ByRoute(key KeyFunc) KeyFunc {
-	return func(r *http.Request) (string, error) {
-		k, err := key(r)
-		if err != nil {
-			return "", err
-		}
-		return "route:" + JoinKey(route(r)) + ":" + k, nil
-	}
-}
-
-// FirstOf keys a request by the first key function that finds a key: say
-// ByHeader("X-API-Key"), then ByClientIP() for anonymous requests. A
-// function that fails with anything but ErrNoKey ends the search.
-func FirstOf(keys ...KeyFunc) KeyFunc {
-	return func(r *http.Request) (string, error) {
-		err := fmt.Errorf("%w: no key function", ErrNoKey)
-		for _, key := range keys {
-			var k string
-			if k, err = key(r); !errors.Is(err, ErrNoKey) {
-				return k, err
-			}
-		}
-		return "", err
-	}
 }

@@ -1,4 +1,4 @@
-package ratelimit_test
+package inflight_test
 
 import (
 	"context"
@@ -14,48 +14,52 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
+	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
 
-func mustConcurrency(t *testing.T, rdb redis.Scripter, limit int64, ttl time.Duration, opts ...ratelimit.Option) *ratelimit.ConcurrencyLimiter {
+func mustConcurrency(t *testing.T, rdb redis.Scripter, limit int64, ttl time.Duration, opts ...inflight.Option) *inflight.Limiter {
 	t.Helper()
-	c, err := ratelimit.NewConcurrency(rdb, limit, ttl, opts...)
+	c, err := inflight.New(rdb, "jobs", limit, ttl, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func TestNewConcurrencyRefuses(t *testing.T) {
+func TestNewRefuses(t *testing.T) {
 	f := newFrozen(t)
 	for _, tc := range []struct {
+		name  string
 		limit int64
 		ttl   time.Duration
-		opts  []ratelimit.Option
-		want  error
+		opts  []inflight.Option
 	}{
-		{0, time.Second, nil, ratelimit.ErrInvalidLimit},
-		{10001, time.Second, nil, ratelimit.ErrInvalidLimit},
-		{1, 0, nil, ratelimit.ErrInvalidLimit},
-		{1, 1500 * time.Microsecond, nil, ratelimit.ErrInvalidLimit},
-		{1, 24*time.Hour + time.Millisecond, nil, ratelimit.ErrInvalidLimit},
-		{1, time.Second, []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA)}, ratelimit.ErrInvalidOption},
-		{1, time.Second, []ratelimit.Option{ratelimit.WithHook(func(context.Context, ratelimit.Event) {})}, ratelimit.ErrInvalidOption},
-		{1, time.Second, []ratelimit.Option{ratelimit.WithDenyCache(100)}, ratelimit.ErrInvalidOption},
-		{1, time.Second, []ratelimit.Option{ratelimit.WithName("bad name")}, ratelimit.ErrInvalidOption},
-		{1, time.Second, []ratelimit.Option{ratelimit.WithPrefix("a{")}, ratelimit.ErrInvalidOption},
+		{"n", 0, time.Second, nil},
+		{"n", 10001, time.Second, nil},
+		{"n", 1, 0, nil},
+		{"n", 1, 1500 * time.Microsecond, nil},
+		{"n", 1, 24*time.Hour + time.Millisecond, nil},
+		{"bad name", 1, time.Second, nil},
+		{"", 1, time.Second, nil},
+		{"n", 1, time.Second, []inflight.Option{inflight.WithPrefix("a{")}},
+		{"n", 1, time.Second, []inflight.Option{inflight.WithPrefix("")}},
+		{"n", 1, time.Second, []inflight.Option{inflight.WithTimeout(-1)}},
+		{"n", 1, time.Second, []inflight.Option{inflight.OnFailure(ratelimit.FailLocal(0))}},
+		{"n", 1, time.Second, []inflight.Option{inflight.OnFailure(ratelimit.FailLocal(2))}},
 	} {
-		if _, err := ratelimit.NewConcurrency(f.rdb, tc.limit, tc.ttl, tc.opts...); !errors.Is(err, tc.want) {
-			t.Errorf("limit %d ttl %v: %v, want %v", tc.limit, tc.ttl, err, tc.want)
+		if _, err := inflight.New(f.rdb, tc.name, tc.limit, tc.ttl, tc.opts...); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("%q limit %d ttl %v: %v, want ErrInvalid", tc.name, tc.limit, tc.ttl, err)
 		}
 	}
-	if _, err := ratelimit.NewConcurrency(nil, 1, time.Second); !errors.Is(err, ratelimit.ErrInvalidOption) {
+	if _, err := inflight.New(nil, "n", 1, time.Second); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("no client: %v", err)
 	}
 	for _, ok := range []struct {
 		limit int64
 		ttl   time.Duration
 	}{{1, time.Millisecond}, {10000, 24 * time.Hour}} {
-		if _, err := ratelimit.NewConcurrency(f.rdb, ok.limit, ok.ttl); err != nil {
+		if _, err := inflight.New(f.rdb, "n", ok.limit, ok.ttl); err != nil {
 			t.Errorf("limit %d ttl %v: %v", ok.limit, ok.ttl, err)
 		}
 	}
@@ -66,8 +70,8 @@ var leaseID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 func TestConcurrencyAcquireRelease(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
-	c := mustConcurrency(t, f.rdb, 2, 10*time.Second, ratelimit.WithName("jobs"))
-	if got := c.RedisKey("u"); got != "rl:jobs:{u}" {
+	c := mustConcurrency(t, f.rdb, 2, 10*time.Second)
+	if got := c.RedisKey("u"); got != "rl:inflight:jobs:{u}" {
 		t.Errorf("RedisKey %q", got)
 	}
 	a, d, err := c.Acquire(ctx, "u")
@@ -78,7 +82,7 @@ func TestConcurrencyAcquireRelease(t *testing.T) {
 	if !leaseID.MatchString(a.ID()) || a.ID() == b.ID() || a.Key() != "u" {
 		t.Errorf("ids %q %q, key %q", a.ID(), b.ID(), a.Key())
 	}
-	f.advance(time.Second)
+	f.Advance(time.Second)
 	x, d, err := c.Acquire(ctx, "u")
 	if err != nil || d.Allowed || x != nil || d.RetryAfter != 9*time.Second {
 		t.Fatalf("over the cap: %v %v %v", x, d, err)
@@ -93,14 +97,14 @@ func TestConcurrencyAcquireRelease(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Errorf("second release: %v", err)
 	}
-	if err := a.Renew(ctx); !errors.Is(err, ratelimit.ErrLeaseLost) {
+	if err := a.Renew(ctx); !errors.Is(err, inflight.ErrLeaseLost) {
 		t.Errorf("renew after release: %v", err)
 	}
 	if _, d, _ = c.Acquire(ctx, "u"); !d.Allowed || d.Remaining != 0 {
 		t.Errorf("after a release: %v", d)
 	}
 	// A nil lease (a denial) does nothing.
-	var none *ratelimit.Lease
+	var none *inflight.Lease
 	if none.Release(ctx) != nil || none.Renew(ctx) != nil {
 		t.Error("a nil lease did something")
 	}
@@ -114,31 +118,31 @@ func TestConcurrencyLeaseExpires(t *testing.T) {
 	f := newFrozen(t)
 	c := mustConcurrency(t, f.rdb, 1, 10*time.Second)
 	crashed, _, _ := c.Acquire(ctx, "u")
-	f.advance(9 * time.Second)
+	f.Advance(9 * time.Second)
 	if _, d, _ := c.Acquire(ctx, "u"); d.Allowed || d.RetryAfter != time.Second {
 		t.Fatalf("at 9 s: %v", d)
 	}
-	f.advance(time.Second)
+	f.Advance(time.Second)
 	renewed, d, _ := c.Acquire(ctx, "u")
 	if !d.Allowed {
 		t.Fatalf("at 10 s: %v", d)
 	}
-	if err := crashed.Renew(ctx); !errors.Is(err, ratelimit.ErrLeaseLost) {
+	if err := crashed.Renew(ctx); !errors.Is(err, inflight.ErrLeaseLost) {
 		t.Errorf("renew of an expired lease: %v", err)
 	}
 	if err := crashed.Release(ctx); err != nil {
 		t.Errorf("release after a lost renew: %v (the lease is known lost)", err)
 	}
-	f.advance(8 * time.Second)
+	f.Advance(8 * time.Second)
 	if err := renewed.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.advance(8 * time.Second) // 16 s after it was taken, 8 after the renew
+	f.Advance(8 * time.Second) // 16 s after it was taken, 8 after the renew
 	if _, d, _ := c.Acquire(ctx, "u"); d.Allowed {
 		t.Error("a renewed lease expired at its first TTL")
 	}
-	f.advance(3 * time.Second)
-	if err := renewed.Release(ctx); !errors.Is(err, ratelimit.ErrLeaseLost) {
+	f.Advance(3 * time.Second)
+	if err := renewed.Release(ctx); !errors.Is(err, inflight.ErrLeaseLost) {
 		t.Errorf("first release of an expired lease: %v, want ErrLeaseLost", err)
 	}
 	if err := renewed.Release(ctx); err != nil {
@@ -153,7 +157,7 @@ func TestConcurrencyKeepAlive(t *testing.T) {
 	f := newFrozen(t)
 	var now atomic.Int64
 	now.Store(t0.UnixMicro())
-	clock := ratelimit.WithClock(func() time.Time { return time.UnixMicro(now.Load()) })
+	clock := inflight.WithClock(func() time.Time { return time.UnixMicro(now.Load()) })
 	c := mustConcurrency(t, f.rdb, 1, 300*time.Millisecond, clock)
 	lease, _, _ := c.Acquire(ctx, "u")
 	score := func() float64 { return f.rdb.ZScore(ctx, c.RedisKey("u"), lease.ID()).Val() }
@@ -192,7 +196,7 @@ func (l lostReply) EvalSha(ctx context.Context, sha1 string, keys []string, args
 func TestConcurrencyForgetsALostAcquire(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
-	c := mustConcurrency(t, lostReply{f.rdb}, 1, time.Hour, ratelimit.OnFailure(ratelimit.FailClosed))
+	c := mustConcurrency(t, lostReply{f.rdb}, 1, time.Hour, inflight.OnFailure(ratelimit.FailClosed))
 	lease, d, err := c.Acquire(ctx, "u")
 	if err != nil || d.Allowed || d.Fallback != ratelimit.FailClosed || lease != nil {
 		t.Fatalf("got %v %v %v", lease, d, err)
@@ -209,7 +213,7 @@ func TestConcurrencyFailurePolicies(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer down.Close()
 	ctx := context.Background()
-	open := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(ratelimit.FailOpen))
+	open := mustConcurrency(t, down, 1, time.Second, inflight.OnFailure(ratelimit.FailOpen))
 	lease, d, err := open.Acquire(ctx, "u")
 	if err != nil || !d.Allowed || d.Fallback != ratelimit.FailOpen || lease != nil || d.Cause == nil {
 		t.Errorf("fail-open: %v %v %v", lease, d, err)
@@ -218,7 +222,7 @@ func TestConcurrencyFailurePolicies(t *testing.T) {
 	if _, _, err := strict.Acquire(ctx, "u"); err == nil {
 		t.Error("no policy: no error")
 	}
-	if _, _, err := strict.Acquire(ctx, ""); !errors.Is(err, ratelimit.ErrInvalidKey) {
+	if _, _, err := strict.Acquire(ctx, ""); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("empty key: %v", err)
 	}
 }
@@ -232,7 +236,7 @@ func TestConcurrencyMiddleware(t *testing.T) {
 	var running, most atomic.Int64
 	release, hang, hanging := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	started := make(chan struct{}, 10)
-	h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := inflight.Middleware(c, httplimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -314,20 +318,20 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 	for _, tc := range []struct {
 		policy ratelimit.Fallback
 		want   int
-	}{{ratelimit.FailOpen, 200}, {ratelimit.FailClosed, 503}, {ratelimit.NoFallback, 503}} {
-		c := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(tc.policy))
-		h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(okHandler)
+	}{{ratelimit.FailOpen, 200}, {ratelimit.FailClosed, 503}, {ratelimit.Fallback{}, 503}} {
+		c := mustConcurrency(t, down, 1, time.Second, inflight.OnFailure(tc.policy))
+		h := inflight.Middleware(c, httplimit.ByHeader("X-User"))(okHandler)
 		if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != tc.want {
 			t.Errorf("%v: %d, want %d", tc.policy, rec.Code, tc.want)
 		}
 	}
 	f := newFrozen(t)
 	c := mustConcurrency(t, f.rdb, 1, time.Second)
-	h := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(okHandler)
+	h := inflight.Middleware(c, httplimit.ByHeader("X-User"))(okHandler)
 	if rec := serve(h, get("192.0.2.1:1")); rec.Code != http.StatusBadRequest {
 		t.Errorf("no key: %d", rec.Code)
 	}
-	denied := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyDenied(func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
+	denied := inflight.Middleware(c, httplimit.ByHeader("X-User"), inflight.WithDenied(func(w http.ResponseWriter, r *http.Request, d inflight.Decision) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusTooManyRequests {
@@ -344,8 +348,8 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 func TestConcurrencyMiddlewareOptions(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer down.Close()
-	closed := mustConcurrency(t, down, 1, time.Second, ratelimit.OnFailure(ratelimit.FailClosed))
-	rec := serve(ratelimit.ConcurrencyMiddleware(closed, ratelimit.ByHeader("X-User"))(okHandler), get("192.0.2.1:1", "X-User", "u"))
+	closed := mustConcurrency(t, down, 1, time.Second, inflight.OnFailure(ratelimit.FailClosed))
+	rec := serve(inflight.Middleware(closed, httplimit.ByHeader("X-User"))(okHandler), get("192.0.2.1:1", "X-User", "u"))
 	if p := problemOf(t, rec); rec.Code != http.StatusServiceUnavailable || p.Type != "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity" {
 		t.Errorf("fail-closed: %d, problem %+v", rec.Code, p)
 	}
@@ -353,7 +357,7 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 	// WithConcurrencyError: called when Redis fails and there is no policy.
 	var failed error
 	strict := mustConcurrency(t, down, 1, time.Second)
-	h := ratelimit.ConcurrencyMiddleware(strict, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyError(func(w http.ResponseWriter, r *http.Request, err error) {
+	h := inflight.Middleware(strict, httplimit.ByHeader("X-User"), inflight.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		failed = err
 		w.WriteHeader(http.StatusTeapot)
 	}))(okHandler)
@@ -366,13 +370,13 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 	f := newFrozen(t)
 	c := mustConcurrency(t, f.rdb, 1, time.Second)
 	var calls int
-	var got ratelimit.Decision
-	inner := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"), ratelimit.WithConcurrencyDenied(func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
+	var got inflight.Decision
+	inner := inflight.Middleware(c, httplimit.ByHeader("X-User"), inflight.WithDenied(func(w http.ResponseWriter, r *http.Request, d inflight.Decision) {
 		calls++
 		got = d
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))(okHandler)
-	outer := ratelimit.ConcurrencyMiddleware(c, ratelimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	outer := inflight.Middleware(c, httplimit.ByHeader("X-User"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rec := serve(inner, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("inner, over the cap: %d, want the denier's 503", rec.Code)
 		}
@@ -380,7 +384,7 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 	if rec := serve(outer, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusOK {
 		t.Errorf("outer: %d", rec.Code)
 	}
-	if calls != 1 || got.Allowed || got.Limit != 1 || got.Fallback != ratelimit.NoFallback {
+	if calls != 1 || got.Allowed || got.Limit != 1 || got.Cause != nil {
 		t.Errorf("denier called %d times with %+v", calls, got)
 	}
 }

@@ -1,4 +1,4 @@
-package ratelimit_test
+package httplimit_test
 
 import (
 	"fmt"

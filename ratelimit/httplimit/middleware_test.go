@@ -1,4 +1,4 @@
-package ratelimit_test
+package httplimit_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/clientip"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
@@ -33,12 +35,12 @@ func get(remoteAddr string, header ...string) *http.Request {
 	return r
 }
 
-func problemOf(t *testing.T, rec *httptest.ResponseRecorder) ratelimit.Problem {
+func problemOf(t *testing.T, rec *httptest.ResponseRecorder) httplimit.Problem {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	var p ratelimit.Problem
+	var p httplimit.Problem
 	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +59,12 @@ func TestMiddlewareEveryAlgorithm(t *testing.T) {
 			f := newFrozen(t)
 			f.advance(250 * time.Millisecond) // off the window grid
 			var last ratelimit.Decision
-			l, err := ratelimit.New(f.rdb, ratelimit.PerMinute(3), ratelimit.WithAlgorithm(alg), ratelimit.WithName("api"),
+			l, err := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(3), ratelimit.WithAlgorithm(alg),
 				ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { last = e.Decision }))
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := ratelimit.Middleware(l, ratelimit.ByClientIP())(okHandler)
+			h := httplimit.Middleware(l, httplimit.ByClientIP())(okHandler)
 			for i, want := range []int{200, 200, 200, 429, 429} {
 				before := time.Now()
 				rec := serve(h, get("192.0.2.1:5555"))
@@ -114,7 +116,7 @@ func checkHeaders(t *testing.T, rec *httptest.ResponseRecorder, d ratelimit.Deci
 	if got := items[0].Params; got["r"] != d.Remaining || time.Duration(got["t"])*time.Second < wantT || time.Duration(got["t"]-1)*time.Second >= wantT {
 		t.Errorf("RateLimit %q for %v", h.Get("RateLimit"), d)
 	}
-	if h.Get("X-RateLimit-Limit") != strconv.FormatInt(d.Limit, 10) || h.Get("X-RateLimit-Remaining") != strconv.FormatInt(d.Remaining, 10) {
+	if h.Get("X-RateLimit-Limit") != strconv.FormatInt(d.Limit.Burst, 10) || h.Get("X-RateLimit-Remaining") != strconv.FormatInt(d.Remaining, 10) {
 		t.Errorf("X-RateLimit-Limit %q, -Remaining %q for %v", h.Get("X-RateLimit-Limit"), h.Get("X-RateLimit-Remaining"), d)
 	}
 	checkReset(t, h, d, before, after)
@@ -135,8 +137,8 @@ func checkHeaders(t *testing.T, rec *httptest.ResponseRecorder, d ratelimit.Deci
 
 func TestMiddlewareNever(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, ratelimit.PerSecond(5), ratelimit.WithName("api"))
-	h := ratelimit.Middleware(l, ratelimit.ByClientIP(), ratelimit.WithCost(func(*http.Request) int64 { return 6 }))(okHandler)
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerSecond(5))
+	h := httplimit.Middleware(l, httplimit.ByClientIP(), httplimit.WithCost(func(*http.Request) int64 { return 6 }))(okHandler)
 	rec := serve(h, get("192.0.2.1:1"))
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "" {
 		t.Errorf("a cost above the burst: %d, Retry-After %q; want 429 without Retry-After", rec.Code, rec.Header().Get("Retry-After"))
@@ -145,7 +147,7 @@ func TestMiddlewareNever(t *testing.T) {
 	if p := problemOf(t, rec); p.Detail == "" {
 		t.Errorf("problem %+v", p)
 	}
-	h = ratelimit.Middleware(l, ratelimit.ByClientIP(), ratelimit.WithCost(func(*http.Request) int64 { return 0 }))(okHandler)
+	h = httplimit.Middleware(l, httplimit.ByClientIP(), httplimit.WithCost(func(*http.Request) int64 { return 0 }))(okHandler)
 	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 500 {
 		t.Errorf("a cost of 0: %d, want the error handler's 500 (ErrInvalidCost)", rec.Code)
 	}
@@ -155,9 +157,9 @@ func TestMiddlewareNever(t *testing.T) {
 // fields, the longest wait in Retry-After, every denier in the problem.
 func TestMiddlewareSeveralLimits(t *testing.T) {
 	f := newFrozen(t)
-	burst, _ := ratelimit.New(f.rdb, ratelimit.PerSecond(2), ratelimit.WithName("burst"))
-	hourly, _ := ratelimit.New(f.rdb, ratelimit.PerHour(3), ratelimit.WithName("hourly"), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
-	h := ratelimit.Middleware(ratelimit.Limiters{burst, hourly}, ratelimit.ByClientIP())(okHandler)
+	burst, _ := ratelimit.New(f.rdb, "burst", ratelimit.PerSecond(2))
+	hourly, _ := ratelimit.New(f.rdb, "hourly", ratelimit.PerHour(3), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
+	h := httplimit.Middleware(mustAll(t, burst, hourly), httplimit.ByClientIP())(okHandler)
 	var codes []int
 	var rec *httptest.ResponseRecorder
 	for i := 0; i < 3; i++ {
@@ -184,21 +186,21 @@ func TestMiddlewareSeveralLimits(t *testing.T) {
 
 func TestMiddlewareFailurePolicies(t *testing.T) {
 	rdb := downClient(t)
-	open := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.WithName("open"), ratelimit.OnFailure(ratelimit.FailOpen))
-	closed := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.WithName("closed"), ratelimit.OnFailure(ratelimit.FailClosed))
-	none := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.WithName("none"))
+	open := newNamed(t, rdb, "open", ratelimit.OnFailure(ratelimit.FailOpen))
+	closed := newNamed(t, rdb, "closed", ratelimit.OnFailure(ratelimit.FailClosed))
+	none := newNamed(t, rdb, "none")
 
-	rec := serve(ratelimit.Middleware(open, ratelimit.ByClientIP())(okHandler), get("192.0.2.1:1"))
+	rec := serve(httplimit.Middleware(open, httplimit.ByClientIP())(okHandler), get("192.0.2.1:1"))
 	if rec.Code != 200 || rec.Header().Get("RateLimit") != "" || rec.Header().Get("X-RateLimit-Remaining") != "" {
 		t.Errorf("fail open: %d %v", rec.Code, rec.Header())
 	}
-	rec = serve(ratelimit.Middleware(closed, ratelimit.ByClientIP())(okHandler), get("192.0.2.1:1"))
+	rec = serve(httplimit.Middleware(closed, httplimit.ByClientIP())(okHandler), get("192.0.2.1:1"))
 	p := problemOf(t, rec)
 	if rec.Code != 503 || rec.Header().Get("Retry-After") != "" || rec.Header().Get("RateLimit") != "" ||
 		p.Type != "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity" {
 		t.Errorf("fail closed: %d %v %+v", rec.Code, rec.Header(), p)
 	}
-	rec = serve(ratelimit.Middleware(none, ratelimit.ByClientIP())(okHandler), get("192.0.2.1:1"))
+	rec = serve(httplimit.Middleware(none, httplimit.ByClientIP())(okHandler), get("192.0.2.1:1"))
 	if p := problemOf(t, rec); rec.Code != 503 || p.Detail != "" {
 		t.Errorf("no fallback: %d %+v (no detail: it could expose the store)", rec.Code, p)
 	}
@@ -206,25 +208,27 @@ func TestMiddlewareFailurePolicies(t *testing.T) {
 
 func TestMiddlewareErrors(t *testing.T) {
 	f := newFrozen(t)
-	l := newLimiter(t, f.rdb, ratelimit.GCRA)
-	rec := serve(ratelimit.Middleware(l, ratelimit.ByHeader("X-API-Key"))(okHandler), get("192.0.2.1:1"))
+	l := newNamed(t, f.rdb, "test")
+	rec := serve(httplimit.Middleware(l, httplimit.ByHeader("X-API-Key"))(okHandler), get("192.0.2.1:1"))
 	if p := problemOf(t, rec); rec.Code != 400 || p.Detail == "" {
 		t.Errorf("no API key: %d %+v", rec.Code, p)
 	}
-	tiers := ratelimit.Tiers{Tier: func(*http.Request) string { return "gold" }, Rules: map[string]ratelimit.Rule{"free": l}}
-	if rec := serve(ratelimit.Middleware(tiers, ratelimit.ByClientIP())(okHandler), get("192.0.2.1:1")); rec.Code != 500 {
-		t.Errorf("unknown tier: %d", rec.Code)
+	// An error of the app's own (a Select refusing a key): 500, without
+	// its text, which is the app's to show.
+	refuse := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return nil, errors.New("secret reason") })
+	if rec := serve(httplimit.Middleware(refuse, httplimit.ByClientIP())(okHandler), get("192.0.2.1:1")); rec.Code != 500 || problemOf(t, rec).Detail != "" {
+		t.Errorf("a refusal: %d %q", rec.Code, rec.Body)
 	}
 	// A cost out of range is the server's mistake, not an outage: 500,
-	// through AllowAll and through a Multi alike.
-	open := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithName("open"), ratelimit.OnFailure(ratelimit.FailOpen))
+	// through a limiter and through a Multi alike.
+	open := newNamed(t, f.rdb, "open", ratelimit.OnFailure(ratelimit.FailOpen))
 	m, err := ratelimit.NewMulti(l, open)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, cost := range []int64{0, -3, 2e9} {
 		for name, rule := range map[string]ratelimit.Rule{"limiter": l, "fail-open limiter": open, "multi": m} {
-			h := ratelimit.Middleware(rule, ratelimit.ByClientIP(), ratelimit.WithCost(func(*http.Request) int64 { return cost }))(okHandler)
+			h := httplimit.Middleware(rule, httplimit.ByClientIP(), httplimit.WithCost(func(*http.Request) int64 { return cost }))(okHandler)
 			if rec := serve(h, get("192.0.2.1:1")); rec.Code != 500 {
 				t.Errorf("%s, cost %d: %d, want 500", name, cost, rec.Code)
 			}
@@ -234,80 +238,23 @@ func TestMiddlewareErrors(t *testing.T) {
 		t.Errorf("keys written: %v", keys)
 	}
 	var gotErr error
-	h := ratelimit.Middleware(l, ratelimit.ByHeader("X-API-Key"), ratelimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+	h := httplimit.Middleware(l, httplimit.ByHeader("X-API-Key"), httplimit.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		gotErr = err
 		w.WriteHeader(401)
 	}))(okHandler)
-	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 401 || !errors.Is(gotErr, ratelimit.ErrNoKey) {
+	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 401 || !errors.Is(gotErr, httplimit.ErrNoKey) {
 		t.Errorf("WithErrorHandler: %d, %v", rec.Code, gotErr)
 	}
-	var gotV ratelimit.Verdict
-	h = ratelimit.Middleware(l, ratelimit.ByClientIP(), ratelimit.WithDenied(func(w http.ResponseWriter, r *http.Request, v ratelimit.Verdict) {
-		gotV = v
+	var gotD ratelimit.Decision
+	h = httplimit.Middleware(l, httplimit.ByClientIP(), httplimit.WithDenied(func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
+		gotD = d
 		w.WriteHeader(418)
 	}))(okHandler)
 	for i := 0; i < 10; i++ {
 		serve(h, get("192.0.2.9:1"))
 	}
-	if rec := serve(h, get("192.0.2.9:1")); rec.Code != 418 || gotV.Key != "ip:192.0.2.9" || gotV.Allowed() || rec.Header().Get("Retry-After") == "" {
-		t.Errorf("WithDenied: %d, %+v, headers %v", rec.Code, gotV, rec.Header())
-	}
-}
-
-// A key comes from where the user says: no header can choose another's
-// bucket unless the proxy that sent it is trusted.
-func TestClientIPSpoofing(t *testing.T) {
-	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
-	xff := ratelimit.ClientIP{TrustedProxies: proxies}
-	fwd := ratelimit.ClientIP{TrustedProxies: proxies, Header: "Forwarded"}
-	tests := []struct {
-		name string
-		c    ratelimit.ClientIP
-		r    *http.Request
-		want string // key, or "" for ErrClientIP
-	}{
-		{"direct", xff, get("203.0.113.7:4242"), "ip:203.0.113.7"},
-		{"direct, forged XFF", xff, get("203.0.113.7:4242", "X-Forwarded-For", "198.51.100.1"), "ip:203.0.113.7"},
-		{"direct, forged Forwarded", fwd, get("203.0.113.7:4242", "Forwarded", "for=198.51.100.1"), "ip:203.0.113.7"},
-		{"no trusted proxies", ratelimit.ClientIP{}, get("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1"), "ip:10.0.0.1"},
-		{"trusted proxy", xff, get("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1"), "ip:198.51.100.1"},
-		{"trusted proxy, client forges the left", xff, get("10.0.0.1:1", "X-Forwarded-For", "1.2.3.4, 198.51.100.1"), "ip:198.51.100.1"},
-		{"two header lines", xff, get("10.0.0.1:1", "X-Forwarded-For", "1.2.3.4", "X-Forwarded-For", "198.51.100.1"), "ip:198.51.100.1"},
-		{"chain of trusted proxies", xff, get("10.0.0.1:1", "X-Forwarded-For", "1.2.3.4, 198.51.100.1, 10.9.9.9, 10.0.0.2"), "ip:198.51.100.1"},
-		{"every hop trusted", xff, get("10.0.0.1:1", "X-Forwarded-For", "10.1.1.1, 10.0.0.2"), "ip:10.1.1.1"},
-		{"trusted, no header", xff, get("10.0.0.1:1"), "ip:10.0.0.1"},
-		{"XFF with a port", xff, get("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1:5678"), "ip:198.51.100.1"},
-		{"XFF garbage", xff, get("10.0.0.1:1", "X-Forwarded-For", "1.2.3.4, nonsense"), ""},
-		{"XFF empty hop", xff, get("10.0.0.1:1", "X-Forwarded-For", "198.51.100.1,"), ""},
-		{"Forwarded ignored by the XFF reader", xff, get("10.0.0.1:1", "Forwarded", "for=1.2.3.4"), "ip:10.0.0.1"},
-		{"XFF ignored by the Forwarded reader", fwd, get("10.0.0.1:1", "X-Forwarded-For", "1.2.3.4"), "ip:10.0.0.1"},
-		{"Forwarded", fwd, get("10.0.0.1:1", "Forwarded", "for=198.51.100.1;proto=https;by=10.0.0.1"), "ip:198.51.100.1"},
-		{"Forwarded list", fwd, get("10.0.0.1:1", "Forwarded", `for=1.2.3.4, For="198.51.100.1:80", for=10.0.0.3`), "ip:198.51.100.1"},
-		{"Forwarded IPv6", fwd, get("10.0.0.1:1", "Forwarded", `for="[2001:db8:cafe::17]:4711"`), "ip:2001:db8:cafe::/64"},
-		{"Forwarded quoted comma", fwd, get("10.0.0.1:1", "Forwarded", `for=1.2.3.4;x="a,b", for=198.51.100.2`), "ip:198.51.100.2"},
-		{"Forwarded unknown", fwd, get("10.0.0.1:1", "Forwarded", "for=unknown"), ""},
-		{"Forwarded obfuscated", fwd, get("10.0.0.1:1", "Forwarded", "for=_hidden"), ""},
-		{"Forwarded without for", fwd, get("10.0.0.1:1", "Forwarded", "proto=https"), ""},
-		{"Forwarded unterminated", fwd, get("10.0.0.1:1", "Forwarded", `for="1.2.3.4`), ""},
-		{"IPv6 per /64", xff, get("[2001:db8::1]:1"), "ip:2001:db8::/64"},
-		{"IPv6 same /64", xff, get("[2001:db8::ffff:1]:1"), "ip:2001:db8::/64"},
-		{"IPv6 per address", ratelimit.ClientIP{IPv6Bits: 128}, get("[2001:db8::1]:1"), "ip:2001:db8::1/128"},
-		{"IPv4-mapped", xff, get("[::ffff:192.0.2.1]:1"), "ip:192.0.2.1"},
-		{"IPv6 trusted proxy", xff, get("[fd00::1]:1", "X-Forwarded-For", "2001:db8:1:2:3::4"), "ip:2001:db8:1:2::/64"},
-		{"bad RemoteAddr", xff, get("pipe"), ""},
-		{"unknown header name", ratelimit.ClientIP{TrustedProxies: proxies, Header: "X-Real-IP"}, get("10.0.0.1:1"), ""},
-	}
-	for _, tt := range tests {
-		got, err := tt.c.Key(tt.r)
-		if tt.want == "" {
-			if !errors.Is(err, ratelimit.ErrClientIP) {
-				t.Errorf("%s: %q, %v; want ErrClientIP", tt.name, got, err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
-		}
+	if rec := serve(h, get("192.0.2.9:1")); rec.Code != 418 || gotD.Name != "test" || gotD.Allowed || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("WithDenied: %d, %+v, headers %v", rec.Code, gotD, rec.Header())
 	}
 }
 
@@ -315,8 +262,8 @@ func TestClientIPSpoofing(t *testing.T) {
 // its own bucket; behind a trusted proxy each client has its own.
 func TestMiddlewareSpoofing(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, ratelimit.PerHour(1), ratelimit.WithName("api"))
-	h := ratelimit.Middleware(l, ratelimit.ByClientIP(netip.MustParsePrefix("10.0.0.0/8")))(okHandler)
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(1))
+	h := httplimit.Middleware(l, httplimit.ByClientIP(netip.MustParsePrefix("10.0.0.0/8")))(okHandler)
 	if rec := serve(h, get("203.0.113.7:1")); rec.Code != 200 {
 		t.Fatal(rec.Code)
 	}
@@ -339,8 +286,8 @@ func TestMiddlewareSpoofing(t *testing.T) {
 // Hostile key input ends up inside its own hash tag, escaped.
 func TestMiddlewareHostileKeys(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, ratelimit.PerHour(1), ratelimit.WithName("api"))
-	h := ratelimit.Middleware(l, ratelimit.ByHeader("X-User"))(okHandler)
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(1))
+	h := httplimit.Middleware(l, httplimit.ByHeader("X-User"))(okHandler)
 	for _, user := range []string{"alice", "alice}", "{bob}", "a:b", `x\`} {
 		if rec := serve(h, get("192.0.2.1:1", "X-User", user)); rec.Code != 200 {
 			t.Errorf("user %q: %d, want a bucket of its own", user, rec.Code)
@@ -359,25 +306,25 @@ func TestMiddlewareHostileKeys(t *testing.T) {
 }
 
 func TestKeyFuncs(t *testing.T) {
-	r := get("192.0.2.1:1", "X-API-Key", " k1 ")
+	r := httplimit.SetRoute(get("192.0.2.1:1", "X-API-Key", " k1 "), "GET /items/{id}")
 	for _, tt := range []struct {
-		f    ratelimit.KeyFunc
+		f    httplimit.KeyFunc
 		want string
 	}{
-		{ratelimit.ByHeader("X-API-Key"), "header:x-api-key:k1"},
-		{ratelimit.FirstOf(ratelimit.ByHeader("X-User"), ratelimit.ByHeader("X-API-Key")), "header:x-api-key:k1"},
-		{ratelimit.FirstOf(ratelimit.ByHeader("X-User"), ratelimit.ByClientIP()), "ip:192.0.2.1"},
-		{ratelimit.ByRoute(ratelimit.ByClientIP()), `route:GET /items:ip:192.0.2.1`},
+		{httplimit.ByHeader("X-API-Key"), "header:x-api-key:k1"},
+		{httplimit.FirstOf(httplimit.ByHeader("X-User"), httplimit.ByHeader("X-API-Key")), "header:x-api-key:k1"},
+		{httplimit.FirstOf(httplimit.ByHeader("X-User"), httplimit.ByClientIP()), "ip:192.0.2.1"},
+		{httplimit.ByRoute(httplimit.ByClientIP()), `route:GET /items/{id}:ip:192.0.2.1`},
 	} {
 		if got, err := tt.f(r); err != nil || got != tt.want {
 			t.Errorf("%q, %v; want %q", got, err, tt.want)
 		}
 	}
-	if _, err := ratelimit.FirstOf(ratelimit.ByHeader("X-User"))(r); !errors.Is(err, ratelimit.ErrNoKey) {
+	if _, err := httplimit.FirstOf(httplimit.ByHeader("X-User"))(r); !errors.Is(err, httplimit.ErrNoKey) {
 		t.Errorf("FirstOf with no key: %v", err)
 	}
-	bad := func(*http.Request) (string, error) { return "", ratelimit.ErrClientIP }
-	if _, err := ratelimit.FirstOf(bad, ratelimit.ByHeader("X-API-Key"))(r); !errors.Is(err, ratelimit.ErrClientIP) {
+	bad := func(*http.Request) (string, error) { return "", clientip.ErrNoAddr }
+	if _, err := httplimit.FirstOf(bad, httplimit.ByHeader("X-API-Key"))(r); !errors.Is(err, clientip.ErrNoAddr) {
 		t.Errorf("FirstOf stops at a real error: %v", err)
 	}
 }
@@ -385,8 +332,8 @@ func TestKeyFuncs(t *testing.T) {
 // ByRoute counts each route of the standard mux apart with one limiter.
 func TestByRoute(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, ratelimit.PerHour(1), ratelimit.WithName("api"))
-	mw := ratelimit.Middleware(l, ratelimit.ByRoute(ratelimit.ByClientIP()))
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(1))
+	mw := httplimit.Middleware(l, httplimit.ByRoute(httplimit.ByClientIP()))
 	mux := http.NewServeMux()
 	mux.Handle("/items/", mw(okHandler))
 	mux.Handle("/users/", mw(okHandler))

@@ -1,4 +1,4 @@
-package ratelimit
+package httplimit
 
 import (
 	"math/bits"
@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // The IETF RateLimit header fields, pinned to one draft:
@@ -31,58 +33,100 @@ const (
 	problemReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 )
 
-// SetHeaders sets the rate-limit fields of a response for v, as the
-// middleware does; call it to answer with the same fields elsewhere. How a
-// limiter appears in them:
+// SetHeaders sets the rate-limit fields of a response for d, as the
+// middleware does; call it to answer with the same fields elsewhere (a
+// framework's own response). Each limit of d (each of its Parts, or d
+// itself) appears by its name:
 //
 //   - RateLimit-Policy: q is Burst and w is Burst × Period / Rate, the time
 //     a full burst takes to come back, rounded up to whole seconds (at least
 //     1): a client that paces itself at q per w never outruns the limit. For
 //     the window algorithms (Burst = Rate) that is Rate per Period.
 //   - RateLimit: r is Remaining; t is the Retry-After of a denied request
-//     (when it can pass at all), else the seconds until the limiter is full
+//     (when it can pass at all), else the seconds until the limit is full
 //     again (ResetAfter). On a 429, then, Retry-After is never earlier than
 //     the t of a policy that denied, as the draft's section 5 asks. A
 //     decision a failure policy made has no item: Redis said nothing.
 //   - X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the
-//     older convention most clients read, show the strictest decision:
-//     Limit, Remaining, and the Unix time in seconds, rounded up, when it
-//     is full again.
-//   - Retry-After, on a denial: the longest wait among the limiters that
+//     older convention most clients read, show the binding decision from
+//     Redis: Burst, Remaining, and the Unix time in seconds, rounded up,
+//     when it is full again.
+//   - Retry-After, on a denial: the longest wait among the limits that
 //     denied, in whole seconds rounded up, so never early. It is left out
 //     when the request can never pass (waiting would not help) and when
-//     only a failure policy denied.
-func SetHeaders(h http.Header, v Verdict) { writeHeaders(h, v, time.Now()) }
+//     only a failure policy that fails closed denied.
+//
+// A decision that reports no limit (ratelimit.Unlimited's) sets nothing.
+func SetHeaders(h http.Header, d ratelimit.Decision) { writeHeaders(h, d, time.Now()) }
 
-func writeHeaders(h http.Header, v Verdict, now time.Time) {
+// parts are the limits a Decision reports.
+func parts(d ratelimit.Decision) []ratelimit.Decision {
+	if len(d.Parts) > 0 {
+		return d.Parts
+	}
+	if d.Name == "" {
+		return nil
+	}
+	return []ratelimit.Decision{d}
+}
+
+func writeHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
+	ps := parts(d)
+	if len(ps) == 0 {
+		return
+	}
 	var policy, limit []string
 	strictest := -1
-	for i, l := range v.Limiters {
-		policy = append(policy, policyItem(l.name, l.limit))
-		d := v.Decisions[i]
-		if d.Fallback != NoFallback {
+	for i, p := range ps {
+		policy = append(policy, policyItem(p.Name, p.Limit))
+		if p.Cause != nil {
 			continue
 		}
-		limit = append(limit, limitItem(l.name, d))
-		if strictest < 0 || stricter(d, v.Decisions[strictest]) {
+		limit = append(limit, limitItem(p.Name, p))
+		if strictest < 0 || stricter(p, ps[strictest]) {
 			strictest = i
 		}
 	}
 	h.Set("RateLimit-Policy", strings.Join(policy, ", "))
+	if retry := retryAfter(ps); retry > 0 && retry != ratelimit.Never {
+		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(retry), 10))
+	}
 	if strictest < 0 {
 		return
 	}
 	h.Set("RateLimit", strings.Join(limit, ", "))
-	d := v.Decisions[strictest]
-	h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
-	h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(now.Add(d.ResetAfter)), 10))
-	if retry := v.RetryAfter(); retry > 0 && retry != Never {
-		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(retry), 10))
-	}
+	s := ps[strictest]
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(s.Limit.Burst, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(s.Remaining, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(now.Add(s.ResetAfter)), 10))
 }
 
-func policyItem(name string, l Limit) string {
+// stricter is ratelimit's order of decisions from Redis: a denial over an
+// allowance, then the longer wait, then the smaller Remaining.
+func stricter(a, b ratelimit.Decision) bool {
+	switch {
+	case a.Allowed != b.Allowed:
+		return !a.Allowed
+	case !a.Allowed:
+		return a.RetryAfter > b.RetryAfter
+	}
+	return a.Remaining < b.Remaining
+}
+
+// retryAfter is the longest wait among the denials: Never when one of
+// them can never pass, 0 when none has a wait (none, or only fail-closed
+// ones).
+func retryAfter(ps []ratelimit.Decision) time.Duration {
+	var longest time.Duration
+	for _, p := range ps {
+		if !p.Allowed && p.RetryAfter > longest {
+			longest = p.RetryAfter
+		}
+	}
+	return longest
+}
+
+func policyItem(name string, l ratelimit.Limit) string {
 	// w = ⌈Burst × Period / Rate⌉ in seconds, without overflow: Burst ×
 	// Period in ms reaches 1e20.
 	hi, lo := bits.Mul64(uint64(l.Burst), uint64(l.Period.Milliseconds()))
@@ -98,9 +142,9 @@ func policyItem(name string, l Limit) string {
 	return sfString(name) + ";q=" + strconv.FormatInt(l.Burst, 10) + ";w=" + strconv.FormatUint(w, 10)
 }
 
-func limitItem(name string, d Decision) string {
+func limitItem(name string, d ratelimit.Decision) string {
 	t := d.ResetAfter
-	if !d.Allowed && d.RetryAfter != Never {
+	if !d.Allowed && d.RetryAfter != ratelimit.Never {
 		t = d.RetryAfter
 	}
 	return sfString(name) + ";r=" + strconv.FormatInt(d.Remaining, 10) + ";t=" + strconv.FormatInt(ceilSeconds(t), 10)

@@ -12,20 +12,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
 // downClient talks to a port where no Redis listens, and gives up at once.
-func downClient(t *testing.T) *redis.Client {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func downClient(t *testing.T) *redis.Client { return testredis.Down(t) }
 
 // hungServer accepts connections and never answers, like a Redis that is
 // stuck or a network that drops packets. stop (also run at cleanup)
@@ -64,12 +55,12 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	rdb := downClient(t)
 	var events []ratelimit.Event
 	hook := ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { events = append(events, e) })
-	open := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.OnFailure(ratelimit.FailOpen), hook)
-	closed := newLimiter(t, rdb, ratelimit.FixedWindow, ratelimit.OnFailure(ratelimit.FailClosed), hook)
-	none := newLimiter(t, rdb, ratelimit.TokenBucket, hook)
+	open := newNamed(t, rdb, "open", ratelimit.GCRA, ratelimit.OnFailure(ratelimit.FailOpen), hook)
+	closed := newNamed(t, rdb, "closed", ratelimit.FixedWindow, ratelimit.OnFailure(ratelimit.FailClosed), hook)
+	none := newNamed(t, rdb, "none", ratelimit.TokenBucket, hook)
 
 	d, err := open.Allow(ctx, "k")
-	if err != nil || !d.Allowed || d.Fallback != ratelimit.FailOpen || d.Cause == nil || d.Limit != 10 {
+	if err != nil || !d.Allowed || d.Fallback != ratelimit.FailOpen || !errors.Is(d.Cause, ratelimit.ErrUnavailable) || d.Limit != ratelimit.PerSecond(10) || d.Name != "open" {
 		t.Errorf("fail open: %+v, %v", d, err)
 	}
 	d, err = closed.Peek(ctx, "k")
@@ -77,17 +68,17 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 		t.Errorf("fail closed: %+v, %v", d, err)
 	}
 	d, err = none.AllowN(ctx, "k", 2)
-	if err == nil || d.Allowed || d.Fallback != ratelimit.NoFallback {
+	if !errors.Is(err, ratelimit.ErrUnavailable) || d.Allowed || d.Cause != nil {
 		t.Errorf("no fallback: %+v, %v", d, err)
 	}
-	ds, err := ratelimit.AllowAll(ctx, "k", open, closed)
-	if err != nil || !ds[0].Allowed || ds[1].Allowed || ds[0].Fallback != ratelimit.FailOpen || ds[1].Fallback != ratelimit.FailClosed {
-		t.Errorf("AllowAll: %+v, %v", ds, err)
+	all, err := mustAll(t, open, closed).AllowN(ctx, "k", 1)
+	if ds := all.Parts; err != nil || all.Allowed || !ds[0].Allowed || ds[1].Allowed || ds[0].Fallback != ratelimit.FailOpen || ds[1].Fallback != ratelimit.FailClosed {
+		t.Errorf("All: %+v, %v", all, err)
 	}
 	if len(events) != 5 {
 		t.Fatalf("%d hook events, want 5", len(events))
 	}
-	if e := events[2]; e.Err == nil || e.Cost != 2 || e.Limiter != none || e.Key != "k" {
+	if e := events[2]; e.Err == nil || e.Cost != 2 || e.Name != "none" || e.Key != "k" {
 		t.Errorf("event of the failed call: %+v", e)
 	}
 	if e := events[1]; e.Err != nil || e.Cost != 0 || e.Decision.Fallback != ratelimit.FailClosed {
@@ -106,7 +97,7 @@ func TestTimeoutBoundsDecisions(t *testing.T) {
 	// The bound holds on a loaded machine: a decision must end within the
 	// timeout plus scheduling slack, far below go-redis's 3 s.
 	const slack = 900 * time.Millisecond
-	for _, fb := range []ratelimit.Fallback{ratelimit.FailOpen, ratelimit.FailClosed, ratelimit.NoFallback} {
+	for _, fb := range []ratelimit.Fallback{ratelimit.FailOpen, ratelimit.FailClosed, {}} {
 		l := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.OnFailure(fb), ratelimit.WithTimeout(timeout))
 		start := time.Now()
 		d, err := l.Allow(ctx, "k")
@@ -115,22 +106,22 @@ func TestTimeoutBoundsDecisions(t *testing.T) {
 			t.Errorf("%v: the decision took %v with a timeout of %v", fb, took, timeout)
 		}
 		cause := d.Cause
-		if fb == ratelimit.NoFallback {
+		if fb == (ratelimit.Fallback{}) {
 			cause = err
 		} else if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) {
 			t.Errorf("%v: %+v, %v", fb, d, err)
 		}
-		if !errors.Is(cause, ratelimit.ErrTimeout) {
-			t.Errorf("%v: cause %v, want ErrTimeout", fb, cause)
+		if !errors.Is(cause, ratelimit.ErrUnavailable) {
+			t.Errorf("%v: cause %v, want ErrUnavailable", fb, cause)
 		}
 
 		start = time.Now()
-		ds, err := ratelimit.AllowAll(ctx, "k", l, newLimiter(t, rdb, ratelimit.FixedWindow, ratelimit.OnFailure(fb)))
+		all, err := mustAll(t, l, newNamed(t, rdb, "window", ratelimit.FixedWindow, ratelimit.OnFailure(fb))).AllowN(ctx, "k", 1)
 		if took := time.Since(start); took > timeout+slack {
-			t.Errorf("%v: AllowAll took %v", fb, took)
+			t.Errorf("%v: All took %v", fb, took)
 		}
-		if fb != ratelimit.NoFallback && (err != nil || ds[0].Fallback != fb || ds[1].Fallback != fb) {
-			t.Errorf("%v: AllowAll: %+v, %v", fb, ds, err)
+		if fb != (ratelimit.Fallback{}) && (err != nil || all.Parts[0].Fallback != fb || all.Parts[1].Fallback != fb) {
+			t.Errorf("%v: All: %+v, %v", fb, all, err)
 		}
 	}
 	// Stop the server and the client now: the abandoned calls end with
@@ -152,7 +143,7 @@ func TestCallerCancelIsNoOutage(t *testing.T) {
 		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		d, err := l.Allow(c, "k")
 		cancel()
-		if err == nil || d.Allowed || d.Fallback != ratelimit.NoFallback {
+		if err == nil || errors.Is(err, ratelimit.ErrUnavailable) || d.Allowed || d.Cause != nil {
 			t.Errorf("timeout %v: %+v, %v, want the context's error", timeout, d, err)
 		}
 	}

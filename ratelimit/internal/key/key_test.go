@@ -1,4 +1,4 @@
-package ratelimit
+package key
 
 import (
 	"crypto/sha256"
@@ -68,61 +68,61 @@ func unescapeTag(tag string) (string, bool) {
 // returns the key read back from the Redis key.
 func checkKey(t *testing.T, prefix, key string) {
 	t.Helper()
-	rk := RedisKey(prefix, key)
+	rk := Redis(prefix, key)
 	if !strings.HasPrefix(rk, prefix+"{") || !strings.HasSuffix(rk, "}") {
-		t.Fatalf("RedisKey(%q, %q) = %q", prefix, key, rk)
+		t.Fatalf("Redis(%q, %q) = %q", prefix, key, rk)
 	}
 	tag := rk[len(prefix)+1 : len(rk)-1]
 	if got := hashTag(rk); got != tag {
-		t.Fatalf("RedisKey(%q, %q) = %q: Redis hashes %q, not the escaped key %q", prefix, key, rk, got, tag)
+		t.Fatalf("Redis(%q, %q) = %q: Redis hashes %q, not the escaped key %q", prefix, key, rk, got, tag)
 	}
 	if strings.HasPrefix(tag, "%#") {
 		sum := sha256.Sum256([]byte(key))
-		if tag != "%#"+hex.EncodeToString(sum[:]) || len(key) <= maxTagLen/3 {
-			t.Fatalf("RedisKey(%q, %q): hashed tag %q", prefix, key, tag)
+		if tag != "%#"+hex.EncodeToString(sum[:]) || len(key) <= MaxTagLen/3 {
+			t.Fatalf("Redis(%q, %q): hashed tag %q", prefix, key, tag)
 		}
 		return
 	}
-	if len(tag) > maxTagLen {
-		t.Fatalf("RedisKey(%q, %q): tag of %d bytes", prefix, key, len(tag))
+	if len(tag) > MaxTagLen {
+		t.Fatalf("Redis(%q, %q): tag of %d bytes", prefix, key, len(tag))
 	}
 	if back, ok := unescapeTag(tag); !ok || back != key {
-		t.Fatalf("RedisKey(%q, %q): tag %q reads back as %q, %v", prefix, key, tag, back, ok)
+		t.Fatalf("Redis(%q, %q): tag %q reads back as %q, %v", prefix, key, tag, back, ok)
 	}
 }
 
 func TestRedisKeyHostile(t *testing.T) {
 	for _, key := range []string{
 		"a", "}", "{", "{}", "}{", "a}b{c", "%7D", "%", "%%7B", "%#abc", "\\", ":", "a:b",
-		"user}:{other-user", "\x00\xff", strings.Repeat("}", 100), strings.Repeat("x", maxTagLen),
-		strings.Repeat("x", maxTagLen+1), strings.Repeat("{", 67), strings.Repeat("é", 300),
+		"user}:{other-user", "\x00\xff", strings.Repeat("}", 100), strings.Repeat("x", MaxTagLen),
+		strings.Repeat("x", MaxTagLen+1), strings.Repeat("{", 67), strings.Repeat("é", 300),
 	} {
 		checkKey(t, "rl:api:", key)
 		checkKey(t, "", key)
 		// Every limiter keeps one caller's state in the same slot.
-		if a, b := slot(RedisKey("rl:a:", key)), slot(RedisKey("rl:second-limiter:", key)); a != b {
+		if a, b := slot(Redis("rl:a:", key)), slot(Redis("rl:second-limiter:", key)); a != b {
 			t.Errorf("%q: slots %d and %d", key, a, b)
 		}
 	}
-	if RedisKey("p:", "}") == RedisKey("p:", "%7D") {
+	if Redis("p:", "}") == Redis("p:", "%7D") {
 		t.Error("'}' and its escape share a key")
 	}
 }
 
-func FuzzRedisKey(f *testing.F) {
+func FuzzRedis(f *testing.F) {
 	for _, s := range []string{"a", "}", "{x}", "%7D", "%#", strings.Repeat("{", 80)} {
 		f.Add("rl:x:", s, "rl:y:", s+"}")
 	}
 	f.Fuzz(func(t *testing.T, p1, k1, p2, k2 string) {
-		if checkPrefix(p1) != nil || checkPrefix(p2) != nil || k1 == "" || k2 == "" {
+		if CheckPrefix(p1) != nil || CheckPrefix(p2) != nil || k1 == "" || k2 == "" {
 			return // New refuses such prefixes, and decide such keys
 		}
 		checkKey(t, p1, k1)
 		checkKey(t, p2, k2)
 		// Injective: one Redis key, one (prefix, key) pair. The prefix
 		// holds no brace, so it is everything before the first '{'.
-		if RedisKey(p1, k1) == RedisKey(p2, k2) && (p1 != p2 || k1 != k2) {
-			t.Fatalf("(%q, %q) and (%q, %q) share %q", p1, k1, p2, k2, RedisKey(p1, k1))
+		if Redis(p1, k1) == Redis(p2, k2) && (p1 != p2 || k1 != k2) {
+			t.Fatalf("(%q, %q) and (%q, %q) share %q", p1, k1, p2, k2, Redis(p1, k1))
 		}
 	})
 }
@@ -146,18 +146,18 @@ func splitKey(k string) []string {
 	return append(parts, b.String())
 }
 
-func FuzzJoinKey(f *testing.F) {
+func FuzzJoin(f *testing.F) {
 	f.Add("a:b", "c", "a", "b:c")
 	f.Add(`a\`, ":b", `a\:`, "b")
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
 		for _, parts := range [][]string{{a}, {a, b}, {a, b, c}, {a, b, c, d}} {
-			got := splitKey(JoinKey(parts[0], parts[1:]...))
+			got := splitKey(Join(parts[0], parts[1:]...))
 			if strings.Join(got, "\x00") != strings.Join(parts, "\x00") || len(got) != len(parts) {
-				t.Fatalf("JoinKey(%q) reads back as %q", parts, got)
+				t.Fatalf("Join(%q) reads back as %q", parts, got)
 			}
 		}
-		if JoinKey(a, b) == JoinKey(c, d) && (a != c || b != d) {
-			t.Fatalf("JoinKey(%q, %q) == JoinKey(%q, %q)", a, b, c, d)
+		if Join(a, b) == Join(c, d) && (a != c || b != d) {
+			t.Fatalf("Join(%q, %q) == Join(%q, %q)", a, b, c, d)
 		}
 	})
 }

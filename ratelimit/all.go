@@ -1,0 +1,233 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
+)
+
+// All returns a Rule that asks every one of rules, such as a per-second
+// Limiter and a per-day one with another algorithm, each on its own: a
+// request passes when every rule lets it, and the Decision's Parts hold
+// every limit's answer.
+//
+// It is not atomic: each rule counts the request on its own, so a request
+// one rule denies is still counted by the rules that allowed it (a client
+// hammering a small per-second limit also spends its daily quota on
+// requests that never passed). A Multi is atomic, for GCRA limiters; a
+// Multi inside All stays atomic within itself.
+//
+// Limiters on one client are sent in one round trip (one pipeline, which
+// survives SCRIPT FLUSH) when the client can pipeline, as every go-redis
+// client can; the shortest timeout among them bounds it. Each limiter
+// applies its own failure policy, deny cache and hook. The error is the
+// first one a rule returned. All refuses, with ErrInvalid, no rules, a nil
+// one, and two limiters with the same prefix on one client, which would
+// count one key twice.
+func All(rules ...Rule) (Rule, error) {
+	if len(rules) == 0 {
+		return nil, fmt.Errorf("%w: All needs at least one rule", ErrInvalid)
+	}
+	a := &all{rules: append([]Rule(nil), rules...)}
+	seen := map[string]*Limiter{}
+	for i, r := range rules {
+		var ls []*Limiter
+		switch r := r.(type) {
+		case nil:
+			return nil, fmt.Errorf("%w: rule %d of All is nil", ErrInvalid, i)
+		case *Limiter:
+			if r == nil {
+				return nil, fmt.Errorf("%w: rule %d of All is a nil *Limiter", ErrInvalid, i)
+			}
+			ls = []*Limiter{r}
+		case *Multi:
+			if r == nil {
+				return nil, fmt.Errorf("%w: rule %d of All is a nil *Multi", ErrInvalid, i)
+			}
+			ls = r.limiters
+		}
+		for _, l := range ls {
+			if other, ok := seen[l.prefix]; ok && sameClient([]*Limiter{other, l}) {
+				return nil, fmt.Errorf("%w: limiters %q and %q share the prefix %q on one client, so All would count one key twice", ErrInvalid, other.name, l.name, l.prefix)
+			}
+			seen[l.prefix] = l
+		}
+	}
+	return a, nil
+}
+
+type all struct{ rules []Rule }
+
+func (a *all) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if err := checkCost(n); err != nil {
+		return Decision{}, err
+	}
+	return a.decide(ctx, key, n)
+}
+
+func (a *all) Peek(ctx context.Context, key string) (Decision, error) { return a.decide(ctx, key, 0) }
+
+// decide sends the plain limiters (no block) that share the first one's
+// client in one pipeline, and asks every other rule on its own.
+func (a *all) decide(ctx context.Context, key string, n int64) (Decision, error) {
+	ds := make([]Decision, len(a.rules))
+	errs := make([]error, len(a.rules))
+	var batch []int
+	var first *Limiter
+	for i, r := range a.rules {
+		if l, ok := r.(*Limiter); ok && l.block == 0 && (first == nil || sameClient([]*Limiter{first, l})) {
+			if first == nil {
+				first = l
+			}
+			batch = append(batch, i)
+		}
+	}
+	if len(batch) < 2 {
+		batch = nil
+	}
+	if batch != nil {
+		ls := make([]*Limiter, len(batch))
+		for j, i := range batch {
+			ls[j] = a.rules[i].(*Limiter)
+		}
+		bds, berrs := allowBatch(ctx, key, n, ls)
+		for j, i := range batch {
+			ds[i], errs[i] = bds[j], berrs[j]
+		}
+	}
+	for i, r := range a.rules {
+		if contains(batch, i) {
+			continue
+		}
+		if n == 0 {
+			ds[i], errs[i] = r.Peek(ctx, key)
+		} else {
+			ds[i], errs[i] = r.AllowN(ctx, key, n)
+		}
+	}
+	d := combine(ds)
+	return d, firstError(errs)
+}
+
+func contains(is []int, i int) bool {
+	for _, j := range is {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// allowBatch decides for limiters that share a client in one pipeline;
+// those whose deny cache answers are not sent.
+func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) ([]Decision, []error) {
+	var start time.Time
+	for _, l := range limiters {
+		if l.hook != nil {
+			start = time.Now()
+			break
+		}
+	}
+	ds := make([]Decision, len(limiters))
+	checks := make([]cacheCheck, len(limiters))
+	calls := make([]scriptCall, 0, len(limiters))
+	send := make([]int, 0, len(limiters))
+	errs := make([]error, len(limiters))
+	refused := make([]bool, len(limiters)) // the key or clock: nothing sent
+	nows := make([]time.Time, len(limiters))
+	var timeout time.Duration
+	for i, l := range limiters {
+		now, err := l.now(key)
+		nows[i], errs[i], refused[i] = now, err, err != nil
+		if err != nil {
+			continue
+		}
+		if l.cache != nil {
+			if ds[i], checks[i] = l.cached(key, n, now); ds[i].Cached {
+				continue
+			}
+		}
+		calls = append(calls, scriptCall{alg: l.alg, key: l.RedisKey(key), limit: l.limit, cost: n, now: now})
+		send = append(send, i)
+		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
+			timeout = l.timeout
+		}
+	}
+	replies := make([]reply, len(limiters))
+	if len(calls) > 0 {
+		type sent struct {
+			replies []reply
+			errs    []error
+		}
+		s, err := call.WithTimeout(ctx, timeout, func(ctx context.Context) (sent, error) {
+			replies, errs, ok := pipelined(ctx, limiters[0].rdb, calls)
+			if !ok {
+				return sent{}, errNoPipeline
+			}
+			return sent{replies, errs}, nil
+		})
+		if errors.Is(err, errNoPipeline) {
+			for i, l := range limiters {
+				ds[i], errs[i] = l.decide(ctx, key, n)
+			}
+			return ds, errs
+		}
+		for j, i := range send {
+			if err != nil { // the timeout: every call shares it
+				errs[i] = err
+			} else {
+				replies[i], errs[i] = s.replies[j], s.errs[j]
+			}
+		}
+	}
+	for i, l := range limiters {
+		if !ds[i].Cached {
+			if refused[i] {
+				ds[i] = Decision{Name: l.name, Limit: l.limit}
+			} else {
+				ds[i], errs[i] = l.finish(ctx, key, n, nows[i], replies[i], errs[i])
+				if checks[i].ok && errs[i] == nil {
+					l.cache.note(key, n, checks[i].at, checks[i].epoch, ds[i])
+				}
+			}
+		}
+		if l.hook != nil {
+			l.hook(ctx, Event{Name: l.name, Key: key, Cost: n, Decision: ds[i], Err: errs[i], Duration: time.Since(start)})
+		}
+	}
+	return ds, errs
+}
+
+var errNoPipeline = errors.New("ratelimit: the client cannot pipeline")
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameClient reports whether every limiter uses one client, so one pipeline
+// or one script call can carry all their calls. Clients that cannot be
+// compared count as different.
+func sameClient(limiters []*Limiter) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	c := limiters[0].rdb
+	for _, l := range limiters[1:] {
+		if l == nil || l.rdb != redis.Scripter(c) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,209 @@
+// Package httplimit limits net/http handlers with any ratelimit.Rule, and
+// writes the IETF RateLimit header fields and RFC 9457 problem bodies.
+//
+//	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	limit := httplimit.Middleware(limiter, httplimit.ByClientIP())
+//	log.Fatal(http.ListenAndServe(":8080", limit(mux)))
+//
+// The middleware only maps a Decision to HTTP: all the limiting is the
+// rule's. SetHeaders and ProblemFor do the same mapping for code that
+// answers by other means (a framework's own response type).
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/clientip"
+)
+
+// Middleware limits an http.Handler: for each request, key says who it
+// counts against and rule decides (a *ratelimit.Limiter, a Multi, All,
+// Select...). It works with the standard mux and any router that takes
+// func(http.Handler) http.Handler. For per-route limits, wrap each route's
+// handler with its own rule, or key with ByRoute.
+//
+// A request that passes goes on to the handler. One that is denied gets a
+// 429 (or a 503 when only a failure policy that fails closed denied it)
+// with an RFC 9457 problem body that WithDenied replaces. Both carry the
+// RateLimit-Policy and RateLimit fields of the IETF draft, the usual
+// X-RateLimit-Limit, -Remaining and -Reset, and, on a denial, Retry-After
+// (SetHeaders has the rules); a rule that reports no limit (Unlimited)
+// sets none. A request that cannot be decided goes to the error handler
+// (WithErrorHandler; WriteError by default: 400 without a key, 503 when
+// Redis is unavailable, 500 for a bad configuration or an error of your
+// own, such as a Select refusing an unknown API key). Middleware panics on
+// a nil rule or key.
+func Middleware(rule ratelimit.Rule, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
+	if rule == nil || key == nil {
+		panic("httplimit: Middleware needs a rule and a key function")
+	}
+	m := &middleware{rule: rule, key: key, denied: writeDenied, fail: WriteError, now: time.Now}
+	for _, o := range opts {
+		o(m)
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			m.serve(w, r, next)
+		})
+	}
+}
+
+// An Option configures Middleware.
+type Option func(*middleware)
+
+// WithCost sets what a request costs; 1 by default. A cost below 1 or
+// above 1e9 is refused with ratelimit.ErrInvalid, which the default error
+// handler answers with a 500: the cost function is wrong, not the request
+// (check what a client sends before it becomes a cost).
+func WithCost(cost func(r *http.Request) int64) Option {
+	return func(m *middleware) { m.cost = cost }
+}
+
+// WithDenied replaces what a denied request gets. The rate-limit headers
+// are already set; denied writes the status and the body. The default
+// writes ProblemFor(d).
+func WithDenied(denied func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision)) Option {
+	return func(m *middleware) { m.denied = denied }
+}
+
+// WithErrorHandler replaces what a request gets when it cannot be decided:
+// the key function or the rule failed (see Middleware for the default).
+func WithErrorHandler(fail func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return func(m *middleware) { m.fail = fail }
+}
+
+// WithSkip lets the requests for which skip is true through unlimited and
+// with no rate-limit header fields: health checks, an allowlist.
+func WithSkip(skip func(r *http.Request) bool) Option {
+	return func(m *middleware) { m.skip = skip }
+}
+
+// WithCountIf counts a request only when count is true of the status its
+// handler answered: for brute-force protection, count(status) is status
+// == 401, so only failed logins count. Before the handler the rule is
+// peeked (ratelimit.Rule's Peek), so a key that is over its limit, or
+// blocked (ratelimit.WithBlock), is denied without running the handler;
+// after it, a request that counts is charged (AllowN) with a context that
+// outlives the request's. Requests that pass the peek at the same moment
+// all run: the limit bounds the failures counted, and so the requests that
+// come after them.
+func WithCountIf(count func(status int) bool) Option {
+	return func(m *middleware) { m.countIf = count }
+}
+
+type middleware struct {
+	rule    ratelimit.Rule
+	key     KeyFunc
+	cost    func(*http.Request) int64
+	denied  func(http.ResponseWriter, *http.Request, ratelimit.Decision)
+	fail    func(http.ResponseWriter, *http.Request, error)
+	skip    func(*http.Request) bool
+	countIf func(int) bool
+	now     func() time.Time
+}
+
+func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.skip != nil && m.skip(r) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	key, err := m.key(r)
+	if err != nil {
+		m.fail(w, r, err)
+		return
+	}
+	n := int64(1)
+	if m.cost != nil {
+		n = m.cost(r)
+	}
+	var d ratelimit.Decision
+	if m.countIf != nil {
+		d, err = m.rule.Peek(r.Context(), key)
+	} else {
+		d, err = m.rule.AllowN(r.Context(), key, n)
+	}
+	if err != nil {
+		m.fail(w, r, err)
+		return
+	}
+	writeHeaders(w.Header(), d, m.now())
+	if !d.Allowed {
+		m.denied(w, r, d)
+		return
+	}
+	if m.countIf == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		// Deferred, so a handler that panics after a failure still counts.
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		if m.countIf(sw.status) {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+			defer cancel()
+			_, _ = m.rule.AllowN(ctx, key, n) // the rule's hook sees an error
+		}
+	}()
+	next.ServeHTTP(sw, r)
+}
+
+// statusWriter records the status a handler answers.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the writer's Flush, Hijack
+// and deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func writeDenied(w http.ResponseWriter, _ *http.Request, d ratelimit.Decision) {
+	ProblemFor(d).Write(w)
+}
+
+// WriteError is the default error handler (WithErrorHandler): a problem
+// with status 400 for a request without a key (ErrNoKey,
+// clientip.ErrNoAddr) and the reason, 503 when Redis is unavailable
+// (ratelimit.ErrUnavailable) without details, which could expose the
+// store, and 500 otherwise: with the reason for a bad configuration
+// (ErrNoRoute, ratelimit.ErrInvalid), without it for an error of your own.
+// Call it from a handler of yours for the errors you do not answer
+// yourself.
+func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
+	p := Problem{Type: "about:blank", Status: http.StatusInternalServerError}
+	switch {
+	case errors.Is(err, ErrNoKey), errors.Is(err, clientip.ErrNoAddr):
+		p.Status, p.Detail = http.StatusBadRequest, err.Error()
+	case errors.Is(err, ratelimit.ErrUnavailable):
+		p.Status = http.StatusServiceUnavailable
+	case errors.Is(err, ErrNoRoute), errors.Is(err, ratelimit.ErrInvalid):
+		// The server's configuration or code is wrong: say how, loudly.
+		p.Detail = err.Error()
+	}
+	p.Title = http.StatusText(p.Status)
+	p.Write(w)
+}

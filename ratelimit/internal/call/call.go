@@ -1,0 +1,141 @@
+// Package call holds what every limiter of ratelimit and its subpackages
+// does around a script call: the errors it can end in, the timeout that
+// bounds it, and which failures a failure policy may decide over.
+package call
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redlimit/redlimit/bindings"
+)
+
+var (
+	// ErrInvalid is ratelimit.ErrInvalid.
+	ErrInvalid = errors.New("ratelimit: invalid")
+	// ErrUnavailable is ratelimit.ErrUnavailable.
+	ErrUnavailable = errors.New("ratelimit: Redis unavailable")
+)
+
+// MaxClockUs is the latest caller clock the scripts take, in µs since the
+// epoch (2^52, in 2112).
+const MaxClockUs = int64(1) << 52
+
+// Clock reads now, when there is a caller clock, and checks it.
+func Clock(now func() time.Time) (time.Time, error) {
+	if now == nil {
+		return time.Time{}, nil
+	}
+	t := now()
+	if !t.IsZero() {
+		if us := t.UnixMicro(); us <= 0 || us > MaxClockUs {
+			return time.Time{}, fmt.Errorf("%w: clock %v is before the Unix epoch or after 2^52 µs", ErrInvalid, t)
+		}
+	}
+	return t, nil
+}
+
+// Classify turns what a script call returned into the error a caller gets:
+// nil stays nil; ErrInvalid for arguments this layer or the script refused
+// (a bug, or a caller clock more than 60 s from the server's TIME, which
+// only the server can tell); the error as it is, prefixed, when the script
+// answered an error of its own (foreign data under the key: ErrWrongType,
+// ErrBadState) or the caller gave up (its context ended); and ErrUnavailable
+// for everything else, Redis or the network failing, which a failure
+// policy may decide over.
+func Classify(ctx context.Context, err error) error {
+	var se *bindings.ScriptError
+	var re *bindings.ReplyError
+	var ae *bindings.ArgError
+	switch {
+	case err == nil, errors.Is(err, ErrInvalid), errors.Is(err, ErrUnavailable):
+		return err
+	case errors.As(err, &ae), errors.As(err, &se) && se.Code == "BADARG":
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case errors.As(err, &se), errors.As(err, &re), callerGaveUp(ctx):
+		return fmt.Errorf("ratelimit: %w", err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// callerGaveUp reports whether the caller's context has ended, or reached
+// its deadline (a client that heeds deadlines can fail a hair before the
+// context's own timer marks it done).
+func callerGaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
+// WithTimeout runs f, and when d > 0 returns ErrUnavailable once d has
+// passed, whether or not f has returned: a hung server cannot hold a
+// decision past its timeout even if the client ignores context deadlines.
+func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Context) (T, error)) (T, error) {
+	if d <= 0 {
+		return f(ctx)
+	}
+	tctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	type outcome struct {
+		r   T
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := f(tctx)
+		done <- outcome{r, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil && ctx.Err() == nil && tctx.Err() != nil {
+			return o.r, fmt.Errorf("%w: no answer within %v: %v", ErrUnavailable, d, o.err)
+		}
+		return o.r, o.err
+	case <-tctx.Done():
+		var zero T
+		if ctx.Err() != nil {
+			return zero, ctx.Err()
+		}
+		return zero, fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
+	}
+}
+
+// Mode is what a failure policy does.
+type Mode uint8
+
+const (
+	None   Mode = iota // return the error
+	Open               // allow
+	Closed             // deny
+	Local              // decide in this process, at Share of the limit
+)
+
+// Policy is the content of a ratelimit.Fallback, which keeps it in an
+// unexported field so that it can be compared and printed but not built
+// by hand.
+type Policy struct {
+	Mode  Mode
+	Share float64 // for Local: 0 < Share <= 1
+}
+
+// PolicyOf reads a ratelimit.Fallback: package ratelimit sets it in its
+// init, so that subpackages (inflight) take the same Fallback values as
+// New does.
+var PolicyOf func(fallback any) Policy
+
+// ClockRefused marks the scripts' refusal of a caller clock more than 60 s
+// from the server's TIME as ErrInvalid: only the server can tell, so a
+// constructor cannot refuse it, and no failure policy may hide a wrong
+// clock.
+func ClockRefused(err error) error {
+	var se *bindings.ScriptError
+	if errors.As(err, &se) && se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0") {
+		return fmt.Errorf("%w: the caller clock is more than 60 s from the server's: %w", ErrInvalid, err)
+	}
+	return err
+}

@@ -1,0 +1,148 @@
+package ratelimit
+
+// FailLocal's in-memory limiter: a GCRA per key in this process, at a share
+// of the limit, for while Redis cannot be asked.
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxLocalKeys bounds one limiter's in-memory state (about 100 bytes a
+// key): an outage under a flood of keys must not exhaust the process.
+const maxLocalKeys = 100_000
+
+// localBase is the origin of the in-memory limiters' clock without a
+// caller clock: this process's monotonic clock, in ns since it.
+var localBase = time.Now()
+
+var localIDs atomic.Uint64
+
+type local struct {
+	id   uint64 // the order in which a Multi locks several
+	mu   sync.Mutex
+	tats map[string]float64 // the theoretical arrival time, ns
+}
+
+func newLocal() *local {
+	return &local{id: localIDs.Add(1), tats: map[string]float64{}}
+}
+
+// scaled is share of lim: Rate and Burst times share, rounded down, at
+// least 1.
+func scaled(lim Limit, share float64) Limit {
+	lim.Rate = max(1, int64(math.Floor(float64(lim.Rate)*share)))
+	lim.Burst = max(1, int64(math.Floor(float64(lim.Burst)*share)))
+	return lim
+}
+
+// check judges a request of cost (0 peeks) at now against key's state,
+// with mu held, and returns the Decision and the state to store if the
+// request is counted.
+func (lc *local) check(key string, lim Limit, cost int64, now float64) (Decision, float64) {
+	interval := float64(lim.Period) / float64(lim.Rate)
+	horizon := float64(lim.Burst) * interval
+	tat := math.Max(lc.tats[key], now)
+	d := Decision{Limit: lim}
+	remaining := func(t float64) int64 {
+		return min(lim.Burst, max(0, int64(math.Floor((now+horizon-t)/interval+1e-9))))
+	}
+	if cost > lim.Burst {
+		d.RetryAfter, d.Remaining, d.ResetAfter = Never, remaining(tat), ceilMs(int64(tat-now))
+		return d, tat
+	}
+	next := tat + float64(max(cost, 1))*interval
+	if next-now > horizon+1e-3 {
+		d.RetryAfter = max(ceilMs(int64(next-now-horizon)), time.Millisecond)
+		d.Remaining, d.ResetAfter = remaining(tat), ceilMs(int64(tat-now))
+		return d, tat
+	}
+	d.Allowed = true
+	if cost == 0 {
+		d.Remaining, d.ResetAfter = remaining(tat), ceilMs(int64(tat-now))
+		return d, tat
+	}
+	d.Remaining, d.ResetAfter = remaining(next), ceilMs(int64(next-now))
+	return d, next
+}
+
+// store keeps key's new state, making room first when the map is full:
+// every state of a sample that is full again goes, or else the one that
+// will be full soonest.
+func (lc *local) store(key string, tat, now float64) {
+	if _, ok := lc.tats[key]; !ok && len(lc.tats) >= maxLocalKeys {
+		var victim string
+		soonest := math.Inf(1)
+		seen, dropped := 0, false
+		for k, t := range lc.tats {
+			switch {
+			case t <= now:
+				delete(lc.tats, k)
+				dropped = true
+			case t < soonest:
+				victim, soonest = k, t
+			}
+			if seen++; seen == evictSample {
+				break
+			}
+		}
+		if !dropped {
+			delete(lc.tats, victim)
+		}
+	}
+	lc.tats[key] = tat
+}
+
+// decide is one in-memory decision at share of lim.
+func (lc *local) decide(key string, lim Limit, share float64, cost int64, now int64) Decision {
+	lim = scaled(lim, share)
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	d, tat := lc.check(key, lim, cost, float64(now))
+	if d.Allowed && cost > 0 {
+		lc.store(key, tat, float64(now))
+	}
+	return d
+}
+
+// localNowNs is the in-memory clock: the caller clock when there is one,
+// else the monotonic time since localBase.
+func localNowNs(now time.Time) int64 {
+	if !now.IsZero() {
+		return now.UnixNano()
+	}
+	return int64(time.Since(localBase))
+}
+
+// decideLocally makes, all or nothing, the in-memory decisions of the
+// limiters at idx of a Multi: each limiter's own share of its limit, and a
+// request counted by every one or by none. allowed says whether the other
+// limits (those that fail open or closed) let it pass.
+func decideLocally(limiters []*Limiter, idx []int, key string, cost int64, now int64, allowed bool) []Decision {
+	order := append([]int(nil), idx...)
+	sort.Slice(order, func(a, b int) bool { return limiters[order[a]].local.id < limiters[order[b]].local.id })
+	locked := map[*local]bool{}
+	for _, i := range order {
+		if lc := limiters[i].local; !locked[lc] {
+			lc.mu.Lock()
+			locked[lc] = true
+			defer lc.mu.Unlock()
+		}
+	}
+	ds := make([]Decision, len(idx))
+	tats := make([]float64, len(idx))
+	for j, i := range idx {
+		l := limiters[i]
+		ds[j], tats[j] = l.local.check(key, scaled(l.limit, l.onFailure.p.Share), cost, float64(now))
+		allowed = allowed && ds[j].Allowed
+	}
+	if allowed && cost > 0 {
+		for j, i := range idx {
+			limiters[i].local.store(key, tats[j], float64(now))
+		}
+	}
+	return ds
+}

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 )
 
 // All returns a Rule that asks every one of rules, such as a per-second
@@ -223,9 +222,9 @@ func sameClient(limiters []*Limiter) (same bool) {
 			same = false
 		}
 	}()
-	c := limiters[0].rdb
+	c := guard.Unwrap(limiters[0].rdb) // each Limiter has a guard of its own
 	for _, l := range limiters[1:] {
-		if l == nil || l.rdb != redis.Scripter(c) {
+		if l == nil || guard.Unwrap(l.rdb) != c {
 			return false
 		}
 	}

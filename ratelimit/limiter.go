@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 	"github.com/redlimit/redlimit/ratelimit/internal/key"
 )
 
@@ -50,7 +51,7 @@ func New(rdb redis.Scripter, name string, limit Limit, opts ...Option) (*Limiter
 	if err := key.CheckName(name); err != nil {
 		return nil, err
 	}
-	l := &Limiter{rdb: rdb, name: name, limit: limit, prefix: "rl:" + name + ":"}
+	l := &Limiter{rdb: guard.Wrap(rdb), name: name, limit: limit, prefix: "rl:" + name + ":"}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

@@ -31,6 +31,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 func main() {
@@ -66,6 +68,15 @@ func run(ctx context.Context, redisAddr, listen string, out io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	// The browser test reads this line for the address.
 	fmt.Fprintf(out, "redlimit demo: http://%s/ (Redis: %s); Ctrl-C stops it\n", ln.Addr(), backend)
+	if redisAddr != "" { // what a real Redis's configuration risks (docs/operations.md)
+		fs, err := ratelimit.Check(ctx, rdb)
+		for _, f := range fs {
+			fmt.Fprintln(out, "preflight:", f)
+		}
+		if err != nil {
+			fmt.Fprintln(out, "preflight:", err)
+		}
+	}
 
 	select {
 	case err := <-served:

@@ -230,3 +230,21 @@ func TestRealRedis(t *testing.T) {
 		t.Error("connect to a port without Redis: no error")
 	}
 }
+
+// With -redis ADDR the demo prints the preflight's findings at start: a
+// test server keeps nothing on disk.
+func TestPreflightPrinted(t *testing.T) {
+	addr := redisserver.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lines{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, addr, "127.0.0.1:0", out) }()
+	want := "preflight: warning persistence (" + addr + "): no AOF and no RDB save points"
+	for i := 0; i < 500 && !strings.Contains(out.String(), want); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil || !strings.Contains(out.String(), want) {
+		t.Errorf("run: %v, printed %q; want a line with %q", err, out.String(), want)
+	}
+}

@@ -49,18 +49,32 @@ type Server struct {
 // test ends.
 func New(t testing.TB, extra ...string) *Server {
 	t.Helper()
+	needServer(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return newOn(t, addr, extra...)
+}
+
+// needServer skips the test, or fails it where a real server is required,
+// when redis-server is missing.
+func needServer(t testing.TB) {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if Required() {
 			t.Fatal("redis-server is not on PATH, and a real Redis is required here (CI or REDLIMIT_REQUIRE_REDIS=1)")
 		}
 		t.Skip("SKIPPED: redis-server is not on PATH (apt-get install -y redis-server); the real-Redis part of this test did not run")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Addr: l.Addr().String(), t: t, dir: t.TempDir(), extra: extra}
-	l.Close()
+}
+
+// newOn starts a Server on addr.
+func newOn(t testing.TB, addr string, extra ...string) *Server {
+	t.Helper()
+	s := &Server{Addr: addr, t: t, dir: t.TempDir(), extra: extra}
 	t.Cleanup(s.Stop)
 	s.Restart()
 	return s

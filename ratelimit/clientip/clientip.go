@@ -26,6 +26,17 @@ var ErrNoAddr = errors.New("clientip: no client address")
 // for, and is never read: a client cannot choose its key by sending the
 // header itself. A request that reaches the server directly is keyed by its
 // own address, whatever headers it sends.
+//
+// Forwarded is read element by element from the right, each held to RFC
+// 7239's grammar exactly (tokens, quoted-strings, quoted-pairs, obs-text, no
+// parameter twice; IPv6 as "[addr]", ports and obfuscated ports allowed), so
+// a client's unclosed quote cannot swallow the element a proxy appended to
+// its line. A hop that says nothing usable (an element that fails the
+// grammar, "unknown", an obfuscated node, no for=; in X-Forwarded-For,
+// anything but an address) is distrusted: the address the nearest trusted
+// proxy recorded to its right is the client. When that hop is the very
+// element the peer wrote, Addr fails with ErrNoAddr: the proxy is
+// misconfigured, and keying by it would put all its clients in one key.
 type Resolver struct {
 	// TrustedProxies are the networks of the proxies in front of the
 	// server, such as netip.MustParsePrefix("10.0.0.0/8"). None by default:
@@ -70,34 +81,53 @@ func (c Resolver) Addr(r *http.Request) (netip.Addr, error) {
 	if !c.trusted(peer) {
 		return peer, nil
 	}
-	var hops []string
+	var hops []hop // nearest first
 	switch h := c.Header; {
 	case h == "" || strings.EqualFold(h, "X-Forwarded-For"):
-		for _, v := range r.Header.Values("X-Forwarded-For") {
-			for _, hop := range strings.Split(v, ",") {
-				hops = append(hops, strings.TrimSpace(hop))
-			}
-		}
+		hops = xffHops(r.Header.Values("X-Forwarded-For"))
 	case strings.EqualFold(h, "Forwarded"):
-		var err error
-		if hops, err = forwardedFor(r.Header.Values("Forwarded")); err != nil {
-			return netip.Addr{}, err
-		}
+		hops = forwardedHops(r.Header.Values("Forwarded"))
 	default:
 		return netip.Addr{}, fmt.Errorf("%w: Resolver.Header %q is neither X-Forwarded-For nor Forwarded", ErrNoAddr, h)
 	}
 	client := peer
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, ok := parseAddr(hops[i])
-		if !ok {
-			return netip.Addr{}, fmt.Errorf("%w: a trusted proxy forwarded %q", ErrNoAddr, hops[i])
+	for i, h := range hops {
+		if !h.ok {
+			if i == 0 {
+				// The peer, a trusted proxy, wrote it: a misconfigured
+				// proxy, which would otherwise put all its clients in one
+				// key.
+				return netip.Addr{}, fmt.Errorf("%w: a trusted proxy forwarded %q", ErrNoAddr, h.raw)
+			}
+			// Distrusted: written by the hop before, which is trusted but
+			// says nothing usable. The client is what the nearest
+			// trusted proxy saw.
+			break
 		}
-		client = a
-		if !c.trusted(a) {
+		client = h.addr
+		if !c.trusted(h.addr) {
 			break
 		}
 	}
 	return client, nil
+}
+
+// xffHops returns the hops of X-Forwarded-For field lines, nearest first,
+// up to the first that is not an address.
+func xffHops(lines []string) []hop {
+	var hops []hop
+	for i := len(lines) - 1; i >= 0; i-- {
+		elems := strings.Split(lines[i], ",")
+		for j := len(elems) - 1; j >= 0; j-- {
+			raw := strings.TrimSpace(elems[j])
+			a, ok := parseAddr(raw)
+			hops = append(hops, hop{addr: a, ok: ok, raw: raw})
+			if !ok {
+				return hops
+			}
+		}
+	}
+	return hops
 }
 
 func (c Resolver) trusted(a netip.Addr) bool {
@@ -124,49 +154,4 @@ func parseAddr(s string) (netip.Addr, bool) {
 		}
 	}
 	return netip.Addr{}, false
-}
-
-// forwardedFor returns the for= node of each element of Forwarded field
-// values (RFC 7239, section 4), in order, with quotes removed. An element
-// without for= yields "" (not an address).
-func forwardedFor(values []string) ([]string, error) {
-	var nodes []string
-	for _, v := range values {
-		for _, elem := range splitQuoted(v, ',') {
-			node := ""
-			for _, pair := range splitQuoted(elem, ';') {
-				name, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
-				if !ok || !strings.EqualFold(name, "for") {
-					continue
-				}
-				if strings.HasPrefix(val, `"`) {
-					if len(val) < 2 || !strings.HasSuffix(val, `"`) {
-						return nil, fmt.Errorf("%w: Forwarded has an unterminated quote: %q", ErrNoAddr, v)
-					}
-					val = strings.ReplaceAll(val[1:len(val)-1], `\`, "")
-				}
-				node = val
-			}
-			nodes = append(nodes, node)
-		}
-	}
-	return nodes, nil
-}
-
-// splitQuoted splits s at sep outside double quotes.
-func splitQuoted(s string, sep byte) []string {
-	var parts []string
-	quoted, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '\\' && quoted:
-			i++
-		case s[i] == '"':
-			quoted = !quoted
-		case s[i] == sep && !quoted:
-			parts = append(parts, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(parts, s[start:])
 }

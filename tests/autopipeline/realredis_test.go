@@ -211,7 +211,13 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 				t.Fatal(err)
 			}
 			// 1000 counted before: a key that Redis lost counts far less.
-			if _, err := l.AllowN(ctx, "k", 1000); err != nil {
+			// Counted by a twin without the timeout, which a loaded machine
+			// can pass on a first call (it loads the script).
+			warm, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := warm.AllowN(ctx, "k", 1000); err != nil {
 				t.Fatalf("%s %v before the stall: %v", name, fb, err)
 			}
 			policies[fb] = l

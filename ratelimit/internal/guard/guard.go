@@ -1,0 +1,332 @@
+// Package guard is what a limiter does while a Redis node is down, and how
+// it notices the node is back or replaced.
+//
+// go-redis alone spends 100-150 ms in retries and backoff on every call to
+// a dead node, and a ClusterClient reloads its slot map only on
+// MOVED/ASK/READONLY or when the map is 10 s old, which a crashed master
+// never causes: after its replica is promoted, calls kept going to the dead
+// address for up to 10 s more (PITFALLS). So ratelimit.New and
+// inflight.New wrap a *redis.Client or *redis.ClusterClient in a guard with a breaker per node address: the
+// first call that finds a node unreachable opens its breaker, and from then
+// on calls whose key lives on that node fail at once (the failure policy
+// decides them in microseconds) while one probe at a time, every
+// probeEvery, asks the node about the key (and, on a cluster, asks for the
+// slot map again). Calls on other nodes never wait. Once the node answers,
+// or the slot map names another master for the key, calls go to Redis
+// again. With every breaker closed the guard costs one atomic load per
+// call.
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// probeEvery is how often an open breaker lets a probe through; it
+	// bounds how long decisions stay off Redis after the node is back.
+	probeEvery = 100 * time.Millisecond
+	// probeTimeout bounds one probe's round trip.
+	probeTimeout = 500 * time.Millisecond
+	// forgetAfter drops a breaker no call has met for this long: the
+	// node left the slot map (a replaced master) or nobody needs it.
+	forgetAfter = 2 * time.Second
+	// readOnlyWait bounds how long a call that met READONLY (a master
+	// demoted under a ReadOnly, RouteByLatency or RouteRandomly client)
+	// is sent again while the slot map moves to the new master.
+	readOnlyWait = time.Second
+)
+
+// guarded is a redis.Scripter that goes through a guard. It passes on
+// what the rest of the package asks of a client: Process (the bindings'
+// cheaper EVALSHA), Pipeline (batches; not guarded) and Del (Reset).
+type guarded struct {
+	redis.Scripter
+	g *guard
+}
+
+// guard holds the breakers of one limiter's client.
+type guard struct {
+	client  *redis.Client        // a single node, or
+	cluster *redis.ClusterClient // a cluster
+	nopen   atomic.Int32         // len(open), read without mu on every call
+	mu      sync.Mutex
+	open    map[string]*breaker // by node address
+}
+
+type breaker struct {
+	err      error     // what the last call or probe met
+	probeAt  time.Time // no probe before
+	probing  bool
+	lastCall time.Time
+}
+
+// Wrap wraps the clients the guard knows; any other client (a Ring,
+// go-redis's AutoPipeliner, a bindings.FunctionsClient) is returned as is.
+func Wrap(c redis.Scripter) redis.Scripter {
+	switch c := c.(type) {
+	case *redis.Client:
+		return &guarded{Scripter: c, g: &guard{client: c, open: map[string]*breaker{}}}
+	case *redis.ClusterClient:
+		return &guarded{Scripter: c, g: &guard{cluster: c, open: map[string]*breaker{}}}
+	}
+	return c
+}
+
+// Unwrap returns the client the user passed.
+func Unwrap(c redis.Scripter) redis.Scripter {
+	if g, ok := c.(*guarded); ok {
+		return g.Scripter
+	}
+	return c
+}
+
+// nodeDownError is what a call meets while its node's breaker is open.
+type nodeDownError struct {
+	addr string
+	err  error
+}
+
+func (e *nodeDownError) Error() string {
+	return fmt.Sprintf("redis node %s is unreachable (%v); calls on it fail fast until a probe reaches it", e.addr, e.err)
+}
+
+func (e *nodeDownError) Unwrap() error { return e.err }
+
+// node returns the address of the node that serves key, and that node's
+// client (for probes).
+func (g *guard) node(ctx context.Context, key string) (string, *redis.Client) {
+	if g.client != nil {
+		return g.client.Options().Addr, g.client
+	}
+	c, err := g.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return "", nil
+	}
+	return c.Options().Addr, c
+}
+
+// before fails a call at once when its node's breaker is open, starting a
+// probe when one is due.
+func (g *guard) before(ctx context.Context, key string) error {
+	if g.nopen.Load() == 0 || key == "" {
+		return nil
+	}
+	addr, c := g.node(ctx, key)
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for a, b := range g.open {
+		if a != addr && now.Sub(b.lastCall) > forgetAfter {
+			g.forget(a)
+		}
+	}
+	b := g.open[addr]
+	if b == nil {
+		return nil
+	}
+	b.lastCall = now
+	if !b.probing && !now.Before(b.probeAt) && c != nil {
+		b.probing = true
+		go g.probe(addr, c, key)
+	}
+	if g.cluster != nil {
+		// Costs a compare-and-swap: go-redis runs one reload at a time,
+		// and none for 200 ms after the last.
+		g.cluster.ReloadState(ctx)
+	}
+	return &nodeDownError{addr: addr, err: b.err}
+}
+
+// after opens the node's breaker when a call failed for want of the node.
+func (g *guard) after(ctx context.Context, key string, err error) {
+	if err == nil || key == "" || !nodeFailed(err) {
+		return
+	}
+	addr, _ := g.node(ctx, key)
+	if addr == "" {
+		return
+	}
+	now := time.Now()
+	g.mu.Lock()
+	if g.open[addr] == nil {
+		g.open[addr] = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now}
+		g.nopen.Store(int32(len(g.open)))
+	}
+	g.mu.Unlock()
+	if g.cluster != nil {
+		g.cluster.ReloadState(ctx)
+	}
+}
+
+// probe asks the node about key with a short timeout: any answer but a
+// failure closes the breaker. On a cluster it also asks for the slot map,
+// so a promoted replica is found within probeEvery of the reload.
+func (g *guard) probe(addr string, c *redis.Client, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	if g.cluster != nil {
+		g.cluster.ReloadState(ctx)
+	}
+	err := c.WithTimeout(probeTimeout).Exists(ctx, key).Err()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.open[addr]
+	if b == nil {
+		return
+	}
+	if err == nil || !nodeFailed(err) && !errors.Is(err, context.DeadlineExceeded) {
+		g.forget(addr)
+		return
+	}
+	b.err, b.probing, b.probeAt = err, false, time.Now().Add(probeEvery)
+}
+
+// forget closes addr's breaker; g.mu is held.
+func (g *guard) forget(addr string) {
+	delete(g.open, addr)
+	g.nopen.Store(int32(len(g.open)))
+}
+
+// nodeFailed reports an error that says the node cannot serve: the
+// network (refused, reset, closed, timed out: *net.OpError, EOF) or the
+// node's own refusal to serve any key now (LOADING, MASTERDOWN,
+// CLUSTERDOWN). A script's answer, a pool timeout (this process is short
+// of connections, not the node of answers) and the caller's context are
+// not.
+func nodeFailed(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		s := rerr.Error()
+		return strings.HasPrefix(s, "LOADING ") || strings.HasPrefix(s, "MASTERDOWN ") || strings.HasPrefix(s, "CLUSTERDOWN ")
+	}
+	return false
+}
+
+// readOnly reports a READONLY reply: the node is a replica now, and the
+// call changed nothing there (a replica refuses every write).
+func readOnly(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "READONLY")
+}
+
+// retryReadOnly sends again a call that met READONLY on a cluster, every
+// 10 ms while it keeps meeting it, asking for the slot map each time, for
+// at most readOnlyWait (or until ctx ends): once the map names the new
+// master the call goes there. It returns the last error.
+func (g *guard) retryReadOnly(ctx context.Context, err error, call func() error) error {
+	if g.cluster == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readOnlyWait)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for readOnly(err) {
+		g.cluster.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-tick.C:
+		}
+		err = call()
+	}
+	return err
+}
+
+// do runs one call whose first key is key through the guard. (Process
+// spells it out, so that a decision allocates no closure.)
+func (g *guard) do(ctx context.Context, key string, call func() error) error {
+	if err := g.before(ctx, key); err != nil {
+		return err
+	}
+	err := call()
+	if readOnly(err) {
+		err = g.retryReadOnly(ctx, err, call)
+	}
+	g.after(ctx, key, err)
+	return err
+}
+
+// firstKey returns the first key of an EVAL, EVALSHA, FCALL or their _RO
+// forms: name, script or function, numkeys, keys...
+func firstKey(args []interface{}) string {
+	if len(args) < 4 {
+		return ""
+	}
+	if n, ok := args[2].(int); !ok || n < 1 {
+		return ""
+	}
+	k, _ := args[3].(string)
+	return k
+}
+
+func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
+	p := c.Scripter.(interface {
+		Process(context.Context, redis.Cmder) error
+	})
+	key := firstKey(cmd.Args())
+	if err := c.g.before(ctx, key); err != nil {
+		cmd.SetErr(err)
+		return err
+	}
+	err := p.Process(ctx, cmd)
+	if readOnly(err) {
+		err = c.g.retryReadOnly(ctx, err, func() error { return p.Process(ctx, cmd) })
+	}
+	c.g.after(ctx, key, err)
+	return err
+}
+
+func (c *guarded) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
+	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.Eval(ctx, script, keys, args...) })
+}
+
+func (c *guarded) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
+	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalSha(ctx, sha1, keys, args...) })
+}
+
+func (c *guarded) EvalRO(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
+	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalRO(ctx, script, keys, args...) })
+}
+
+func (c *guarded) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
+	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalShaRO(ctx, sha1, keys, args...) })
+}
+
+func (c *guarded) cmd(ctx context.Context, keys []string, send func() *redis.Cmd) *redis.Cmd {
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	var cmd *redis.Cmd
+	if err := c.g.do(ctx, key, func() error { cmd = send(); return cmd.Err() }); cmd == nil {
+		cmd = redis.NewCmd(ctx)
+		cmd.SetErr(err)
+	}
+	return cmd
+}
+
+// Pipeline passes batches (AllowAll) to the client unguarded.
+func (c *guarded) Pipeline() redis.Pipeliner {
+	return c.Scripter.(interface{ Pipeline() redis.Pipeliner }).Pipeline()
+}
+
+// Del is for Reset.
+func (c *guarded) Del(ctx context.Context, keys ...string) *redis.IntCmd {
+	return c.Scripter.(interface {
+		Del(context.Context, ...string) *redis.IntCmd
+	}).Del(ctx, keys...)
+}

@@ -25,9 +25,9 @@ var atomicCallers = []int{1, 64}
 //   - redlimit_multi_2 and redlimit_multi_4: ratelimit.Multi over 2 and 4
 //     GCRA limits (the scenario's quota, then 1000 an hour, 10 000 a day
 //     and 100 000 a week), one atomic call;
-//   - redlimit_allowall_2: AllowAll over the same 2 limiters, one
+//   - redlimit_allowall_2: ratelimit.All over the same 2 limiters, one
 //     pipeline of two GCRA calls, not atomic;
-//   - redlimit_lease: a ConcurrencyLimiter's Acquire and Release of one
+//   - redlimit_lease: an inflight.Limiter's Acquire and Release of one
 //     lease (two calls; the scenario's burst in flight, at most 10 000),
 //     the cost of one capped request.
 //

@@ -279,7 +279,7 @@ func TestDenyCacheOnlyCachesDenials(t *testing.T) {
 
 // In All a limiter whose cache holds the key's denial is answered
 // from it and its call is not sent; the others still go in one pipeline.
-func TestDenyCacheAllowAll(t *testing.T) {
+func TestDenyCacheAll(t *testing.T) {
 	f := newFrozen(t)
 	if err := bindings.LoadAll(ctx, f.rdb); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
@@ -54,7 +53,7 @@ func (f Fallback) String() string {
 }
 
 func (f Fallback) check() error {
-	if f.p.Mode > call.Local || f.p.Mode == call.Local && !(f.p.Share > 0 && f.p.Share <= 1) || math.IsNaN(f.p.Share) {
+	if !f.p.Valid() {
 		return fmt.Errorf("%w: failure policy %v: a FailLocal share must be above 0 and at most 1", ErrInvalid, f)
 	}
 	return nil

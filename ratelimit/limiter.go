@@ -29,7 +29,8 @@ type Limiter struct {
 	hook      func(context.Context, Event)
 	cache     *denyCache // nil without WithDenyCache
 	block     time.Duration
-	local     *local // FailLocal's in-memory limiter
+	local     *local     // FailLocal's in-memory limiter
+	waits     *waitQueue // Wait's turns, shared by WithLimit's copies
 }
 
 // New returns a Limiter named name over rdb: a *redis.Client,
@@ -51,7 +52,7 @@ func New(rdb redis.Scripter, name string, limit Limit, opts ...Option) (*Limiter
 	if err := key.CheckName(name); err != nil {
 		return nil, err
 	}
-	l := &Limiter{rdb: guard.Wrap(rdb), name: name, limit: limit, prefix: "rl:" + name + ":"}
+	l := &Limiter{rdb: guard.Wrap(rdb), name: name, limit: limit, prefix: "rl:" + name + ":", waits: &waitQueue{}}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

@@ -24,11 +24,16 @@ var localIDs atomic.Uint64
 type local struct {
 	id   uint64 // the order in which a Multi locks several
 	mu   sync.Mutex
-	tats map[string]float64 // the theoretical arrival time, ns
+	tats map[string]localState
 }
 
+// localState is one key's GCRA state: the theoretical arrival time and the
+// interval it counts in, ns, so that a changed limit rescales the units
+// already counted as gcra.lua does (no free burst, no lockout).
+type localState struct{ tat, interval float64 }
+
 func newLocal() *local {
-	return &local{id: localIDs.Add(1), tats: map[string]float64{}}
+	return &local{id: localIDs.Add(1), tats: map[string]localState{}}
 }
 
 // scaled is share of lim: Rate and Burst times share, rounded down, at
@@ -42,48 +47,51 @@ func scaled(lim Limit, share float64) Limit {
 // check judges a request of cost (0 peeks) at now against key's state,
 // with mu held, and returns the Decision and the state to store if the
 // request is counted.
-func (lc *local) check(key string, lim Limit, cost int64, now float64) (Decision, float64) {
+func (lc *local) check(key string, lim Limit, cost int64, now float64) (Decision, localState) {
 	interval := float64(lim.Period) / float64(lim.Rate)
 	horizon := float64(lim.Burst) * interval
-	tat := math.Max(lc.tats[key], now)
+	tat := now
+	if st, ok := lc.tats[key]; ok && st.tat > now {
+		tat = now + (st.tat-now)/st.interval*interval
+	}
 	d := Decision{Limit: lim}
 	remaining := func(t float64) int64 {
 		return min(lim.Burst, max(0, int64(math.Floor((now+horizon-t)/interval+1e-9))))
 	}
 	if cost > lim.Burst {
 		d.RetryAfter, d.Remaining, d.ResetAfter = Never, remaining(tat), ceilMs(int64(tat-now))
-		return d, tat
+		return d, localState{tat, interval}
 	}
 	next := tat + float64(max(cost, 1))*interval
 	if next-now > horizon+1e-3 {
 		d.RetryAfter = max(ceilMs(int64(next-now-horizon)), time.Millisecond)
 		d.Remaining, d.ResetAfter = remaining(tat), ceilMs(int64(tat-now))
-		return d, tat
+		return d, localState{tat, interval}
 	}
 	d.Allowed = true
 	if cost == 0 {
 		d.Remaining, d.ResetAfter = remaining(tat), ceilMs(int64(tat-now))
-		return d, tat
+		return d, localState{tat, interval}
 	}
 	d.Remaining, d.ResetAfter = remaining(next), ceilMs(int64(next-now))
-	return d, next
+	return d, localState{next, interval}
 }
 
 // store keeps key's new state, making room first when the map is full:
 // every state of a sample that is full again goes, or else the one that
 // will be full soonest.
-func (lc *local) store(key string, tat, now float64) {
+func (lc *local) store(key string, st localState, now float64) {
 	if _, ok := lc.tats[key]; !ok && len(lc.tats) >= maxLocalKeys {
 		var victim string
 		soonest := math.Inf(1)
 		seen, dropped := 0, false
 		for k, t := range lc.tats {
 			switch {
-			case t <= now:
+			case t.tat <= now:
 				delete(lc.tats, k)
 				dropped = true
-			case t < soonest:
-				victim, soonest = k, t
+			case t.tat < soonest:
+				victim, soonest = k, t.tat
 			}
 			if seen++; seen == evictSample {
 				break
@@ -93,7 +101,7 @@ func (lc *local) store(key string, tat, now float64) {
 			delete(lc.tats, victim)
 		}
 	}
-	lc.tats[key] = tat
+	lc.tats[key] = st
 }
 
 // decide is one in-memory decision at share of lim.
@@ -101,9 +109,9 @@ func (lc *local) decide(key string, lim Limit, share float64, cost int64, now in
 	lim = scaled(lim, share)
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	d, tat := lc.check(key, lim, cost, float64(now))
+	d, st := lc.check(key, lim, cost, float64(now))
 	if d.Allowed && cost > 0 {
-		lc.store(key, tat, float64(now))
+		lc.store(key, st, float64(now))
 	}
 	return d
 }
@@ -133,15 +141,15 @@ func decideLocally(limiters []*Limiter, idx []int, key string, cost int64, now i
 		}
 	}
 	ds := make([]Decision, len(idx))
-	tats := make([]float64, len(idx))
+	states := make([]localState, len(idx))
 	for j, i := range idx {
 		l := limiters[i]
-		ds[j], tats[j] = l.local.check(key, scaled(l.limit, l.onFailure.p.Share), cost, float64(now))
+		ds[j], states[j] = l.local.check(key, scaled(l.limit, l.onFailure.p.Share), cost, float64(now))
 		allowed = allowed && ds[j].Allowed
 	}
 	if allowed && cost > 0 {
 		for j, i := range idx {
-			limiters[i].local.store(key, tats[j], float64(now))
+			limiters[i].local.store(key, states[j], float64(now))
 		}
 	}
 	return ds

@@ -82,7 +82,7 @@ func WithHook(h func(ctx context.Context, e Event)) Option {
 // flood of denied requests costs Redis nothing. It never admits, so it never
 // lets more through than the limit. 0, the default, turns it off; 10 000 is
 // a reasonable size. What it cannot see (a Reset or a limit raised in
-// another process, a key changed by hand) is in docs/algorithms.md.
+// another process, a key changed by hand) is in docs/performance.md.
 func WithDenyCache(size int) Option {
 	return func(l *Limiter) error {
 		if size < 0 {

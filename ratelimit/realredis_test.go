@@ -179,3 +179,112 @@ func TestRealWrongType(t *testing.T) {
 		}
 	}
 }
+
+// TestFailLocalAcrossKill measures the insurance limiter on a real
+// redis-server that is killed and started again under load on one hot key:
+// while it is down, the process keeps limiting at its share (never more
+// than the share's burst plus its rate over the outage, and at least the
+// share's burst), with no error; within a second of Redis being back,
+// Redis decides again.
+func TestFailLocalAcrossKill(t *testing.T) {
+	srv := redisserver.New(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	defer rdb.Close()
+	limit := ratelimit.PerSecond(100) // burst 100
+	const share = 0.25                // this process's share: 25 at once, 25 a second
+	l, err := ratelimit.New(rdb, "insured", limit, ratelimit.OnFailure(ratelimit.FailLocal(share)), ratelimit.WithTimeout(150*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sample struct {
+		start, end time.Time
+		d          ratelimit.Decision
+		err        error
+	}
+	var (
+		mu      sync.Mutex
+		samples []sample
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				d, err := l.Allow(context.Background(), "hot")
+				mu.Lock()
+				samples = append(samples, sample{start, time.Now(), d, err})
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	downAt := time.Now()
+	srv.Stop()
+	time.Sleep(1500 * time.Millisecond)
+	upBegin := time.Now()
+	srv.Restart()
+	upAt := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	var local, localAllowed, fromRedisAfter, lateLocal int
+	var first, last time.Time
+	for _, s := range samples {
+		if s.err != nil {
+			t.Errorf("an error: %v (the policy must decide)", s.err)
+			continue
+		}
+		if s.d.Cause != nil {
+			if s.d.Fallback != ratelimit.FailLocal(share) {
+				t.Errorf("a fallback that is not local: %v", s.d)
+			}
+			local++
+			if s.d.Allowed {
+				localAllowed++
+			}
+			if first.IsZero() || s.start.Before(first) {
+				first = s.start
+			}
+			if s.end.After(last) {
+				last = s.end
+			}
+			if s.end.Before(downAt) {
+				t.Errorf("a local decision before the kill: %v", s.d)
+			}
+		}
+		if s.start.After(upAt.Add(time.Second)) {
+			if s.d.Cause != nil {
+				lateLocal++
+			} else {
+				fromRedisAfter++
+			}
+		}
+		if s.start.After(downAt) && s.end.Before(upBegin) && s.d.Cause == nil {
+			t.Errorf("a decision from Redis while it was down: %v", s.d)
+		}
+	}
+	span := last.Sub(first)
+	bound := 25 + int(25*span.Seconds()) + 1
+	t.Logf("while down (%v of local decisions): %d decisions, %d allowed (bound %d: 25 at once + 25/s); after: %d from Redis, %d local",
+		span.Round(time.Millisecond), local, localAllowed, bound, fromRedisAfter, lateLocal)
+	if localAllowed > bound {
+		t.Errorf("%d allowed in memory over %v, more than the share's %d", localAllowed, span, bound)
+	}
+	if localAllowed < min(25, local) {
+		t.Errorf("%d of %d local decisions allowed: the share's burst of 25 must pass", localAllowed, local)
+	}
+	if local == 0 || fromRedisAfter == 0 || lateLocal > 0 {
+		t.Errorf("%d local decisions, %d from Redis a second after the restart, %d local then", local, fromRedisAfter, lateLocal)
+	}
+	srv.Stop()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -15,30 +16,31 @@ func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(c
 // error matching context.DeadlineExceeded when the wait would pass ctx's
 // deadline, with ErrInvalid when n can never pass (above the Burst), and
 // with the error of a decision that fails (or its Cause, when the limiter
-// fails closed). Each wait is the denial's RetryAfter plus a random jitter,
-// up to an eighth of the wait (or of the limit's interval, Period/Rate, if
-// shorter) and doubling with each denial up to four intervals, so that
-// waiters woken together do not all ask Redis at once. Every admission is
-// Redis's, so any number of waiters on one key never pass more than the
-// limit.
+// fails closed).
+//
+// Every admission is Redis's, so any number of waiters, in any number of
+// processes, never pass more than the limit. Waiters for one key in this
+// process queue in turn, so that only the first asks Redis; each wait is
+// the denial's RetryAfter plus a random jitter (up to an eighth of the wait
+// or of the limit's interval, Period/Rate, doubling with each denial up to
+// four intervals), so that processes woken together do not all ask at once.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
+	if l == nil {
+		return errNilLimiter
+	}
+	// A first try outside the queue: most calls pass, and one that must
+	// wait past its deadline says so at once.
+	wait, err := l.try(ctx, key, n)
+	if err != nil || wait == 0 {
+		return err
+	}
+	release, err := l.waits.enter(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer release()
 	interval := l.limit.Period / time.Duration(l.limit.Rate)
 	for attempt := 0; ; attempt++ {
-		d, err := l.AllowN(ctx, key, n)
-		switch {
-		case err != nil:
-			return err
-		case d.Allowed:
-			return nil
-		case d.RetryAfter == Never:
-			return fmt.Errorf("%w: WaitN(n=%d) exceeds limiter %q's burst %d: it can never pass", ErrInvalid, n, l.name, d.Limit.Burst)
-		case d.Cause != nil && d.RetryAfter <= 0:
-			return fmt.Errorf("ratelimit: %q fails closed: %w", l.name, d.Cause)
-		}
-		wait := d.RetryAfter
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-			return fmt.Errorf("ratelimit: WaitN(n=%d) would wait %v, past the context's deadline: %w", n, wait, context.DeadlineExceeded)
-		}
 		wait += jitter(wait, interval, attempt)
 		if deadline, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(deadline))
@@ -50,7 +52,29 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+		if wait, err = l.try(ctx, key, n); err != nil || wait == 0 {
+			return err
+		}
 	}
+}
+
+// try asks once: 0 when n passed, else the wait before the next try.
+func (l *Limiter) try(ctx context.Context, key string, n int64) (time.Duration, error) {
+	d, err := l.AllowN(ctx, key, n)
+	switch {
+	case err != nil:
+		return 0, err
+	case d.Allowed:
+		return 0, nil
+	case d.RetryAfter == Never:
+		return 0, fmt.Errorf("%w: WaitN(n=%d) exceeds limiter %q's burst %d: it can never pass", ErrInvalid, n, l.name, d.Limit.Burst)
+	case d.Cause != nil && d.RetryAfter <= 0:
+		return 0, fmt.Errorf("ratelimit: %q fails closed: %w", l.name, d.Cause)
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d.RetryAfter {
+		return 0, fmt.Errorf("ratelimit: WaitN(n=%d) would wait %v, past the context's deadline: %w", n, d.RetryAfter, context.DeadlineExceeded)
+	}
+	return d.RetryAfter, nil
 }
 
 // jitter is a random extra wait for a waiter's attempt-th denial: up to an
@@ -65,4 +89,47 @@ func jitter(wait, interval time.Duration, attempt int) time.Duration {
 		return 0
 	}
 	return rand.N(j)
+}
+
+// waitQueue lets one waiter per key at a time ask Redis; the others wait
+// their turn in the order they came (a channel's receivers are served in
+// order).
+type waitQueue struct {
+	mu    sync.Mutex
+	slots map[string]*waitSlot
+}
+
+type waitSlot struct {
+	turn chan struct{} // holds a token while nobody has the turn
+	refs int
+}
+
+// enter waits for key's turn and returns its release.
+func (q *waitQueue) enter(ctx context.Context, key string) (release func(), err error) {
+	q.mu.Lock()
+	if q.slots == nil {
+		q.slots = map[string]*waitSlot{}
+	}
+	s := q.slots[key]
+	if s == nil {
+		s = &waitSlot{turn: make(chan struct{}, 1)}
+		s.turn <- struct{}{}
+		q.slots[key] = s
+	}
+	s.refs++
+	q.mu.Unlock()
+	leave := func() {
+		q.mu.Lock()
+		if s.refs--; s.refs == 0 {
+			delete(q.slots, key) // no entry outlives its last waiter
+		}
+		q.mu.Unlock()
+	}
+	select {
+	case <-s.turn:
+		return func() { s.turn <- struct{}{}; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
-// readmeBlocks returns the code blocks the README marks with
+// readmeBlocks returns the code blocks docs/luagen.md marks with
 // <!-- consumer-test -->, in order: the consumer path as a user reads it.
 func readmeBlocks(t *testing.T) (sh [][]string, directive string) {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/luagen.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func readmeBlocks(t *testing.T) (sh [][]string, directive string) {
 		sh = append(sh, cmds)
 	}
 	if len(sh) != 2 || !strings.HasPrefix(directive, "//go:generate ") {
-		t.Fatalf("README: want two marked sh blocks and a marked //go:generate line, got %q and %q", sh, directive)
+		t.Fatalf("docs/luagen.md: want two marked sh blocks and a marked //go:generate line, got %q and %q", sh, directive)
 	}
 	return sh, directive
 }

@@ -188,8 +188,8 @@ func writeDenied(w http.ResponseWriter, _ *http.Request, d ratelimit.Decision) {
 // WriteError is the default error handler (WithErrorHandler): a problem
 // with status 400 for a request without a key (ErrNoKey,
 // clientip.ErrNoAddr) and the reason, 503 when Redis is unavailable
-// (ratelimit.ErrUnavailable) without details, which could expose the
-// store, and 500 otherwise: with the reason for a bad configuration
+// (ratelimit.ErrUnavailable) or the request's context ended, without
+// details, which could expose the store, and 500 otherwise: with the reason for a bad configuration
 // (ErrNoRoute, ratelimit.ErrInvalid), without it for an error of your own.
 // Call it from a handler of yours for the errors you do not answer
 // yourself.
@@ -198,7 +198,8 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrNoKey), errors.Is(err, clientip.ErrNoAddr):
 		p.Status, p.Detail = http.StatusBadRequest, err.Error()
-	case errors.Is(err, ratelimit.ErrUnavailable):
+	case errors.Is(err, ratelimit.ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Redis failed, or the request's context ended while it decided.
 		p.Status = http.StatusServiceUnavailable
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ratelimit.ErrInvalid):
 		// The server's configuration or code is wrong: say how, loudly.

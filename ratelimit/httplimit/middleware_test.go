@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -149,7 +150,7 @@ func TestMiddlewareNever(t *testing.T) {
 	}
 	h = httplimit.Middleware(l, httplimit.ByClientIP(), httplimit.WithCost(func(*http.Request) int64 { return 0 }))(okHandler)
 	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 500 {
-		t.Errorf("a cost of 0: %d, want the error handler's 500 (ErrInvalidCost)", rec.Code)
+		t.Errorf("a cost of 0: %d, want the error handler's 500 (ErrInvalid)", rec.Code)
 	}
 }
 
@@ -343,5 +344,30 @@ func TestByRoute(t *testing.T) {
 	}
 	if want := []int{200, 429, 200}; !cmp.Equal(codes, want) {
 		t.Errorf("codes %v, want %v (one bucket per pattern)", codes, want)
+	}
+}
+
+// WriteError, the default error handler, by kind of error.
+func TestWriteError(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		status int
+		detail bool
+	}{
+		{fmt.Errorf("%w: no X header", httplimit.ErrNoKey), 400, true},
+		{fmt.Errorf("%w: RemoteAddr", clientip.ErrNoAddr), 400, true},
+		{fmt.Errorf("%w: dial tcp: refused", ratelimit.ErrUnavailable), 503, false},
+		{fmt.Errorf("ratelimit: %w", context.Canceled), 503, false},
+		{fmt.Errorf("ratelimit: %w", context.DeadlineExceeded), 503, false},
+		{fmt.Errorf("%w: cost n = 0", ratelimit.ErrInvalid), 500, true},
+		{fmt.Errorf("%w for GET /x", httplimit.ErrNoRoute), 500, true},
+		{fmt.Errorf("ratelimit: %w", ratelimit.ErrBadState), 500, false},
+		{errors.New("unknown API key"), 500, false},
+	} {
+		rec := httptest.NewRecorder()
+		httplimit.WriteError(rec, nil, tt.err)
+		if p := problemOf(t, rec); rec.Code != tt.status || (p.Detail != "") != tt.detail {
+			t.Errorf("%v: %d %+v, want %d, detail %v", tt.err, rec.Code, p, tt.status, tt.detail)
+		}
 	}
 }

@@ -145,7 +145,7 @@ func WithTimeout(d time.Duration) Option {
 func OnFailure(f ratelimit.Fallback) Option {
 	return func(l *Limiter) error {
 		p := call.PolicyOf(f)
-		if p.Mode > call.Local || p.Mode == call.Local && !(p.Share > 0 && p.Share <= 1) {
+		if !p.Valid() {
 			return fmt.Errorf("%w: failure policy %v", ratelimit.ErrInvalid, f)
 		}
 		l.onFailure = p
@@ -285,7 +285,7 @@ func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string)
 	})
 }
 
-// A Lease is one slot of a ConcurrencyLimiter, held from Acquire until
+// A Lease is one slot of a Limiter, held from Acquire until
 // Release, or until its TTL runs out without a Renew. Its methods are safe
 // for concurrent use, and on a nil *Lease (a denied or fail-open Acquire)
 // they do nothing.

@@ -388,3 +388,36 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 		t.Errorf("denier called %d times with %+v", calls, got)
 	}
 }
+
+// FailLocal caps the requests in flight in this process at its share of
+// the limit while Redis is down; a local lease is released in memory.
+func TestFailLocal(t *testing.T) {
+	c := mustConcurrency(t, downClient(t), 4, time.Second, inflight.OnFailure(ratelimit.FailLocal(0.5)))
+	var leases []*inflight.Lease
+	for i := 0; i < 2; i++ {
+		l, d, err := c.Acquire(ctx, "u")
+		if err != nil || !d.Allowed || l == nil || d.Limit != 2 || d.Remaining != int64(1-i) || d.Fallback != ratelimit.FailLocal(0.5) || !errors.Is(d.Cause, ratelimit.ErrUnavailable) {
+			t.Fatalf("local acquire %d: %v, %v", i, d, err)
+		}
+		leases = append(leases, l)
+	}
+	if l, d, err := c.Acquire(ctx, "u"); err != nil || d.Allowed || l != nil {
+		t.Errorf("over the local cap: %v, %v", d, err)
+	}
+	if _, d, _ := c.Acquire(ctx, "v"); !d.Allowed {
+		t.Errorf("another key: %v", d)
+	}
+	if err := leases[0].Renew(ctx); err != nil {
+		t.Errorf("renew a local lease: %v", err)
+	}
+	if err := leases[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leases[0].Release(ctx) // idempotent: frees one slot, once
+	if _, d, _ := c.Acquire(ctx, "u"); !d.Allowed {
+		t.Errorf("after a release: %v", d)
+	}
+	if _, d, _ := c.Acquire(ctx, "u"); d.Allowed {
+		t.Errorf("a second Release freed a second slot: %v", d)
+	}
+}

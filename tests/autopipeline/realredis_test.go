@@ -235,7 +235,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			switch fb {
 			case ratelimit.Fallback{}:
 				if !errors.Is(err, ratelimit.ErrUnavailable) {
-					t.Errorf("%s: no policy: %v, %v; want ErrTimeout", name, d, err)
+					t.Errorf("%s: no policy: %v, %v; want ErrUnavailable", name, d, err)
 				}
 			default:
 				if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || !errors.Is(d.Cause, ratelimit.ErrUnavailable) {

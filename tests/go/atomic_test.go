@@ -221,7 +221,7 @@ func TestAtomicScriptsClockBound(t *testing.T) {
 }
 
 // TestLeasesUnderLoad: 64 goroutines compete for 5 leases per key through
-// ratelimit's ConcurrencyLimiter. While nobody releases, exactly 5 acquire
+// ratelimit's inflight.Limiter. While nobody releases, exactly 5 acquire
 // (no more: the cap; no fewer: the script admits until full). Then they
 // churn, each holding its lease a moment: no more than 5 hold one at any
 // time, by the holders' own count and by the set's size, and every lease

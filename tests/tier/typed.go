@@ -223,7 +223,7 @@ func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) 
 }
 
 // viaLeases makes one call of concurrency.lua through the generated typed
-// API (bindings.Concurrency): ratelimit's ConcurrencyLimiter makes its own
+// API (bindings.Concurrency): ratelimit's inflight.Limiter makes its own
 // lease ids, so it cannot replay a table's. What the bindings refuse before
 // sending (an op that is no word, numbers out of bounds) is ErrNotTyped.
 func viaLeases(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {

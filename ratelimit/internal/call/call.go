@@ -123,6 +123,12 @@ type Policy struct {
 	Share float64 // for Local: 0 < Share <= 1
 }
 
+// Valid reports whether p is a policy: a known mode, and for Local a share
+// above 0 and at most 1 (NaN is none).
+func (p Policy) Valid() bool {
+	return p.Mode <= Local && (p.Mode != Local || p.Share > 0 && p.Share <= 1)
+}
+
 // PolicyOf reads a ratelimit.Fallback: package ratelimit sets it in its
 // init, so that subpackages (inflight) take the same Fallback values as
 // New does.

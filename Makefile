@@ -6,10 +6,11 @@ GO ?= go
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
 # demo page in headless Chromium (chromedp), go-redis's AutoPipeliner,
-# ratelimit over rueidis and valkey-go, and the drop-in modules for
+# ratelimit over rueidis and valkey-go, the framework adapters (gin,
+# Echo, chi, Fiber, gRPC, OpenTelemetry), and the drop-in modules for
 # redis_rate and ulule users, which run those projects' own test suites on
 # a real Redis.
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey compat/redis_rate compat/ulule
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel compat/redis_rate compat/ulule
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -17,12 +18,13 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey compat
 # test-tools says before and after the run which tiers will skip, and why;
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
 # cache's concurrency test runs again under -race (cgo: gcc). Of bench/,
-# only the table generator's tests (the benchmarks run in make bench).
+# only the table generator's and the wrk reader's tests (the benchmarks
+# run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
-	cd bench && $(GO) test ./cmd/...
+	cd bench && $(GO) test ./cmd/... ./internal/...
 	$(GO) test -race -run 'TestDenyCache' ./ratelimit/
 	@$(MAKE) --no-print-directory test-tools
 
@@ -75,16 +77,22 @@ fuzz-run:
 		done; \
 	done
 
+# The bundle's bindings over go-redis, and over rueidis and valkey-go in
+# their modules (luagen -client rueidis|valkey; both need Go 1.25).
+CLIENT_BINDINGS := clients/rueidis clients/valkey
+
 generate:
 	$(GO) generate ./bindings/...
+	for m in $(CLIENT_BINDINGS); do (cd $$m && $(GO) generate ./bindings/...) || exit 1; done
 
 # Fails when bindings/ or the golden files are stale, or when generating
 # leaves changed or untracked files behind (git diff alone misses those).
 check-generated:
 	$(GO) run ./cmd/luagen -strict -check -o bindings -pkg bindings -manifest bindings/scripts.json -functions redlimit lua
+	for m in $(CLIENT_BINDINGS); do (cd $$m && $(GO) run github.com/redlimit/redlimit/cmd/luagen -strict -check -client $$(basename $$m) -o bindings -pkg bindings ../../lua) || exit 1; done
 	$(GO) test ./gen -run 'Golden|Deterministic'
-	$(GO) generate ./bindings/...
-	@out="$$(git status --porcelain -- bindings gen/testdata)" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
+	$(MAKE) --no-print-directory generate
+	@out="$$(git status --porcelain -- bindings gen/testdata $(addsuffix /bindings,$(CLIENT_BINDINGS)))" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }
@@ -94,8 +102,10 @@ lint:
 
 # Side by side with the peers on a real redis-server of its own (see
 # BENCHMARKS.md): six passes of the decision benchmarks, the memory
-# benchmark and the accuracy test into bench/results/latest.txt, then every
-# table of BENCHMARKS.md and benchmarks.svg regenerated from it.
+# benchmark, the accuracy test, TestAnatomy and the HTTP tier (wrk) into
+# bench/results/latest.txt, then every table of BENCHMARKS.md and
+# benchmarks.svg regenerated from it (about 25 minutes). SMOKE=1 make bench
+# checks the harness in about 3 minutes and writes no table.
 bench:
 	GO=$(GO) bench/run.sh
 

@@ -45,6 +45,7 @@ func BenchmarkAtomic(b *testing.B) {
 			start := rand.IntN(len(names))
 			for i := range names {
 				i := (start + i) % len(names)
+				expect("decision", "scenario", sc.name, "g", g, "impl", names[i])
 				b.Run(fmt.Sprintf("scenario=%s/g=%d/impl=%s", sc.name, g, names[i]), func(b *testing.B) {
 					benchDecisions(b, ctx, c, sent, atomicLimiters(c, sc.q)[i], sc, g)
 				})

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,6 +105,7 @@ func BenchmarkDecision(b *testing.B) {
 	}
 	b.Cleanup(func() { ap.Close() })
 	warmPool(b, c)
+	other := openOtherClients(b, sent)
 
 	for _, sc := range scenarios {
 		impls := []impl{
@@ -118,6 +120,28 @@ func BenchmarkDecision(b *testing.B) {
 			for i, l := range ours(v.c, sc.q, false, v.variant) {
 				impls = append(impls, impl{name: l.name, pipeline: v.pipeline, make: func() limiter {
 					return ours(v.c, sc.q, false, v.variant)[i]
+				}})
+			}
+		}
+		// Over rueidis and valkey-go, which pipeline by default: the floor
+		// (through the adapter, and natively over rueidis), the six scripts
+		// over rueidis, GCRA and the token bucket over valkey-go (the same
+		// adapter under another import path).
+		impls = append(impls,
+			impl{name: "floor_rueidis", pipeline: true, make: func() limiter { return floor(other.rueidis, "floor_rueidis") }},
+			impl{name: "floor_rueidis_native", pipeline: true, make: func() limiter { return nativeFloor(other.rueidisClient, sent) }},
+			impl{name: "floor_valkey", pipeline: true, make: func() limiter { return floor(other.valkey, "floor_valkey") }})
+		for _, v := range []struct {
+			c      redis.Scripter
+			suffix string
+			only   []string
+		}{{other.rueidis, "_rueidis", nil}, {other.valkey, "_valkey", []string{"gcra", "token_bucket"}}} {
+			for i, l := range ours(v.c, sc.q, false, variant{suffix: v.suffix}) {
+				if v.only != nil && !slices.Contains(v.only, strings.TrimSuffix(strings.TrimPrefix(l.name, "redlimit_"), v.suffix)) {
+					continue
+				}
+				impls = append(impls, impl{name: l.name, pipeline: true, make: func() limiter {
+					return ours(v.c, sc.q, false, variant{suffix: v.suffix})[i]
 				}})
 			}
 		}
@@ -151,6 +175,7 @@ func BenchmarkDecision(b *testing.B) {
 				if im.pipeline && g == 1 {
 					continue
 				}
+				expect("decision", "scenario", sc.name, "g", g, "impl", im.name)
 				b.Run(fmt.Sprintf("scenario=%s/g=%d/impl=%s", sc.name, g, im.name), func(b *testing.B) {
 					benchDecisions(b, ctx, c, sent, im.make(), sc, g)
 				})

@@ -6,11 +6,15 @@ replace github.com/redlimit/redlimit => ../
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
-	github.com/google/go-cmp v0.6.0
+	github.com/google/go-cmp v0.7.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.79
 	github.com/redlimit/redlimit v0.0.0-00010101000000-000000000000
+	github.com/redlimit/redlimit/clients/rueidis v0.0.0-00010101000000-000000000000
+	github.com/redlimit/redlimit/clients/valkey v0.0.0-00010101000000-000000000000
 	github.com/throttled/throttled/v2 v2.15.0
 	github.com/ulule/limiter/v3 v3.11.2
+	github.com/valkey-io/valkey-go v1.0.79
 )
 
 require (
@@ -19,3 +23,7 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
+
+replace github.com/redlimit/redlimit/clients/rueidis => ../clients/rueidis
+
+replace github.com/redlimit/redlimit/clients/valkey => ../clients/valkey

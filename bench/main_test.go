@@ -109,6 +109,18 @@ func startServer() (stop func(), err error) {
 	}
 }
 
+// expect announces a row the run is about to measure, as a line
+// "# bench-expect KIND k=v ..." that cmd/benchtable counts: a row announced
+// and never reported fails the tables (a crashed pass, a filtered run)
+// instead of leaving a gap or the last run's numbers.
+func expect(kind string, kv ...any) {
+	fmt.Printf("# bench-expect %s", kind)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Printf(" %v=%v", kv[i], kv[i+1])
+	}
+	fmt.Println()
+}
+
 // goroutines is how many callers the parallel benchmarks and the accuracy
 // test run at once.
 const goroutines = 64
@@ -133,8 +145,18 @@ type sentCounter struct {
 	counts sync.Map // name -> *atomic.Int64
 }
 
-func (s *sentCounter) add(cmd redis.Cmder) {
-	name := cmd.Name()
+func (s *sentCounter) add(cmd redis.Cmder) { s.count(cmd.Name()) }
+
+// addName counts a command sent by another client than go-redis, for the
+// caller of ctx too.
+func (s *sentCounter) addName(ctx context.Context, name string) {
+	s.count(name)
+	if n, ok := ctx.Value(callCounter{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
+}
+
+func (s *sentCounter) count(name string) {
 	v, ok := s.counts.Load(name)
 	if !ok {
 		v, _ = s.counts.LoadOrStore(name, new(atomic.Int64))

@@ -44,6 +44,7 @@ func BenchmarkMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, l := range append(ours(c, memoryQuota, false, plain), ps...) {
+		expect("memory", "impl", l.name)
 		b.Run("impl="+l.name, func(b *testing.B) {
 			info, usage := memoryPerKey(b, ctx, c, l)
 			b.ReportMetric(info, "info-B/key")

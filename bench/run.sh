@@ -7,26 +7,47 @@
 #            -count 1 (default 6)
 #   ROUNDS   rounds of TestAccuracy (default 3)
 #   ANATOMY_ROUNDS   rounds of TestAnatomy (default 5)
+#   HTTP_ROUNDS      rounds of TestHTTP, the HTTP tier driven by wrk
+#                    (default 6); HTTP_DURATION each row's run (default 5s)
+#   BENCHTIME        decisions per row and pass (default 10000x)
+#
+# SMOKE=1 checks the harness in a few minutes: one short pass of
+# everything into results/smoke.txt (not committed), the tables printed,
+# not written; BENCHMARKS.md and results/latest.txt are left alone.
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
+out=results/latest.txt
+if [ "${SMOKE:-}" = 1 ]; then
+	: "${PASSES:=1}" "${ROUNDS:=1}" "${ANATOMY_ROUNDS:=1}" "${HTTP_ROUNDS:=1}" "${HTTP_DURATION:=1s}" "${BENCHTIME:=1000x}"
+	out=results/smoke.txt
+fi
 PASSES=${PASSES:-6}
 ROUNDS=${ROUNDS:-3}
 ANATOMY_ROUNDS=${ANATOMY_ROUNDS:-5}
-out=results/latest.txt
+HTTP_ROUNDS=${HTTP_ROUNDS:-6}
+HTTP_DURATION=${HTTP_DURATION:-5s}
+BENCHTIME=${BENCHTIME:-10000x}
+command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get install -y wrk)"; exit 1; }
 {
 	echo "# bench-env start=$(date -u +%FT%TZ)"
 	# Six processes of -count 1, not one -count 6: -count repeats a
 	# benchmark back to back, so a slow spell of the machine would land on
 	# a few rows only; each process also starts every group at a random row.
 	for i in $(seq "$PASSES"); do
-		"$GO" test -run '^$' -bench '^Benchmark(Decision|Atomic)$' -benchtime 10000x -count 1
+		"$GO" test -run '^$' -bench '^Benchmark(Decision|Atomic)$' -benchtime "$BENCHTIME" -count 1 -timeout 60m
 	done
 	"$GO" test -run '^$' -bench '^BenchmarkMemory$' -benchtime 1x -count 1
 	"$GO" test -run '^TestAccuracy$' -v -accuracy.rounds "$ROUNDS"
 	"$GO" test -run '^TestAnatomy$' -v -count "$ANATOMY_ROUNDS"
+	"$GO" test -run '^TestHTTP$' -v -timeout 60m -http.rounds "$HTTP_ROUNDS" -http.duration "$HTTP_DURATION"
 	echo "# bench-env end=$(date -u +%FT%TZ)"
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"
+if [ "${SMOKE:-}" = 1 ]; then
+	"$GO" run ./cmd/benchtable "$out"
+	echo "bench: smoke run complete ($out); BENCHMARKS.md not written"
+	exit 0
+fi
 "$GO" run ./cmd/benchtable -md ../BENCHMARKS.md -svg ../benchmarks.svg "$out"
 echo "bench: wrote $out, BENCHMARKS.md's tables and benchmarks.svg"

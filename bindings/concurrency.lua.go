@@ -41,6 +41,8 @@ type ConcurrencyParams struct {
 	TTL time.Duration
 	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
 	Now time.Time
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
+	Deadline time.Time
 }
 
 // ConcurrencyResult is the reply of concurrency.lua.
@@ -88,13 +90,17 @@ type ConcurrencyResult struct {
 // until enough leases end. A raised one admits the difference at once. A
 // changed ttl applies to leases taken or renewed from then on.
 // State: a sorted set of at most 10000 members, each a lease id scored by
-// its expiry in µs, at most a day and 60 s past TIME. A key of another
-// type, a set with more members, or one whose oldest or newest member, or
-// the lease the call names, is not of that form is an error and the key is
-// left untouched. So is a member the call reads to answer it: the lease a
-// denied acquire waits for, and the next newest on a release of the
-// newest; a foreign one is BADSTATE. The other members in between are not
-// read: that would cost O(limit) per call.
+// its expiry in µs, at most a day and 60 s past TIME (lease ids hold no
+// ':', so sliding_window_log.lua's members are never taken for leases; see
+// docs/scripts.md). A key of another type, a set with more members, or one
+// whose oldest or newest member, or the lease the call names, is not of
+// that form is an error and the key is left untouched (members and TTL).
+// So is a member the call reads to answer it: the lease a denied acquire
+// waits for, the next newest on a release of the newest, and every expired
+// lease a write removes (each is read and checked first, so no member
+// another writer put there is removed); a foreign one is BADSTATE. The
+// other members in between are not read: that would cost O(limit) per
+// call.
 //
 // It runs concurrency.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
@@ -105,8 +111,9 @@ type ConcurrencyResult struct {
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
+//   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
-//   - ErrBadState for BADSTATE: the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+//   - ErrBadState for BADSTATE: the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
 func Concurrency(ctx context.Context, c redis.Scripter, leases string, p ConcurrencyParams) (ConcurrencyResult, error) {
 	return run(ctx, c, concurrencyCall(leases, p), concurrencyDecode)
 }
@@ -123,6 +130,7 @@ func concurrencyCall(leases string, p ConcurrencyParams) *call {
 	e.int("limit", p.Limit, between(1, 10000))
 	e.ms("ttl", p.TTL, between(1, 86400000))
 	e.unixUs("now", p.Now, between(0, 4503599627370496))
+	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -175,26 +183,32 @@ const concurrencySource = `--- Caps the requests in flight per key: at most limi
 --- until enough leases end. A raised one admits the difference at once. A
 --- changed ttl applies to leases taken or renewed from then on.
 --- State: a sorted set of at most 10000 members, each a lease id scored by
---- its expiry in µs, at most a day and 60 s past TIME. A key of another
---- type, a set with more members, or one whose oldest or newest member, or
---- the lease the call names, is not of that form is an error and the key is
---- left untouched. So is a member the call reads to answer it: the lease a
---- denied acquire waits for, and the next newest on a release of the
---- newest; a foreign one is BADSTATE. The other members in between are not
---- read: that would cost O(limit) per call.
+--- its expiry in µs, at most a day and 60 s past TIME (lease ids hold no
+--- ':', so sliding_window_log.lua's members are never taken for leases; see
+--- docs/scripts.md). A key of another type, a set with more members, or one
+--- whose oldest or newest member, or the lease the call names, is not of
+--- that form is an error and the key is left untouched (members and TTL).
+--- So is a member the call reads to answer it: the lease a denied acquire
+--- waits for, the next newest on a release of the newest, and every expired
+--- lease a write removes (each is read and checked first, so no member
+--- another writer put there is removed); a foreign one is BADSTATE. The
+--- other members in between are not read: that would cost O(limit) per
+--- call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
 --- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
 --- @arg    limit        int[1..10000]     most leases live at once
 --- @arg    ttl          ms[1..86400000]   how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
 --- @return allowed      bool              acquire: the lease is held; renew: it was live and now lives ttl from now; release: it was live and is gone
 --- @return remaining    int[0..]          leases that could still be taken now, never negative
 --- @return retry_after  ms[0..]           after a denied acquire, until enough leases expire for one more if none is released or renewed; else 0
 --- @return reset_after  ms[0..]           until every live lease has expired, if none is renewed
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -252,14 +266,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -301,12 +322,13 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local leases = KEYS[1]
-local op     = ARGV[1]
-local lease  = ARGV[2]
-local limit  = int(ARGV[3], 'limit', 1, 10000)
-local ttl    = int(ARGV[4], 'ttl', 1, 86400000)
-local now    = int(ARGV[5], 'now', 0, 2^52)
+local leases   = KEYS[1]
+local op       = ARGV[1]
+local lease    = ARGV[2]
+local limit    = int(ARGV[3], 'limit', 1, 10000)
+local ttl      = int(ARGV[4], 'ttl', 1, 86400000)
+local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
 if op ~= 'acquire' and op ~= 'renew' and op ~= 'release' then
   bad = bad or "BADARG op must be 'acquire', 'renew' or 'release'"
 end
@@ -320,11 +342,11 @@ if not id(lease) then
   bad = bad or "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'"
 end
 if leases == nil then bad = bad or 'BADARG leases key is missing' end
-exactly(1, 5)
+exactly(1, 6)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 local ttl_us = ttl * 1000
 
@@ -423,8 +445,16 @@ if op == 'release' and mine == last and live > 1 then
 end
 
 -- Every write removes the leases that have expired first (bounded by the
--- set's size), so crashed holders' leases never pile up.
+-- set's size), so crashed holders' leases never pile up. They are the
+-- oldest size - live members, each read and checked before any is
+-- removed: a member some other writer put in the set is never deleted.
 if live < size then
+  local old = redis.call('ZRANGE', leases, '0', string.format('%d', size - live - 1), 'WITHSCORES')
+  for i = 1, #old, 2 do
+    if expiry(old[i], old[i + 1]) == nil then
+      return badstate()
+    end
+  end
   redis.call('ZREMRANGEBYSCORE', leases, '-inf', string.format('%d', now))
 end
 if op == 'release' then

@@ -31,6 +31,8 @@ type GCRAParams struct {
 	Cost int64
 	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
 	Now time.Time
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	Deadline time.Time
 }
 
 // GCRAResult is the reply of gcra.lua.
@@ -66,34 +68,39 @@ type GCRAResult struct {
 // its state is spent on the server's clock, so a call whose clock lags TIME
 // by up to 60 s still finds the state; a call that finds no state is judged
 // at the later of its clock and TIME, so a key that expired never hands the
-// same time out twice. So no clock dates state more than 60 s past TIME: a
-// call with the server's clock waits at most the time a full burst takes
-// plus 60 s, a key lives at most the time a full burst takes plus 120 s, and
-// waits count from the caller's own clock. A caller clock behind the TAT is
+// same time out twice. So no clock dates state more than 60 s past TIME,
+// and a state dated further is BADSTATE, whatever wrote it: a call with
+// the server's clock waits at most the time a full burst takes plus 60 s,
+// a key lives at most the time a full burst takes plus 120 s, and waits
+// count from the caller's own clock. A caller clock behind the TAT is
 // judged at its own time against it, so it only waits longer.
 // Changed limits apply from the last write: the TAT's lead on that write's
 // clock is counted in intervals of the new rate and period, rounding up (a
 // lower rate frees no room, a higher one frees what it drains), and capped
 // at a full burst of the new size (a lowered burst is full, never locked
 // out).
-// State: a string of digits '<tat><interval>/<lead>': the TAT as exactly 16
-// digits, then the emission interval it counts in and, after the '/', the
-// TAT's lead on the clock of the write that set it (1..1e15), all in µs,
-// numbers without leading zeros. Anything else at the key, of any type, is
-// an error and the key is left untouched; that includes the
-// '<tat>/<interval>/<at>' of earlier versions of this script.
+// State: a string 'g<tat><interval>/<more>': the tag g (GCRA's: every
+// script's state starts with its own, see docs/scripts.md), the TAT as
+// exactly 16 digits, then the emission interval it counts in and, after
+// the '/', the TAT's lead on the clock of the write that set it less one
+// interval (0 after one request on an idle key), all in µs, numbers
+// without leading zeros. A state whose write's clock is more than 60 s past
+// TIME was not written by this script. Anything else at the key, of any
+// type, is an error and the key is left untouched (value and TTL); that
+// includes the untagged states of earlier versions of this script.
 //
 // It runs gcra.lua with EVALSHA, falling back to EVAL when the server does not
 // have the script cached. On a redis.Pipeliner it returns ErrPipeline: queue
 // the call in a Batch instead.
 //
 // Keys:
-//   - tat: string '<tat><interval>/<lead>' in µs; expires when the TAT is reached
+//   - tat: string 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
+//   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
-//   - ErrBadState for BADSTATE: the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+//   - ErrBadState for BADSTATE: the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 func GCRA(ctx context.Context, c redis.Scripter, tat string, p GCRAParams) (GCRAResult, error) {
 	return run(ctx, c, gcraCall(tat, p), gcraDecode)
 }
@@ -110,6 +117,7 @@ func gcraCall(tat string, p GCRAParams) *call {
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(0, 4503599627370496))
+	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -150,35 +158,41 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the time a full burst takes
---- plus 60 s, a key lives at most the time a full burst takes plus 120 s, and
---- waits count from the caller's own clock. A caller clock behind the TAT is
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the time a full burst takes plus 60 s,
+--- a key lives at most the time a full burst takes plus 120 s, and waits
+--- count from the caller's own clock. A caller clock behind the TAT is
 --- judged at its own time against it, so it only waits longer.
 --- Changed limits apply from the last write: the TAT's lead on that write's
 --- clock is counted in intervals of the new rate and period, rounding up (a
 --- lower rate frees no room, a higher one frees what it drains), and capped
 --- at a full burst of the new size (a lowered burst is full, never locked
 --- out).
---- State: a string of digits '<tat><interval>/<lead>': the TAT as exactly 16
---- digits, then the emission interval it counts in and, after the '/', the
---- TAT's lead on the clock of the write that set it (1..1e15), all in µs,
---- numbers without leading zeros. Anything else at the key, of any type, is
---- an error and the key is left untouched; that includes the
---- '<tat>/<interval>/<at>' of earlier versions of this script.
---- @key    tat          string '<tat><interval>/<lead>' in µs; expires when the TAT is reached
+--- State: a string 'g<tat><interval>/<more>': the tag g (GCRA's: every
+--- script's state starts with its own, see docs/scripts.md), the TAT as
+--- exactly 16 digits, then the emission interval it counts in and, after
+--- the '/', the TAT's lead on the clock of the write that set it less one
+--- interval (0 after one request on an idle key), all in µs, numbers
+--- without leading zeros. A state whose write's clock is more than 60 s past
+--- TIME was not written by this script. Anything else at the key, of any
+--- type, is an error and the key is left untouched (value and TTL); that
+--- includes the untagged states of earlier versions of this script.
+--- @key    tat          string 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole requests that would still pass now, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -236,14 +250,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -285,14 +306,15 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local tat    = KEYS[1]
-local burst  = int(ARGV[1], 'burst', 1, 1e9)
-local rate   = int(ARGV[2], 'rate', 1, 1e9)
-local period = int(ARGV[3], 'period', 1, 1e11)
-local cost   = int(ARGV[4], 'cost', 0, 1e9)
-local now    = int(ARGV[5], 'now', 0, 2^52)
+local tat      = KEYS[1]
+local burst    = int(ARGV[1], 'burst', 1, 1e9)
+local rate     = int(ARGV[2], 'rate', 1, 1e9)
+local period   = int(ARGV[3], 'period', 1, 1e11)
+local cost     = int(ARGV[4], 'cost', 0, 1e9)
+local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
 if tat == nil then bad = bad or 'BADARG tat key is missing' end
-exactly(1, 5)
+exactly(1, 6)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -315,7 +337,7 @@ if tolerance > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -337,23 +359,26 @@ else
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 16 digits, then two numbers
-  -- without leading zeros; the length bound keeps every number short
-  -- enough to convert exactly.
-  local v, was, lead
-  if #stored <= 48 then
-    v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  -- One pattern checks the whole state: the tag, 16 digits, then two
+  -- numbers; the length bound keeps every number short enough to convert
+  -- exactly, and a number below 10 but written with more digits has a
+  -- leading zero (all digits: it sorts below '1').
+  local v, was, more
+  if #stored <= 49 then
+    v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
   end
-  if v then
+  local lead
+  if v and (#more == 1 or more >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
-    v, was, lead = tonumber(v), was + 0, lead + 0
+    v, was = tonumber(v), was + 0
+    lead = was + more
   end
-  -- The write that set the state was at v - lead, on a clock never past
-  -- 2^52, and led by at most 1e15 µs.
-  if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
-    return redis.error_reply('BADSTATE the key is not a GCRA state <tat><interval>/<lead>; it is left untouched')
+  -- The write that set the state was at v - lead, on a clock no write lets
+  -- run more than max_skew past TIME, and led by at most 1e15 µs.
+  if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
+    return redis.error_reply('BADSTATE the key is not a GCRA state g<tat><interval>/<more>; it is left untouched')
   end
   -- A changed rate or burst applies from the last write, v - lead: its lead
   -- is counted in intervals of the current rate (whole ones exactly, a part
@@ -411,7 +436,7 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', tat, format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', tat, format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
 used = ahead % interval
 used = (ahead - used) / interval + (used > 0 and 1 or 0)
 reset = ahead + now - own + 999

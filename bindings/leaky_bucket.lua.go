@@ -31,6 +31,8 @@ type LeakyBucketParams struct {
 	Cost int64
 	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
 	Now time.Time
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	Deadline time.Time
 }
 
 // LeakyBucketResult is the reply of leaky_bucket.lua.
@@ -65,9 +67,10 @@ type LeakyBucketResult struct {
 // its state is spent on the server's clock, so a call whose clock lags TIME
 // by up to 60 s still finds the state; a call that finds no state is judged
 // at the later of its clock and TIME, so a key that expired never hands the
-// same time out twice. So no clock dates state more than 60 s past TIME: a
-// call with the server's clock waits at most the time to drain a full bucket
-// plus 60 s, a key lives at most the time to drain a full bucket plus 120 s,
+// same time out twice. So no clock dates state more than 60 s past TIME,
+// and a state dated further is BADSTATE, whatever wrote it: a call with
+// the server's clock waits at most the time to drain a full bucket plus
+// 60 s, a key lives at most the time to drain a full bucket plus 120 s,
 // and waits count from the caller's own clock. A caller clock behind the
 // stored state is judged at the stored time, so out-of-order calls never
 // drain the same time twice.
@@ -76,24 +79,29 @@ type LeakyBucketResult struct {
 // room, a higher one frees what it drains), capped at a full bucket of the
 // new capacity (a lowered capacity is full, never locked out), and drains
 // at the new rate since.
-// State: a string of digits '<ts><unit>/<level>': ts, the last time water
-// was poured, as exactly 16 digits of µs (0..2^52), then the µs per unit it
-// was poured at (1..1e14) and, after the '/', the µs of water then
-// (1..1e15), numbers without leading zeros. Anything else at the key, of
-// any type, is an error and the key is left untouched; that includes the
-// hash {level, ts, unit} of earlier versions of this script (WRONGTYPE).
+// State: a string 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
+// every script's state starts with its own, see docs/scripts.md), ts, the
+// last time water was poured, as exactly 16 digits of µs, then the µs per
+// unit it was poured at (1..1e14) and, after the '/', the µs of water then
+// (1..1e15) less one unit (0 after one unit poured into an empty bucket),
+// numbers without leading zeros. A ts more than 60 s past TIME was not
+// written by this script. Anything else at the key, of any type, is an
+// error and the key is left untouched (value and TTL); that includes the
+// untagged states and the hash {level, ts, unit} of earlier versions of
+// this script.
 //
 // It runs leaky_bucket.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
 // ErrPipeline: queue the call in a Batch instead.
 //
 // Keys:
-//   - bucket: string '<ts><unit>/<level>': µs of water at ts, the last time water was poured; expires once empty
+//   - bucket: string 'l<ts><unit>/<more>': µs of water at ts, the last time water was poured; expires once empty
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
+//   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
-//   - ErrBadState for BADSTATE: the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+//   - ErrBadState for BADSTATE: the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 func LeakyBucket(ctx context.Context, c redis.Scripter, bucket string, p LeakyBucketParams) (LeakyBucketResult, error) {
 	return run(ctx, c, leakyBucketCall(bucket, p), leakyBucketDecode)
 }
@@ -110,6 +118,7 @@ func leakyBucketCall(bucket string, p LeakyBucketParams) *call {
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(0, 4503599627370496))
+	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
 	return e.call()
 }
 
@@ -149,9 +158,10 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the time to drain a full bucket
---- plus 60 s, a key lives at most the time to drain a full bucket plus 120 s,
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the time to drain a full bucket plus
+--- 60 s, a key lives at most the time to drain a full bucket plus 120 s,
 --- and waits count from the caller's own clock. A caller clock behind the
 --- stored state is judged at the stored time, so out-of-order calls never
 --- drain the same time twice.
@@ -160,25 +170,31 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- room, a higher one frees what it drains), capped at a full bucket of the
 --- new capacity (a lowered capacity is full, never locked out), and drains
 --- at the new rate since.
---- State: a string of digits '<ts><unit>/<level>': ts, the last time water
---- was poured, as exactly 16 digits of µs (0..2^52), then the µs per unit it
---- was poured at (1..1e14) and, after the '/', the µs of water then
---- (1..1e15), numbers without leading zeros. Anything else at the key, of
---- any type, is an error and the key is left untouched; that includes the
---- hash {level, ts, unit} of earlier versions of this script (WRONGTYPE).
---- @key    bucket       string '<ts><unit>/<level>': µs of water at ts, the last time water was poured; expires once empty
+--- State: a string 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
+--- every script's state starts with its own, see docs/scripts.md), ts, the
+--- last time water was poured, as exactly 16 digits of µs, then the µs per
+--- unit it was poured at (1..1e14) and, after the '/', the µs of water then
+--- (1..1e15) less one unit (0 after one unit poured into an empty bucket),
+--- numbers without leading zeros. A ts more than 60 s past TIME was not
+--- written by this script. Anything else at the key, of any type, is an
+--- error and the key is left untouched (value and TTL); that includes the
+--- untagged states and the hash {level, ts, unit} of earlier versions of
+--- this script.
+--- @key    bucket       string 'l<ts><unit>/<more>': µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int[1..1e9]       units the bucket holds
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole units that still fit, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -236,14 +252,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -291,8 +314,9 @@ local rate     = int(ARGV[2], 'rate', 1, 1e9)
 local period   = int(ARGV[3], 'period', 1, 1e11)
 local cost     = int(ARGV[4], 'cost', 0, 1e9)
 local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 5)
+exactly(1, 6)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -315,7 +339,7 @@ if full > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -335,21 +359,25 @@ else
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 16 digits, then two numbers
-  -- without leading zeros; the length bound keeps every number short
-  -- enough to convert exactly.
-  local ts, was, level
-  if #stored <= 48 then
-    ts, was, level = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  -- One pattern checks the whole state: the tag, 16 digits, then two
+  -- numbers; the length bound keeps every number short enough to convert
+  -- exactly, and a number of more than one digit that sorts below '1' (all
+  -- digits) has a leading zero. No write dates ts more than max_skew past
+  -- TIME.
+  local ts, was, more
+  if #stored <= 49 then
+    ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
   end
-  if ts then
+  local level
+  if ts and (#more == 1 or more >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
-    ts, was, level = tonumber(ts), was + 0, level + 0
+    ts, was = tonumber(ts), was + 0
+    level = was + more
   end
-  if not ts or ts > 2^52 or was > 1e14 or level > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket <ts><unit>/<level>; it is left untouched')
+  if not level or ts > server + max_skew or was > 1e14 or level > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more>; it is left untouched')
   end
   if now < ts then
     now = ts
@@ -408,7 +436,7 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('%016d%d/%d', now, unit, water), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', bucket, format('l%016d%d/%d', now, unit, water - unit), 'PX', format('%d', ttl > 1 and ttl or 1))
 reset = now + water - own + 999
 return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 `

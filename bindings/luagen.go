@@ -22,8 +22,12 @@ import (
 var ErrBadArg = errors.New("BADARG")
 
 // ErrBadState matches, with errors.Is, a *ScriptError with code BADSTATE.
-// BADSTATE: the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched.
+// BADSTATE: the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched.
 var ErrBadState = errors.New("BADSTATE")
+
+// ErrExpired matches, with errors.Is, a *ScriptError with code EXPIRED.
+// EXPIRED: the server ran the call at or after its deadline; nothing changed.
+var ErrExpired = errors.New("EXPIRED")
 
 // ErrWrongType matches, with errors.Is, a *ScriptError with code WRONGTYPE.
 // WRONGTYPE: the key holds another type of value; it is left untouched.
@@ -35,6 +39,7 @@ var ErrWrongType = errors.New("WRONGTYPE")
 var errorCodes = map[string]error{
 	"BADARG":    ErrBadArg,
 	"BADSTATE":  ErrBadState,
+	"EXPIRED":   ErrExpired,
 	"WRONGTYPE": ErrWrongType,
 }
 
@@ -43,6 +48,7 @@ var allScripts = []*scriptMeta{
 	concurrencyInfo,
 	fixedWindowInfo,
 	gcraInfo,
+	gcraAtMostInfo,
 	leakyBucketInfo,
 	multiInfo,
 	slidingWindowCounterInfo,
@@ -471,10 +477,12 @@ func describe(v any) string {
 }
 
 // intRange is the [lo..hi] of an integer, duration or instant, in its wire
-// unit; nil means any value.
+// unit, and its sentinels (values outside it that mean something else:
+// never = -1); nil means any value.
 type intRange struct {
 	lo, hi       int64
 	hasLo, hasHi bool
+	also         []int64
 }
 
 func atLeast(lo int64) *intRange { return &intRange{lo: lo, hasLo: true} }
@@ -482,7 +490,15 @@ func atLeast(lo int64) *intRange { return &intRange{lo: lo, hasLo: true} }
 func between(lo, hi int64) *intRange { return &intRange{lo: lo, hi: hi, hasLo: true, hasHi: true} }
 
 func (r *intRange) holds(n int64) bool {
-	return r == nil || (!r.hasLo || n >= r.lo) && (!r.hasHi || n <= r.hi)
+	if r == nil || (!r.hasLo || n >= r.lo) && (!r.hasHi || n <= r.hi) {
+		return true
+	}
+	for _, v := range r.also {
+		if n == v {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *intRange) String() string {
@@ -493,7 +509,11 @@ func (r *intRange) String() string {
 	if r.hasHi {
 		hi = strconv.FormatInt(r.hi, 10)
 	}
-	return "[" + lo + ".." + hi + "]"
+	s := "[" + lo + ".." + hi + "]"
+	for _, v := range r.also {
+		s += " or " + strconv.FormatInt(v, 10)
+	}
+	return s
 }
 
 func (e encoder) int(name string, v int64, r *intRange) {
@@ -616,13 +636,26 @@ func (e encoder) unixUs(name string, t time.Time, r *intRange) {
 	e.instant(name, t, time.Microsecond, "microseconds", r)
 }
 
-// rest decodes the elements from index from on, for a ...name @return.
-func rest[T any](d *decoder, from int, one func(int) T) []T {
+// rest decodes the elements from index from on, for a ...name @return, in
+// groups of size (a record's fields; 1 otherwise), and checks how many
+// groups there are against r (nil: any).
+func rest[T any](d *decoder, from, size int, name string, r *intRange, one func(int) T) []T {
 	if d.err != nil {
 		return nil
 	}
-	out := make([]T, 0, len(d.vals)-from)
-	for i := from; i < len(d.vals); i++ {
+	n := len(d.vals) - from
+	if n%size != 0 {
+		d.err = &ReplyError{Script: d.info.file, Element: from + 1, Name: name,
+			Want: "whole records of " + strconv.Itoa(size) + " elements", Got: strconv.Itoa(n) + " elements"}
+		return nil
+	}
+	if !r.holds(int64(n / size)) {
+		d.err = &ReplyError{Script: d.info.file, Element: from + 1, Name: name,
+			Want: "a count in " + r.String(), Got: strconv.Itoa(n / size)}
+		return nil
+	}
+	out := make([]T, 0, n/size)
+	for i := from; i < len(d.vals); i += size {
 		out = append(out, one(i))
 	}
 	return out

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,6 +29,7 @@ var functionOf = map[*scriptMeta]string{
 	concurrencyInfo:          "redlimit_concurrency",
 	fixedWindowInfo:          "redlimit_fixed_window",
 	gcraInfo:                 "redlimit_gcra",
+	gcraAtMostInfo:           "redlimit_gcra_at_most",
 	leakyBucketInfo:          "redlimit_leaky_bucket",
 	multiInfo:                "redlimit_multi",
 	slidingWindowCounterInfo: "redlimit_sliding_window_counter",
@@ -51,6 +54,7 @@ const functionsCode = `#!lua name=redlimit
 -- redlimit_concurrency             concurrency.lua
 -- redlimit_fixed_window            fixed_window.lua
 -- redlimit_gcra                    gcra.lua
+-- redlimit_gcra_at_most            gcra_at_most.lua
 -- redlimit_leaky_bucket            leaky_bucket.lua
 -- redlimit_multi                   multi.lua
 -- redlimit_sliding_window_counter  sliding_window_counter.lua
@@ -84,6 +88,16 @@ redis.register_function{
   callback = function(KEYS, ARGV)
 ` +
 	gcraSource +
+	`end,
+}
+` +
+	`
+-- gcra_at_most.lua
+redis.register_function{
+  function_name = 'redlimit_gcra_at_most',
+  callback = function(KEYS, ARGV)
+` +
+	gcraAtMostSource +
 	`end,
 }
 ` +
@@ -153,6 +167,41 @@ var ErrFunctionsMissing = errors.New("luagen: the server does not hold the Funct
 // when its function is missing there.
 var ErrFunctionsStale = errors.New("luagen: the server holds other code under the Functions library name " + FunctionsLibrary)
 
+// ErrFunctionsConflict matches a *FunctionsConflictError: another library
+// holds a function of this one.
+var ErrFunctionsConflict = errors.New("luagen: another Functions library holds a function of " + FunctionsLibrary)
+
+// FunctionsConflictError reports a function of the library that another
+// library holds. Function names are one namespace per server, and Redis
+// compares them without regard to case, so while the other library holds
+// the name this library cannot be loaded, and FCALL of the name would run
+// the other library's code: calls refuse it instead. Resolve it by
+// deleting the other library (FUNCTION DELETE Library) if it is not
+// needed, or by calling the scripts without Functions (EVALSHA, a plain
+// client); luagen -functions NAME gives your own scripts another prefix.
+type FunctionsConflictError struct {
+	Function string // this library's function, as it calls it
+	Library  string // the library that holds it
+	Holds    string // the name as that library registered it (case may differ)
+}
+
+func (e *FunctionsConflictError) Error() string {
+	return fmt.Sprintf("luagen: the function %s belongs to the Functions library %s (as %s), not %s: delete it (FUNCTION DELETE %s) or call the scripts without Functions",
+		e.Function, e.Library, e.Holds, FunctionsLibrary, e.Library)
+}
+
+// Is makes errors.Is(err, ErrFunctionsConflict) hold.
+func (e *FunctionsConflictError) Is(target error) bool { return target == ErrFunctionsConflict }
+
+// FunctionsRecheck is how long a FunctionsClient trusts that every
+// primary's functions of these names are this library's before it looks
+// again (FUNCTION LIST LIBRARYNAME, one small reply per primary): a call
+// never runs another library's function that was there when it last
+// looked, and one registered since (after FUNCTION FLUSH or DELETE took
+// this library away) runs for at most this long. Looking on every call
+// would cost a round trip per decision.
+const FunctionsRecheck = time.Second
+
 // FunctionsCmdable is what the library needs of a client: *redis.Client,
 // *redis.ClusterClient, *redis.Ring, redis.UniversalClient and *redis.Tx
 // have it.
@@ -174,19 +223,26 @@ type FunctionsCmdable interface {
 //	fc := WithFunctions(rdb)
 //	r, err := Quota(ctx, fc, ...) // any script of the package
 //
-// A call whose function the server does not hold (after FUNCTION FLUSH, or
-// on a server that restarted without persistence) did not run: the
-// library is loaded with FUNCTION LOAD on every primary and the call is
-// sent again, once, as EVALSHA falls back to EVAL. Where the server holds
-// other code under the library's name the call fails with
-// ErrFunctionsStale rather than replace it: run LoadFunctions when you
-// deploy, which does. Other commands (Eval, EvalSha, ScriptLoad...) go to
-// the client unchanged.
+// Before its first call, and again once FunctionsRecheck has passed, it
+// makes sure every primary's functions of these names belong to this
+// library: where another library holds one, calls fail with a
+// *FunctionsConflictError (ErrFunctionsConflict) and run nothing. A call
+// whose function the server does not hold (after FUNCTION FLUSH, or on a
+// server that restarted without persistence) did not run: the library is
+// loaded with FUNCTION LOAD on every primary and the call is sent again,
+// once, as EVALSHA falls back to EVAL. Where the server holds other code
+// under the library's name the call fails with ErrFunctionsStale rather
+// than replace it: run LoadFunctions when you deploy, which does. Other
+// commands (Eval, EvalSha, ScriptLoad...) go to the client unchanged.
 //
-// Functions need Redis 7.0 or later (older servers answer unknown command),
-// and miniredis has none: test with a plain client there.
+// Make one FunctionsClient per client and keep it: it remembers its last
+// check, and a new one checks again. Functions need Redis 7.0 or later
+// (older servers answer unknown command), and miniredis has none: test
+// with a plain client there.
 type FunctionsClient struct {
-	c FunctionsCmdable
+	c     FunctionsCmdable
+	mu    sync.Mutex   // one ownership check at a time
+	until atomic.Int64 // UnixNano until which ownership holds; 0 for never checked
 }
 
 // WithFunctions returns a FunctionsClient over c.
@@ -227,7 +283,9 @@ func (f *FunctionsClient) Pipeline() redis.Pipeliner { return f.c.Pipeline() }
 
 // LoadFunctions makes every primary hold the library: FUNCTION LOAD where
 // it is missing, FUNCTION LOAD REPLACE where other code holds its name (an
-// older version, say), nothing where it is already there. On a
+// older version, say), nothing where it is already there. Where another
+// library holds one of its functions it loads nothing there and returns a
+// *FunctionsConflictError naming that library. On a
 // *redis.ClusterClient that is every master (go-redis sends FUNCTION LOAD
 // itself to one node only), on a *redis.Ring every shard; replicas get it
 // from their master. Calls load a missing library themselves; run this
@@ -239,11 +297,16 @@ func LoadFunctions(ctx context.Context, c FunctionsCmdable) error {
 	})
 }
 
-// CheckFunctions reports, per primary, a missing library
-// (ErrFunctionsMissing) or other code under its name (ErrFunctionsStale),
-// and changes nothing. It reads the library with FUNCTION LIST.
+// CheckFunctions reports, per primary, a function of the library that
+// another library holds (a *FunctionsConflictError naming it), a missing
+// library (ErrFunctionsMissing) or other code under its name
+// (ErrFunctionsStale), and changes nothing. It reads the libraries with
+// FUNCTION LIST.
 func CheckFunctions(ctx context.Context, c FunctionsCmdable) error {
 	return eachPrimary(ctx, c, func(ctx context.Context, node FunctionsCmdable) error {
+		if err := conflicts(ctx, node); err != nil {
+			return err
+		}
 		code, found, err := libraryCode(ctx, node)
 		switch {
 		case err != nil:
@@ -273,16 +336,91 @@ func fcall(ctx context.Context, c functionCaller, cl *call) *redis.Cmd {
 // client is the client f sends through, for isPipeline.
 func (f *FunctionsClient) client() redis.Scripter { return f.c }
 
+// owned makes sure, at most once per FunctionsRecheck, that every
+// primary's functions of these names are this library's, loading it where
+// it is missing. Calls between two checks cost a clock read.
+func (f *FunctionsClient) owned(ctx context.Context) error {
+	if time.Now().UnixNano() < f.until.Load() {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if time.Now().UnixNano() < f.until.Load() {
+		return nil // another call checked meanwhile
+	}
+	if err := eachPrimary(ctx, f.c, ownOrLoad); err != nil {
+		return err
+	}
+	f.until.Store(time.Now().Add(FunctionsRecheck).UnixNano())
+	return nil
+}
+
+// ownOrLoad checks one node: the library there holds every function of
+// this one (so no other library can: names are unique per server), or it
+// is loaded, which checks for other libraries first.
+func ownOrLoad(ctx context.Context, node FunctionsCmdable) error {
+	libs, err := node.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: FunctionsLibrary}).Result()
+	if err != nil {
+		return err
+	}
+	for _, l := range libs {
+		if l.Name == FunctionsLibrary && holdsAll(l) {
+			return nil
+		}
+	}
+	return syncLibrary(ctx, node, false)
+}
+
+// holdsAll reports whether l registers every function of this library.
+func holdsAll(l redis.Library) bool {
+	for _, fn := range functionOf {
+		found := false
+		for _, g := range l.Functions {
+			found = found || strings.EqualFold(g.Name, fn)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// conflicts returns a *FunctionsConflictError for each function of this
+// library that another library on node holds, joined, or nil.
+func conflicts(ctx context.Context, node FunctionsCmdable) error {
+	libs, err := node.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range libs {
+		if l.Name == FunctionsLibrary {
+			continue
+		}
+		for _, g := range l.Functions {
+			for _, fn := range functionOf {
+				if strings.EqualFold(g.Name, fn) {
+					errs = append(errs, &FunctionsConflictError{Function: fn, Library: l.Name, Holds: g.Name})
+				}
+			}
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errors.Join(errs...)
+}
+
 // runCall sends one call, and again once the library is loaded when the
 // server did not hold its function.
 func (f *FunctionsClient) runCall(ctx context.Context, cl *call) *redis.Cmd {
+	if err := f.owned(ctx); err != nil {
+		return failedCmd(ctx, err)
+	}
 	cmd := fcall(ctx, f.c, cl)
 	if !functionNotFound(cmd.Err()) {
 		return cmd
 	}
-	if err := eachPrimary(ctx, f.c, func(ctx context.Context, node FunctionsCmdable) error {
-		return syncLibrary(ctx, node, false)
-	}); err != nil {
+	f.until.Store(0) // the library went away since the check: check, and load it
+	if err := f.owned(ctx); err != nil {
 		return failedCmd(ctx, err)
 	}
 	return fcall(ctx, f.c, cl)
@@ -292,6 +430,12 @@ func (f *FunctionsClient) runCall(ctx context.Context, cl *call) *redis.Cmd {
 // calls whose function was missing once more, after loading the library.
 func (f *FunctionsClient) execCalls(ctx context.Context, calls []*call) error {
 	cmds := make([]*redis.Cmd, len(calls))
+	if err := f.owned(ctx); err != nil {
+		for i := range cmds {
+			cmds[i] = failedCmd(ctx, err)
+		}
+		return finishAll(calls, cmds)
+	}
 	pipe := f.c.Pipeline()
 	for i, cl := range calls {
 		if cl.err == nil {
@@ -311,9 +455,8 @@ func (f *FunctionsClient) execCalls(ctx context.Context, calls []*call) error {
 		}
 	}
 	if len(missing) > 0 {
-		err := eachPrimary(ctx, f.c, func(ctx context.Context, node FunctionsCmdable) error {
-			return syncLibrary(ctx, node, false)
-		})
+		f.until.Store(0)
+		err := f.owned(ctx)
 		retry := f.c.Pipeline()
 		for _, i := range missing {
 			if err != nil {
@@ -331,12 +474,23 @@ func (f *FunctionsClient) execCalls(ctx context.Context, calls []*call) error {
 	return finishAll(calls, cmds)
 }
 
-// syncLibrary puts the library on one node. With replace, other code under
-// its name is replaced; without, FUNCTION LOAD is tried first (the library
-// is usually just missing) and other code is ErrFunctionsStale.
+// syncLibrary puts the library on one node, unless another library holds
+// one of its functions (a *FunctionsConflictError). With replace, other
+// code under its name is replaced; without, FUNCTION LOAD is tried first
+// (the library is usually just missing) and other code is
+// ErrFunctionsStale.
 func syncLibrary(ctx context.Context, node FunctionsCmdable, replace bool) error {
+	if err := conflicts(ctx, node); err != nil {
+		return err
+	}
 	if !replace {
 		err := node.FunctionLoad(ctx, functionsCode).Err()
+		if functionExists(err) {
+			// Another library registered one of the names since the look.
+			if cerr := conflicts(ctx, node); cerr != nil {
+				return cerr
+			}
+		}
 		if err == nil || !libraryExists(err) {
 			return err
 		}
@@ -351,7 +505,13 @@ func syncLibrary(ctx context.Context, node FunctionsCmdable, replace bool) error
 	case found && !replace:
 		return ErrFunctionsStale
 	}
-	return node.FunctionLoadReplace(ctx, functionsCode).Err()
+	err = node.FunctionLoadReplace(ctx, functionsCode).Err()
+	if functionExists(err) {
+		if cerr := conflicts(ctx, node); cerr != nil {
+			return cerr
+		}
+	}
+	return err
 }
 
 // sameCode compares library code up to trailing line ends: a shell's
@@ -425,6 +585,13 @@ func functionNotFound(err error) bool {
 func libraryExists(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "Library '"+FunctionsLibrary+"' already exists")
+}
+
+// functionExists reports FUNCTION LOAD's answer for a function name that
+// another library holds.
+func functionExists(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(strings.TrimPrefix(rerr.Error(), "ERR "), "Function ") && strings.HasSuffix(rerr.Error(), " already exists")
 }
 
 func failedCmd(ctx context.Context, err error) *redis.Cmd {

@@ -25,7 +25,9 @@ type MultiParams struct {
 	Cost int64
 	// Now (ARGV[2], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
 	Now time.Time
-	// Limits (ARGV[3] onwards, [1..1e11]): per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
+	// Deadline (ARGV[3], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	Deadline time.Time
+	// Limits (ARGV[4] onwards, [1..1e11]): per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
 	Limits []int64
 }
 
@@ -62,14 +64,14 @@ type MultiResult struct {
 // otherwise; the script cannot tell a slot cheaply).
 // Clocks, changed limits and state are gcra.lua's, for each limit: now =
 // 0 uses the server's TIME; a caller clock more than 60 s from TIME is
-// refused with BADARG; a write with a caller clock keeps each key 60 s
+// refused with BADARG, and so is a state dated further ahead (BADSTATE); a write with a caller clock keeps each key 60 s
 // past the instant its state is spent; a key that holds nothing is judged
 // at the later of the caller's clock and TIME. A changed rate, period or
 // burst applies from that key's last write (capped at a full burst of the
 // new size: no lockout, no free burst). A limit added later starts full;
 // a limit dropped leaves its key to expire. Arithmetic is exact for every
 // accepted input.
-// State: per key, gcra.lua's string '<tat><interval>/<lead>' in µs (see
+// State: per key, gcra.lua's string 'g<tat><interval>/<more>' in µs (see
 // there); anything else at any key, of any type, is an error, and no key
 // is written.
 //
@@ -78,12 +80,13 @@ type MultiResult struct {
 // queue the call in a Batch instead.
 //
 // Keys:
-//   - keys (the rest of KEYS): string '<tat><interval>/<lead>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+//   - keys (the rest of KEYS): string 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
+//   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; no key is written
 //   - ErrWrongType for WRONGTYPE: a key holds another type of value; no key is written
-//   - ErrBadState for BADSTATE: a key is a string but not a GCRA state; no key is written
+//   - ErrBadState for BADSTATE: a key is a string but not a GCRA state (another script's, another layout, a number out of range); no key is written
 func Multi(ctx context.Context, c redis.Scripter, keys []string, p MultiParams) (MultiResult, error) {
 	return run(ctx, c, multiCall(keys, p), multiDecode)
 }
@@ -97,6 +100,7 @@ func multiCall(keys []string, p MultiParams) *call {
 	e := newEncoder(multiInfo, keys)
 	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(0, 4503599627370496))
+	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
 	for _, v := range p.Limits {
 		e.int("limits", v, between(1, 100000000000))
 	}
@@ -108,7 +112,7 @@ func multiDecode(v any) (MultiResult, error) {
 	r := MultiResult{
 		Allowed:  d.bool(0, "allowed"),
 		Denied:   d.int(1, "denied", between(0, 16)),
-		PerLimit: rest(&d, 2, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
+		PerLimit: rest(&d, 2, 1, "per_limit", nil, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
 	}
 	if d.err != nil {
 		return MultiResult{}, d.err
@@ -141,26 +145,28 @@ const multiSource = `--- Checks several limits on one request and counts it agai
 --- otherwise; the script cannot tell a slot cheaply).
 --- Clocks, changed limits and state are gcra.lua's, for each limit: now =
 --- 0 uses the server's TIME; a caller clock more than 60 s from TIME is
---- refused with BADARG; a write with a caller clock keeps each key 60 s
+--- refused with BADARG, and so is a state dated further ahead (BADSTATE); a write with a caller clock keeps each key 60 s
 --- past the instant its state is spent; a key that holds nothing is judged
 --- at the later of the caller's clock and TIME. A changed rate, period or
 --- burst applies from that key's last write (capped at a full burst of the
 --- new size: no lockout, no free burst). A limit added later starts full;
 --- a limit dropped leaves its key to expire. Arithmetic is exact for every
 --- accepted input.
---- State: per key, gcra.lua's string '<tat><interval>/<lead>' in µs (see
+--- State: per key, gcra.lua's string 'g<tat><interval>/<more>' in µs (see
 --- there); anything else at any key, of any type, is an error, and no key
 --- is written.
---- @key    ...keys       string '<tat><interval>/<lead>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- @key    ...keys       string 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
 --- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline      unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
 --- @return allowed       bool
 --- @return denied        int[0..16]        the limit that binds a denial (1-based, KEYS order); 0 when allowed
 --- @return ...per_limit  int[-1..]         per key in turn: remaining, retry_after (ms; -1 when cost exceeds its burst) and reset_after (ms)
 --- @error  BADARG        an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
+--- @error  EXPIRED       the server ran the call at or after its deadline; no key is written
 --- @error  WRONGTYPE     a key holds another type of value; no key is written
---- @error  BADSTATE      a key is a string but not a GCRA state; no key is written
+--- @error  BADSTATE      a key is a string but not a GCRA state (another script's, another layout, a number out of range); no key is written
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -218,14 +224,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -267,8 +280,9 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local cost = int(ARGV[1], 'cost', 0, 1e9)
-local now  = int(ARGV[2], 'now', 0, 2^52)
+local cost     = int(ARGV[1], 'cost', 0, 1e9)
+local now      = int(ARGV[2], 'now', 0, 2^52)
+local deadline = int(ARGV[3], 'deadline', 0, 2^52)
 local n = #KEYS
 if n == 0 or n > 16 then
   bad = bad or string.format('BADARG takes 1 to 16 keys, one per limit, got %d', n)
@@ -292,9 +306,9 @@ end
 local limits, seen = {}, {}
 for i = 1, n < 16 and n or 16 do
   limits[i] = {
-    burst = limit(3 * i, 'burst', i, 1, 1e9),
-    rate = limit(3 * i + 1, 'rate', i, 1, 1e9),
-    period = limit(3 * i + 2, 'period', i, 1, 1e11),
+    burst = limit(3 * i + 1, 'burst', i, 1, 1e9),
+    rate = limit(3 * i + 2, 'rate', i, 1, 1e9),
+    period = limit(3 * i + 3, 'period', i, 1, 1e11),
   }
   local key = KEYS[i]
   if seen[key] then
@@ -302,7 +316,7 @@ for i = 1, n < 16 and n or 16 do
   end
   seen[key] = i
 end
-exactly(n, 2 + 3 * n)
+exactly(n, 3 + 3 * n)
 if bad then return redis.error_reply(bad) end
 
 -- gcra.lua's derived bounds, per limit: the emission interval in whole µs,
@@ -328,7 +342,7 @@ for i = 1, n do
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- Every key is read and judged before any is written, so an error or a
@@ -356,17 +370,19 @@ for i = 1, n do
     if stored.err then
       return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
     end
-    local v, was, lead
-    if #stored <= 48 then
-      v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+    local v, was, more
+    if #stored <= 49 then
+      v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
     end
-    if v then
+    local lead
+    if v and (#more == 1 or more >= '1') then
       -- tonumber for the fixed-width field, as in gcra.lua: gopher-lua
       -- reads a leading 0 as octal in arithmetic.
-      v, was, lead = tonumber(v), was + 0, lead + 0
+      v, was = tonumber(v), was + 0
+      lead = was + more
     end
-    if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
-      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state <tat><interval>/<lead>; no key is written', i))
+    if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
+      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state g<tat><interval>/<more>; no key is written', i))
     end
     if was ~= interval or lead > tolerance then
       local units = lead % was
@@ -419,7 +435,8 @@ if reply[1] == 0 or cost == 0 then
 end
 
 -- Every limit has room: count cost against each, in gcra.lua's state
--- (the TAT, the interval, the TAT's lead on the clock it was judged at).
+-- (the TAT, the interval, the TAT's lead on the clock it was judged at,
+-- less one interval).
 -- Keys expire by the server's clock; a caller's write keeps each max_skew
 -- longer, so a call whose clock lags the server's by up to max_skew still
 -- finds it.
@@ -433,7 +450,7 @@ for i = 1, n do
     ttl = ttl + max_skew
   end
   ttl = (ttl - ttl % 1000) / 1000
-  redis.call('SET', KEYS[i], format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+  redis.call('SET', KEYS[i], format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
   local used = ahead % interval
   used = (ahead - used) / interval + (used > 0 and 1 or 0)
   local reset = ahead + l.at - own + 999

@@ -13,6 +13,7 @@
 -- redlimit_concurrency             concurrency.lua
 -- redlimit_fixed_window            fixed_window.lua
 -- redlimit_gcra                    gcra.lua
+-- redlimit_gcra_at_most            gcra_at_most.lua
 -- redlimit_leaky_bucket            leaky_bucket.lua
 -- redlimit_multi                   multi.lua
 -- redlimit_sliding_window_counter  sliding_window_counter.lua
@@ -56,26 +57,32 @@ redis.register_function{
 --- until enough leases end. A raised one admits the difference at once. A
 --- changed ttl applies to leases taken or renewed from then on.
 --- State: a sorted set of at most 10000 members, each a lease id scored by
---- its expiry in µs, at most a day and 60 s past TIME. A key of another
---- type, a set with more members, or one whose oldest or newest member, or
---- the lease the call names, is not of that form is an error and the key is
---- left untouched. So is a member the call reads to answer it: the lease a
---- denied acquire waits for, and the next newest on a release of the
---- newest; a foreign one is BADSTATE. The other members in between are not
---- read: that would cost O(limit) per call.
+--- its expiry in µs, at most a day and 60 s past TIME (lease ids hold no
+--- ':', so sliding_window_log.lua's members are never taken for leases; see
+--- docs/scripts.md). A key of another type, a set with more members, or one
+--- whose oldest or newest member, or the lease the call names, is not of
+--- that form is an error and the key is left untouched (members and TTL).
+--- So is a member the call reads to answer it: the lease a denied acquire
+--- waits for, the next newest on a release of the newest, and every expired
+--- lease a write removes (each is read and checked first, so no member
+--- another writer put there is removed); a foreign one is BADSTATE. The
+--- other members in between are not read: that would cost O(limit) per
+--- call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
 --- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
 --- @arg    limit        int[1..10000]     most leases live at once
 --- @arg    ttl          ms[1..86400000]   how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
 --- @return allowed      bool              acquire: the lease is held; renew: it was live and now lives ttl from now; release: it was live and is gone
 --- @return remaining    int[0..]          leases that could still be taken now, never negative
 --- @return retry_after  ms[0..]           after a denied acquire, until enough leases expire for one more if none is released or renewed; else 0
 --- @return reset_after  ms[0..]           until every live lease has expired, if none is renewed
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -133,14 +140,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -182,12 +196,13 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local leases = KEYS[1]
-local op     = ARGV[1]
-local lease  = ARGV[2]
-local limit  = int(ARGV[3], 'limit', 1, 10000)
-local ttl    = int(ARGV[4], 'ttl', 1, 86400000)
-local now    = int(ARGV[5], 'now', 0, 2^52)
+local leases   = KEYS[1]
+local op       = ARGV[1]
+local lease    = ARGV[2]
+local limit    = int(ARGV[3], 'limit', 1, 10000)
+local ttl      = int(ARGV[4], 'ttl', 1, 86400000)
+local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
 if op ~= 'acquire' and op ~= 'renew' and op ~= 'release' then
   bad = bad or "BADARG op must be 'acquire', 'renew' or 'release'"
 end
@@ -201,11 +216,11 @@ if not id(lease) then
   bad = bad or "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'"
 end
 if leases == nil then bad = bad or 'BADARG leases key is missing' end
-exactly(1, 5)
+exactly(1, 6)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 local ttl_us = ttl * 1000
 
@@ -304,8 +319,16 @@ if op == 'release' and mine == last and live > 1 then
 end
 
 -- Every write removes the leases that have expired first (bounded by the
--- set's size), so crashed holders' leases never pile up.
+-- set's size), so crashed holders' leases never pile up. They are the
+-- oldest size - live members, each read and checked before any is
+-- removed: a member some other writer put in the set is never deleted.
 if live < size then
+  local old = redis.call('ZRANGE', leases, '0', string.format('%d', size - live - 1), 'WITHSCORES')
+  for i = 1, #old, 2 do
+    if expiry(old[i], old[i + 1]) == nil then
+      return badstate()
+    end
+  end
   redis.call('ZREMRANGEBYSCORE', leases, '-inf', string.format('%d', now))
 end
 if op == 'release' then
@@ -357,10 +380,10 @@ redis.register_function{
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the window plus 60 s, a key
---- lives at most the window plus 120 s, and waits count from the caller's own
---- clock. A caller clock in an earlier window than the newest counted call is
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the window plus 60 s, a key lives at
+--- most the window plus 120 s, and waits count from the caller's own clock. A caller clock in an earlier window than the newest counted call is
 --- counted in that call's window, so the count never moves back.
 --- Changed limits: the state keeps the count and the time of the newest call
 --- it counts, not a window number. A new limit applies to the count at once
@@ -368,25 +391,29 @@ redis.register_function{
 --- A new window length counts the stored calls in the new window that holds
 --- the newest of them, and nowhere else: a longer window never forgets them
 --- (no free burst), a shorter one may count them once in its current window.
---- State: a string of digits '<t><n>': t, the ms of the newest counted
---- call, as exactly 13 digits (0..2^52 µs in ms: windows are whole ms, so
+--- State: a string '1<t><n>': the tag 1 (the fixed window's: every
+--- script's state starts with its own, see docs/scripts.md), t, the ms of
+--- the newest counted call, as exactly 13 digits (windows are whole ms, so
 --- the ms names the same window as the µs), then the count n (1..1e9)
 --- without leading zeros. Redis keeps it as an integer (16 bytes) while n
---- has at most 6 digits. Anything else at the key, of any type, is an
---- error and the key is left untouched; that includes the hash {n, t} of
---- earlier versions of this script (WRONGTYPE).
---- @key    counter      string '<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
+--- has at most 5 digits. A t more than 60 s past TIME was not written by
+--- this script. Anything else at the key, of any type, is an error and the
+--- key is left untouched (value and TTL); that includes the untagged
+--- '<t><n>' and the hash {n, t} of earlier versions of this script.
+--- @key    counter      string '1<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
 --- @arg    limit        int[1..1e9]       most cost admitted per window
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          cost still admitted in this window, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -444,14 +471,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -493,17 +527,18 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local counter = KEYS[1]
-local limit   = int(ARGV[1], 'limit', 1, 1e9)
-local window  = int(ARGV[2], 'window', 1, 1e11)
-local cost    = int(ARGV[3], 'cost', 0, 1e9)
-local now     = int(ARGV[4], 'now', 0, 2^52)
+local counter  = KEYS[1]
+local limit    = int(ARGV[1], 'limit', 1, 1e9)
+local window   = int(ARGV[2], 'window', 1, 1e11)
+local cost     = int(ARGV[3], 'cost', 0, 1e9)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if counter == nil then bad = bad or 'BADARG counter key is missing' end
-exactly(1, 4)
+exactly(1, 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -514,12 +549,13 @@ if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 13 digits, then a count without a
-  -- leading zero; the length bound keeps it short enough to convert
-  -- exactly. t is the newest call's ms, in µs.
+  -- One pattern checks the whole state: the tag, 13 digits, then a count
+  -- without a leading zero; the length bound keeps it short enough to
+  -- convert exactly. t is the newest call's ms, in µs: no write dates it
+  -- more than max_skew past TIME.
   local a, b
-  if #stored <= 23 then
-    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
+  if #stored <= 24 then
+    a, b = match(stored, '^1(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
   end
   if a then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
@@ -527,8 +563,8 @@ if stored then
     -- never does; tonumber is decimal in both.
     t, n = tonumber(a) * 1000, b + 0
   end
-  if not a or t > 2^52 or n > 1e9 then
-    return redis.error_reply('BADSTATE the key is not a fixed window <t><n>; it is left untouched')
+  if not a or t > server + max_skew or n > 1e9 then
+    return redis.error_reply('BADSTATE the key is not a fixed window 1<t><n>; it is left untouched')
   end
 end
 
@@ -576,7 +612,7 @@ if now > t then
   t = now
 end
 n = n + cost
-redis.call('SET', counter, format('%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', counter, format('1%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
 return {1, limit - n, 0, wait}
 end,
 }
@@ -606,35 +642,41 @@ redis.register_function{
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the time a full burst takes
---- plus 60 s, a key lives at most the time a full burst takes plus 120 s, and
---- waits count from the caller's own clock. A caller clock behind the TAT is
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the time a full burst takes plus 60 s,
+--- a key lives at most the time a full burst takes plus 120 s, and waits
+--- count from the caller's own clock. A caller clock behind the TAT is
 --- judged at its own time against it, so it only waits longer.
 --- Changed limits apply from the last write: the TAT's lead on that write's
 --- clock is counted in intervals of the new rate and period, rounding up (a
 --- lower rate frees no room, a higher one frees what it drains), and capped
 --- at a full burst of the new size (a lowered burst is full, never locked
 --- out).
---- State: a string of digits '<tat><interval>/<lead>': the TAT as exactly 16
---- digits, then the emission interval it counts in and, after the '/', the
---- TAT's lead on the clock of the write that set it (1..1e15), all in µs,
---- numbers without leading zeros. Anything else at the key, of any type, is
---- an error and the key is left untouched; that includes the
---- '<tat>/<interval>/<at>' of earlier versions of this script.
---- @key    tat          string '<tat><interval>/<lead>' in µs; expires when the TAT is reached
+--- State: a string 'g<tat><interval>/<more>': the tag g (GCRA's: every
+--- script's state starts with its own, see docs/scripts.md), the TAT as
+--- exactly 16 digits, then the emission interval it counts in and, after
+--- the '/', the TAT's lead on the clock of the write that set it less one
+--- interval (0 after one request on an idle key), all in µs, numbers
+--- without leading zeros. A state whose write's clock is more than 60 s past
+--- TIME was not written by this script. Anything else at the key, of any
+--- type, is an error and the key is left untouched (value and TTL); that
+--- includes the untagged states of earlier versions of this script.
+--- @key    tat          string 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole requests that would still pass now, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -692,14 +734,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -741,14 +790,15 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local tat    = KEYS[1]
-local burst  = int(ARGV[1], 'burst', 1, 1e9)
-local rate   = int(ARGV[2], 'rate', 1, 1e9)
-local period = int(ARGV[3], 'period', 1, 1e11)
-local cost   = int(ARGV[4], 'cost', 0, 1e9)
-local now    = int(ARGV[5], 'now', 0, 2^52)
+local tat      = KEYS[1]
+local burst    = int(ARGV[1], 'burst', 1, 1e9)
+local rate     = int(ARGV[2], 'rate', 1, 1e9)
+local period   = int(ARGV[3], 'period', 1, 1e11)
+local cost     = int(ARGV[4], 'cost', 0, 1e9)
+local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
 if tat == nil then bad = bad or 'BADARG tat key is missing' end
-exactly(1, 5)
+exactly(1, 6)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -771,7 +821,7 @@ if tolerance > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -793,23 +843,26 @@ else
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 16 digits, then two numbers
-  -- without leading zeros; the length bound keeps every number short
-  -- enough to convert exactly.
-  local v, was, lead
-  if #stored <= 48 then
-    v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  -- One pattern checks the whole state: the tag, 16 digits, then two
+  -- numbers; the length bound keeps every number short enough to convert
+  -- exactly, and a number below 10 but written with more digits has a
+  -- leading zero (all digits: it sorts below '1').
+  local v, was, more
+  if #stored <= 49 then
+    v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
   end
-  if v then
+  local lead
+  if v and (#more == 1 or more >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
-    v, was, lead = tonumber(v), was + 0, lead + 0
+    v, was = tonumber(v), was + 0
+    lead = was + more
   end
-  -- The write that set the state was at v - lead, on a clock never past
-  -- 2^52, and led by at most 1e15 µs.
-  if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
-    return redis.error_reply('BADSTATE the key is not a GCRA state <tat><interval>/<lead>; it is left untouched')
+  -- The write that set the state was at v - lead, on a clock no write lets
+  -- run more than max_skew past TIME, and led by at most 1e15 µs.
+  if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
+    return redis.error_reply('BADSTATE the key is not a GCRA state g<tat><interval>/<more>; it is left untouched')
   end
   -- A changed rate or burst applies from the last write, v - lead: its lead
   -- is counted in intervals of the current rate (whole ones exactly, a part
@@ -867,7 +920,7 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', tat, format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', tat, format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
 used = ahead % interval
 used = (ahead - used) / interval + (used > 0 and 1 or 0)
 reset = ahead + now - own + 999
@@ -875,60 +928,43 @@ return {1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000}
 end,
 }
 
--- leaky_bucket.lua
+-- gcra_at_most.lua
 redis.register_function{
-  function_name = 'redlimit_leaky_bucket',
+  function_name = 'redlimit_gcra_at_most',
   callback = function(KEYS, ARGV)
---- Leaky bucket as a meter (policing): each unit of cost pours water into a
---- bucket that holds capacity units and drains rate units every period; a
---- call whose water does not fit is denied at once. Nothing is queued or
---- delayed, so it is not the shaping leaky bucket: it lets a burst of up to
---- capacity through and then the drain rate, as a token bucket would. It is
---- the continuous-state leaky bucket of ITU-T I.371: the state is the level
---- of water, in µs of draining, and the time it was last poured into (GCRA's
---- virtual-scheduling form keeps a theoretical arrival time instead). A unit
---- drains in period/rate µs, rounded up to a whole µs, so the level stays an
---- integer, a full burst of capacity units always fits, and a rate that does
---- not divide the period is met from below. A cost of 0 peeks: it answers for
---- a cost of 1 and writes nothing. A cost above capacity can never pass: it is
---- denied with retry_after -1. Denied calls change nothing. Arithmetic is
---- exact for every accepted input.
---- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
---- caller clock (now > 0) is refused with BADARG when it is more than 60 s
---- from TIME. A write with a caller clock keeps its key 60 s past the instant
---- its state is spent on the server's clock, so a call whose clock lags TIME
---- by up to 60 s still finds the state; a call that finds no state is judged
---- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the time to drain a full bucket
---- plus 60 s, a key lives at most the time to drain a full bucket plus 120 s,
---- and waits count from the caller's own clock. A caller clock behind the
---- stored state is judged at the stored time, so out-of-order calls never
---- drain the same time twice.
---- Changed limits apply from the last pour: the water then is counted in
---- units of the new rate and period, rounding up (a lower rate frees no
---- room, a higher one frees what it drains), capped at a full bucket of the
---- new capacity (a lowered capacity is full, never locked out), and drains
---- at the new rate since.
---- State: a string of digits '<ts><unit>/<level>': ts, the last time water
---- was poured, as exactly 16 digits of µs (0..2^52), then the µs per unit it
---- was poured at (1..1e14) and, after the '/', the µs of water then
---- (1..1e15), numbers without leading zeros. Anything else at the key, of
---- any type, is an error and the key is left untouched; that includes the
---- hash {level, ts, unit} of earlier versions of this script (WRONGTYPE).
---- @key    bucket       string '<ts><unit>/<level>': µs of water at ts, the last time water was poured; expires once empty
---- @arg    capacity     int[1..1e9]       units the bucket holds
---- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
---- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
+--- GCRA's "take what is left, up to n" (go-redis/redis_rate's AllowAtMost),
+--- on gcra.lua's own state and with its answers: a call takes
+--- min(n, left) requests, left being the whole requests gcra.lua would
+--- answer as remaining now, when at least one passes, and takes nothing
+--- otherwise. It is one script call, so no other call comes between the
+--- look and the take, and what it takes is exactly what gcra.lua with that
+--- cost would admit. n may exceed burst (at most left is taken). A call
+--- that takes nothing changes nothing and answers when one request passes.
+--- Clocks, changed limits, bounds and state are gcra.lua's (see there):
+--- now = 0 uses the server's TIME; a caller clock more than 60 s from TIME
+--- is refused with BADARG; a write with a caller clock keeps its key 60 s
+--- past the TAT on the server's clock; a key that holds nothing is judged at
+--- the later of the caller's clock and TIME; a changed rate, period or
+--- burst applies from the key's last write, capped at a full burst of the
+--- new size. Arithmetic is exact for every accepted input.
+--- State: gcra.lua's string 'g<tat><interval>/<more>' in µs (see there);
+--- anything else at the key, of any type, is an error and the key is left
+--- untouched (value and TTL).
+--- @key    tat          string 'g<tat><interval>/<more>' in µs (gcra.lua's state); expires when the TAT is reached
+--- @arg    burst        int[1..1e9]       requests that may pass at once
+--- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
+--- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
+--- @arg    n            int[1..1e9]       the most requests to take
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @return allowed      bool
---- @return remaining    int[0..]          whole units that still fit, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms[0..]           until the bucket is empty
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @return taken        int[0..1e9]       requests counted: the least of n and what was left; 0 when none passes
+--- @return remaining    int[0..]          whole requests that would still pass now, after this call
+--- @return retry_after  ms[0..]           0 when something was taken; else until one request passes
+--- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not a GCRA state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -986,14 +1022,328 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
+  end
+  return now, server, true
+end
+
+-- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
+-- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
+-- may not be one: the quotient is exact whenever it is below 2^53, and at
+-- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
+-- exact for integers x below 2^53, and x - x % c divides by c exactly.)
+local function muldiv(a, b, c)
+  local p = a * b
+  if p < 2^53 then
+    local r = p % c
+    return (p - r) / c, r
+  end
+  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
+  -- built from the bits of b, high to low, keeping its remainder below c.
+  local ar = a % c
+  local aq = (a - ar) / c
+  local bit = 1
+  while bit * 2 <= b do
+    bit = bit * 2
+  end
+  local rest, q, r = b, 0, 0
+  while bit >= 1 do
+    q = q * 2
+    r = r * 2
+    if rest >= bit then
+      rest = rest - bit
+      r = r + ar
+    end
+    local carry = r % c
+    carry = (r - carry) / c
+    q = q + carry
+    r = r - carry * c
+    bit = bit / 2
+  end
+  return aq * b + q, r
+end
+-- redlimit:prologue:end
+
+local tat      = KEYS[1]
+local burst    = int(ARGV[1], 'burst', 1, 1e9)
+local rate     = int(ARGV[2], 'rate', 1, 1e9)
+local period   = int(ARGV[3], 'period', 1, 1e11)
+local n        = int(ARGV[4], 'n', 1, 1e9)
+local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
+if tat == nil then bad = bad or 'BADARG tat key is missing' end
+exactly(1, 6)
+if not bad and rate > period * 1000 then
+  bad = 'BADARG rate must be at most one per µs (period*1000)'
+end
+if bad then return redis.error_reply(bad) end
+
+-- The emission interval T in whole µs, rounded up (exact: period*1000 is
+-- below 2^53). The tolerance burst*T bounds how far an admitted TAT runs
+-- ahead of now, so keeping it at most 1e15 µs (31 years) keeps every
+-- instant below 2^53. Integer division is written with %, which is exact
+-- below 2^53 and cheaper than a call to math.floor or math.ceil.
+local interval = period * 1000
+local part = interval % rate
+interval = (interval - part) / rate
+if part > 0 then
+  interval = interval + 1
+end
+local tolerance = burst * interval
+if tolerance > 1e15 then
+  return redis.error_reply('BADARG burst*period/rate must be at most 1e15 µs (31 years)')
+end
+
+local server, caller
+now, server, caller = clock(now, deadline)
+if bad then return redis.error_reply(bad) end
+
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field.
+local stored = redis.pcall('GET', tat)
+-- A call is judged at its own clock against the stored TAT; a key that
+-- holds nothing is judged at the later of the caller's clock and the
+-- server's: a key the server's clock expired must not let a caller that
+-- lags it schedule that time again. own is the caller's clock, which its
+-- waits are measured from. A missing key is a TAT at or before now; a TAT
+-- behind now counts as now, so idle time never banks more than a burst.
+local own = now
+local theo = now
+if not stored then
+  if server > now then
+    now, theo = server, server
+  end
+else
+  if stored.err then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  end
+  -- One pattern checks the whole state: the tag, 16 digits, then two
+  -- numbers; the length bound keeps every number short enough to convert
+  -- exactly, and a number below 10 but written with more digits has a
+  -- leading zero (all digits: it sorts below '1').
+  local v, was, more
+  if #stored <= 49 then
+    v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
+  end
+  local lead
+  if v and (#more == 1 or more >= '1') then
+    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+    -- never does; tonumber is decimal in both.
+    v, was = tonumber(v), was + 0
+    lead = was + more
+  end
+  -- The write that set the state was at v - lead, on a clock no write lets
+  -- run more than max_skew past TIME, and led by at most 1e15 µs.
+  if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
+    return redis.error_reply('BADSTATE the key is not a GCRA state g<tat><interval>/<more>; it is left untouched')
+  end
+  -- A changed rate or burst applies from the last write, v - lead: its lead
+  -- is counted in intervals of the current rate (whole ones exactly, a part
+  -- one rounded up) and capped at a full burst (fewer than burst whole
+  -- intervals and a part one never pass it). It depends on the stored state
+  -- alone, so waits stay exact while denied calls change nothing.
+  if was ~= interval or lead > tolerance then
+    local units = lead % was
+    units = (lead - units) / was
+    if units >= burst then
+      v = v - lead + tolerance
+    else
+      local q, r = muldiv(lead - units * was, interval, was)
+      if r > 0 then
+        q = q + 1
+      end
+      v = v - lead + units * interval + q
+    end
+  end
+  if v > now then
+    theo = v
+  end
+end
+
+-- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
+-- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
+-- count from the caller's own clock, in whole ms rounded up
+-- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
+local ahead = theo - now
+local used = ahead % interval
+used = (ahead - used) / interval + (used > 0 and 1 or 0)
+local left = burst > used and burst - used or 0
+local reset = 0
+if ahead > 0 then
+  reset = ahead + now - own + 999
+  reset = (reset - reset % 1000) / 1000
+end
+if left == 0 then
+  -- ahead + T > burst*T: one request passes once the TAT is that close.
+  local wait = ahead + interval - tolerance + now - own + 999
+  return {0, 0, (wait - wait % 1000) / 1000, reset}
+end
+
+local take = n < left and n or left
+theo = theo + take * interval
+ahead = ahead + take * interval
+-- Keys expire by the server's clock. A caller's write keeps the key
+-- max_skew past the TAT, so a call whose clock lags the server's by up to
+-- max_skew still finds it.
+local ttl = theo - server + 999
+if caller then
+  ttl = ttl + max_skew
+end
+ttl = (ttl - ttl % 1000) / 1000
+redis.call('SET', tat, format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
+reset = ahead + now - own + 999
+return {take, left - take, 0, (reset - reset % 1000) / 1000}
+end,
+}
+
+-- leaky_bucket.lua
+redis.register_function{
+  function_name = 'redlimit_leaky_bucket',
+  callback = function(KEYS, ARGV)
+--- Leaky bucket as a meter (policing): each unit of cost pours water into a
+--- bucket that holds capacity units and drains rate units every period; a
+--- call whose water does not fit is denied at once. Nothing is queued or
+--- delayed, so it is not the shaping leaky bucket: it lets a burst of up to
+--- capacity through and then the drain rate, as a token bucket would. It is
+--- the continuous-state leaky bucket of ITU-T I.371: the state is the level
+--- of water, in µs of draining, and the time it was last poured into (GCRA's
+--- virtual-scheduling form keeps a theoretical arrival time instead). A unit
+--- drains in period/rate µs, rounded up to a whole µs, so the level stays an
+--- integer, a full burst of capacity units always fits, and a rate that does
+--- not divide the period is met from below. A cost of 0 peeks: it answers for
+--- a cost of 1 and writes nothing. A cost above capacity can never pass: it is
+--- denied with retry_after -1. Denied calls change nothing. Arithmetic is
+--- exact for every accepted input.
+--- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
+--- caller clock (now > 0) is refused with BADARG when it is more than 60 s
+--- from TIME. A write with a caller clock keeps its key 60 s past the instant
+--- its state is spent on the server's clock, so a call whose clock lags TIME
+--- by up to 60 s still finds the state; a call that finds no state is judged
+--- at the later of its clock and TIME, so a key that expired never hands the
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the time to drain a full bucket plus
+--- 60 s, a key lives at most the time to drain a full bucket plus 120 s,
+--- and waits count from the caller's own clock. A caller clock behind the
+--- stored state is judged at the stored time, so out-of-order calls never
+--- drain the same time twice.
+--- Changed limits apply from the last pour: the water then is counted in
+--- units of the new rate and period, rounding up (a lower rate frees no
+--- room, a higher one frees what it drains), capped at a full bucket of the
+--- new capacity (a lowered capacity is full, never locked out), and drains
+--- at the new rate since.
+--- State: a string 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
+--- every script's state starts with its own, see docs/scripts.md), ts, the
+--- last time water was poured, as exactly 16 digits of µs, then the µs per
+--- unit it was poured at (1..1e14) and, after the '/', the µs of water then
+--- (1..1e15) less one unit (0 after one unit poured into an empty bucket),
+--- numbers without leading zeros. A ts more than 60 s past TIME was not
+--- written by this script. Anything else at the key, of any type, is an
+--- error and the key is left untouched (value and TTL); that includes the
+--- untagged states and the hash {level, ts, unit} of earlier versions of
+--- this script.
+--- @key    bucket       string 'l<ts><unit>/<more>': µs of water at ts, the last time water was poured; expires once empty
+--- @arg    capacity     int[1..1e9]       units the bucket holds
+--- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
+--- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
+--- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
+--- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @return allowed      bool
+--- @return remaining    int[0..]          whole units that still fit, never negative
+--- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
+--- @return reset_after  ms[0..]           until the bucket is empty
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
+--- @error  WRONGTYPE    the key holds another type of value; it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
+-- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
+-- Bad input is an error reply that changes nothing: bad keeps the first
+-- problem found, and the script returns it before it reads its key.
+local bad
+
+-- The most a caller's clock may differ from the server's TIME, in µs.
+local max_skew = 60000000
+
+-- The library functions the hot path calls, as locals: a global lookup on
+-- every use costs more. (Error paths use the globals: every upvalue a
+-- function below captures costs something on every call.)
+local find, match, format = string.find, string.match, string.format
+
+-- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
+-- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
+-- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
+-- at a NUL; the pattern takes none of those. Digits alone convert exactly
+-- by arithmetic (no bound passes 2^53), which costs less than a call, and
+-- the common costs and clock, 0 and 1, need no pattern at all. Anything
+-- else is nil, and bad says so.
+local function int(raw, name, lo, hi)
+  if raw == '0' then
+    if lo == 0 then
+      return 0
+    end
+  elseif raw == '1' then
+    if lo <= 1 then
+      return 1
+    end
+  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
+    local v = raw + 0
+    if v >= lo and v <= hi then
+      return v
+    end
+  end
+  if not bad then
+    local got = 'nothing'
+    if raw then
+      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
+    end
+    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
+  end
+  return nil
+end
+
+-- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
+-- one is named by int or by the script's own check before this runs.
+local function exactly(nkeys, nargs)
+  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+  end
+end
+
+-- clock reads the server's TIME and returns the instant to judge the call
+-- at, the server's instant, and whether it is the caller's clock. now = 0
+-- is the server's clock, shared by every app server. A caller's clock is
+-- refused beyond max_skew of TIME, so no caller can date state, or a key's
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
+  local t = redis.call('TIME')
+  local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
+  if now == 0 then
+    return server, server, false
   end
   return now, server, true
 end
@@ -1041,8 +1391,9 @@ local rate     = int(ARGV[2], 'rate', 1, 1e9)
 local period   = int(ARGV[3], 'period', 1, 1e11)
 local cost     = int(ARGV[4], 'cost', 0, 1e9)
 local now      = int(ARGV[5], 'now', 0, 2^52)
+local deadline = int(ARGV[6], 'deadline', 0, 2^52)
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 5)
+exactly(1, 6)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -1065,7 +1416,7 @@ if full > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -1085,21 +1436,25 @@ else
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 16 digits, then two numbers
-  -- without leading zeros; the length bound keeps every number short
-  -- enough to convert exactly.
-  local ts, was, level
-  if #stored <= 48 then
-    ts, was, level = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+  -- One pattern checks the whole state: the tag, 16 digits, then two
+  -- numbers; the length bound keeps every number short enough to convert
+  -- exactly, and a number of more than one digit that sorts below '1' (all
+  -- digits) has a leading zero. No write dates ts more than max_skew past
+  -- TIME.
+  local ts, was, more
+  if #stored <= 49 then
+    ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
   end
-  if ts then
+  local level
+  if ts and (#more == 1 or more >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
-    ts, was, level = tonumber(ts), was + 0, level + 0
+    ts, was = tonumber(ts), was + 0
+    level = was + more
   end
-  if not ts or ts > 2^52 or was > 1e14 or level > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket <ts><unit>/<level>; it is left untouched')
+  if not level or ts > server + max_skew or was > 1e14 or level > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more>; it is left untouched')
   end
   if now < ts then
     now = ts
@@ -1158,7 +1513,7 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('%016d%d/%d', now, unit, water), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', bucket, format('l%016d%d/%d', now, unit, water - unit), 'PX', format('%d', ttl > 1 and ttl or 1))
 reset = now + water - own + 999
 return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 end,
@@ -1191,26 +1546,28 @@ redis.register_function{
 --- otherwise; the script cannot tell a slot cheaply).
 --- Clocks, changed limits and state are gcra.lua's, for each limit: now =
 --- 0 uses the server's TIME; a caller clock more than 60 s from TIME is
---- refused with BADARG; a write with a caller clock keeps each key 60 s
+--- refused with BADARG, and so is a state dated further ahead (BADSTATE); a write with a caller clock keeps each key 60 s
 --- past the instant its state is spent; a key that holds nothing is judged
 --- at the later of the caller's clock and TIME. A changed rate, period or
 --- burst applies from that key's last write (capped at a full burst of the
 --- new size: no lockout, no free burst). A limit added later starts full;
 --- a limit dropped leaves its key to expire. Arithmetic is exact for every
 --- accepted input.
---- State: per key, gcra.lua's string '<tat><interval>/<lead>' in µs (see
+--- State: per key, gcra.lua's string 'g<tat><interval>/<more>' in µs (see
 --- there); anything else at any key, of any type, is an error, and no key
 --- is written.
---- @key    ...keys       string '<tat><interval>/<lead>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- @key    ...keys       string 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
 --- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline      unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
 --- @return allowed       bool
 --- @return denied        int[0..16]        the limit that binds a denial (1-based, KEYS order); 0 when allowed
 --- @return ...per_limit  int[-1..]         per key in turn: remaining, retry_after (ms; -1 when cost exceeds its burst) and reset_after (ms)
 --- @error  BADARG        an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
+--- @error  EXPIRED       the server ran the call at or after its deadline; no key is written
 --- @error  WRONGTYPE     a key holds another type of value; no key is written
---- @error  BADSTATE      a key is a string but not a GCRA state; no key is written
+--- @error  BADSTATE      a key is a string but not a GCRA state (another script's, another layout, a number out of range); no key is written
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -1268,14 +1625,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -1317,8 +1681,9 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local cost = int(ARGV[1], 'cost', 0, 1e9)
-local now  = int(ARGV[2], 'now', 0, 2^52)
+local cost     = int(ARGV[1], 'cost', 0, 1e9)
+local now      = int(ARGV[2], 'now', 0, 2^52)
+local deadline = int(ARGV[3], 'deadline', 0, 2^52)
 local n = #KEYS
 if n == 0 or n > 16 then
   bad = bad or string.format('BADARG takes 1 to 16 keys, one per limit, got %d', n)
@@ -1342,9 +1707,9 @@ end
 local limits, seen = {}, {}
 for i = 1, n < 16 and n or 16 do
   limits[i] = {
-    burst = limit(3 * i, 'burst', i, 1, 1e9),
-    rate = limit(3 * i + 1, 'rate', i, 1, 1e9),
-    period = limit(3 * i + 2, 'period', i, 1, 1e11),
+    burst = limit(3 * i + 1, 'burst', i, 1, 1e9),
+    rate = limit(3 * i + 2, 'rate', i, 1, 1e9),
+    period = limit(3 * i + 3, 'period', i, 1, 1e11),
   }
   local key = KEYS[i]
   if seen[key] then
@@ -1352,7 +1717,7 @@ for i = 1, n < 16 and n or 16 do
   end
   seen[key] = i
 end
-exactly(n, 2 + 3 * n)
+exactly(n, 3 + 3 * n)
 if bad then return redis.error_reply(bad) end
 
 -- gcra.lua's derived bounds, per limit: the emission interval in whole µs,
@@ -1378,7 +1743,7 @@ for i = 1, n do
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- Every key is read and judged before any is written, so an error or a
@@ -1406,17 +1771,19 @@ for i = 1, n do
     if stored.err then
       return redis.error_reply(string.format('WRONGTYPE key %d holds another type of value; no key is written', i))
     end
-    local v, was, lead
-    if #stored <= 48 then
-      v, was, lead = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/([1-9]%d*)$')
+    local v, was, more
+    if #stored <= 49 then
+      v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
     end
-    if v then
+    local lead
+    if v and (#more == 1 or more >= '1') then
       -- tonumber for the fixed-width field, as in gcra.lua: gopher-lua
       -- reads a leading 0 as octal in arithmetic.
-      v, was, lead = tonumber(v), was + 0, lead + 0
+      v, was = tonumber(v), was + 0
+      lead = was + more
     end
-    if not v or was > 1e14 or lead > 1e15 or v < lead or v - lead > 2^52 then
-      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state <tat><interval>/<lead>; no key is written', i))
+    if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
+      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state g<tat><interval>/<more>; no key is written', i))
     end
     if was ~= interval or lead > tolerance then
       local units = lead % was
@@ -1469,7 +1836,8 @@ if reply[1] == 0 or cost == 0 then
 end
 
 -- Every limit has room: count cost against each, in gcra.lua's state
--- (the TAT, the interval, the TAT's lead on the clock it was judged at).
+-- (the TAT, the interval, the TAT's lead on the clock it was judged at,
+-- less one interval).
 -- Keys expire by the server's clock; a caller's write keeps each max_skew
 -- longer, so a call whose clock lags the server's by up to max_skew still
 -- finds it.
@@ -1483,7 +1851,7 @@ for i = 1, n do
     ttl = ttl + max_skew
   end
   ttl = (ttl - ttl % 1000) / 1000
-  redis.call('SET', KEYS[i], format('%016d%d/%d', theo, interval, ahead), 'PX', format('%d', ttl > 1 and ttl or 1))
+  redis.call('SET', KEYS[i], format('g%016d%d/%d', theo, interval, ahead - interval), 'PX', format('%d', ttl > 1 and ttl or 1))
   local used = ahead % interval
   used = (ahead - used) / interval + (used > 0 and 1 or 0)
   local reset = ahead + l.at - own + 999
@@ -1522,10 +1890,11 @@ redis.register_function{
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the two windows plus 60 s, a
---- key lives at most the two windows plus 120 s, and waits count from the
---- caller's own clock. A caller clock in an earlier window than the newest
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the two windows plus 60 s, a key lives
+--- at most the two windows plus 120 s, and waits count from the caller's
+--- own clock. A caller clock in an earlier window than the newest
 --- counted call is judged at the start of that call's window, where the
 --- previous count weighs most.
 --- Changed limits: a new limit applies to the counts at once (lowered: no
@@ -1535,25 +1904,30 @@ redis.register_function{
 --- counted in whichever window of the new length holds them. A longer window
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
---- State: a string '<s><d>/<cur>/<prev>': s, the start of the current
---- count's window, as exactly 13 digits of ms (0..2^52 µs in ms: windows
---- are whole ms), then d, the ms from s to its newest call (below 1e11),
---- and the counts cur (1..1e9) and prev (0..2e9: counts from two windows
---- can merge), numbers without leading zeros. Anything else at the key, of
---- any type, is an error and the key is left untouched; that includes the
---- hash {s, t, cur, prev} of earlier versions of this script (WRONGTYPE).
---- @key    counts       string '<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
+--- State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
+--- counter's: every script's state starts with its own, see
+--- docs/scripts.md), s, the start of the current count's window, as
+--- exactly 13 digits of ms (windows are whole ms), then d, the ms from s to
+--- its newest call (below 1e11), and the counts cur (1..1e9) and prev
+--- (0..2e9: counts from two windows can merge), numbers without leading
+--- zeros. A newest call more than 60 s past TIME was not written by this
+--- script. Anything else at the key, of any type, is an error and the key
+--- is left untouched (value and TTL); that includes the untagged states
+--- and the hash {s, t, cur, prev} of earlier versions of this script.
+--- @key    counts       string 'c<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          most cost admitted right now, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -1611,14 +1985,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -1660,17 +2041,18 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local counts = KEYS[1]
-local limit  = int(ARGV[1], 'limit', 1, 1e9)
-local window = int(ARGV[2], 'window', 1, 1e11)
-local cost   = int(ARGV[3], 'cost', 0, 1e9)
-local now    = int(ARGV[4], 'now', 0, 2^52)
+local counts   = KEYS[1]
+local limit    = int(ARGV[1], 'limit', 1, 1e9)
+local window   = int(ARGV[2], 'window', 1, 1e11)
+local cost     = int(ARGV[3], 'cost', 0, 1e9)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if counts == nil then bad = bad or 'BADARG counts key is missing' end
-exactly(1, 4)
+exactly(1, 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -1681,13 +2063,14 @@ if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 13 digits, then three numbers; the
-  -- length bound keeps them short enough to convert exactly, and a number
-  -- below 10^(digits-1) was written with a leading zero. s and t are ms,
-  -- here in µs.
+  -- One pattern checks the whole state: the tag, 13 digits, then three
+  -- numbers; the length bound keeps them short enough to convert exactly,
+  -- and a number below 10^(digits-1) was written with a leading zero. s
+  -- and t are ms, here in µs; no write dates t more than max_skew past
+  -- TIME.
   local a, b, c, e
-  if #stored <= 46 then
-    a, b, c, e = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
+  if #stored <= 47 then
+    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
   end
   if a then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
@@ -1700,8 +2083,8 @@ if stored then
       t = s + t * 1000
     end
   end
-  if not s or t > 2^52 or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
-    return redis.error_reply('BADSTATE the key is not a sliding window counter <s><d>/<cur>/<prev>; it is left untouched')
+  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
+    return redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
   end
 end
 
@@ -1814,7 +2197,7 @@ if not t or at > t then
   t = at
 end
 t = t - t % 1000
-redis.call('SET', counts, format('%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
+redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
   'PX', format('%d', ttl > 1 and ttl or 1))
 reset = start + 2 * window_us - now + 999
 return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
@@ -1845,33 +2228,39 @@ redis.register_function{
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the window plus 60 s, a key
---- lives at most the window plus 120 s, and waits count from the caller's own
---- clock. A caller clock behind the newest member is judged at that member's
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a log dated further is BADSTATE, whatever wrote it: a call with the
+--- server's clock waits at most the window plus 60 s, a key lives at most
+--- the window plus 120 s, and waits count from the caller's own clock. A caller clock behind the newest member is judged at that member's
 --- time, so the log stays in time order.
 --- Changed limits are exact: the log holds the times themselves, so a new
 --- limit or window applies to them at once (lowered: denied until enough
 --- members leave; raised: the difference passes).
---- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
---- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
---- with more members, or one whose oldest or newest member is not of that
---- form is an error and the key is left untouched. So is the member a
---- denial's wait is read from, the (limit-cost+1)-th newest (a peek counts
---- cost 1); a foreign one is BADSTATE. The other members in between are
---- not read: that would cost O(limit) per call.
---- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
+--- State: a sorted set of at most 10000 members '<us>:<n>', each scored by
+--- its <us>, numbered 1, 2, ... within one µs (the ':' keeps them apart
+--- from concurrency.lua's lease ids, which cannot hold one; see
+--- docs/scripts.md). A key of another type, a set with more members, or
+--- one whose oldest or newest member is not of that form, or whose newest
+--- is more than 60 s past TIME, is an error and the key is left untouched
+--- (members and TTL). So is the member a denial's wait is read from, the
+--- (limit-cost+1)-th newest (a peek counts cost 1), and every member an
+--- admit removes (those that left the window: each is read and checked
+--- first, so no member another writer put there is removed). The other
+--- members in between are not read: that would cost O(limit) per call.
+--- @key    log          sorted set of members '<us>:<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          units that still fit in the window, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -1929,14 +2318,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -1978,17 +2374,18 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local log    = KEYS[1]
-local limit  = int(ARGV[1], 'limit', 1, 10000)
-local window = int(ARGV[2], 'window', 1, 1e11)
-local cost   = int(ARGV[3], 'cost', 0, 1e9)
-local now    = int(ARGV[4], 'now', 0, 2^52)
+local log      = KEYS[1]
+local limit    = int(ARGV[1], 'limit', 1, 10000)
+local window   = int(ARGV[2], 'window', 1, 1e11)
+local cost     = int(ARGV[3], 'cost', 0, 1e9)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if log == nil then bad = bad or 'BADARG log key is missing' end
-exactly(1, 4)
+exactly(1, 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- now (<= 2^52 + 6e7) plus the window (<= 1e14 µs) stays below 2^53, so
@@ -1999,19 +2396,20 @@ local function badstate()
   return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
 -- time returns the time of a member read WITHSCORES, or nil when the
--- member is not one this script writes: '<us>-<n>', us without a leading
--- zero and equal to the score, n from 1 to 10000. The score is Redis's own
--- text of a double (servers print it differently), so it is compared as a
--- number. The length bound keeps every number short enough to convert
--- exactly.
+-- member is not one this script writes: '<us>:<n>', us without a leading
+-- zero, equal to the score and no more than max_skew past TIME (no write
+-- dates one later), n from 1 to 10000. The score is Redis's own text of a
+-- double (servers print it differently), so it is compared as a number.
+-- The length bound keeps every number short enough to convert exactly.
+local latest = server + max_skew
 local function time(member, score)
   local at, n
   if member and #member <= 22 then
-    at, n = match(member, '^(%d+)%-([1-9]%d*)$')
+    at, n = match(member, '^(%d+):([1-9]%d*)$')
   end
   if at and #n <= 5 and n + 0 <= 10000 and (#at == 1 or at + 0 >= 10 ^ (#at - 1)) then
     local us = score + 0
-    if us == at + 0 and us <= 2^52 then
+    if us == at + 0 and us <= latest then
       return us
     end
   end
@@ -2102,7 +2500,16 @@ elseif cost == 0 then
   return {1, remaining, 0, reset}
 end
 
+-- The members that left the window are the oldest size - live; each is
+-- read and checked before any is removed, so a member some other writer
+-- put in the set is never deleted (BADSTATE, nothing written).
 if first and first <= gone then
+  local old = redis.call('ZRANGE', log, '0', format('%d', size - live - 1), 'WITHSCORES')
+  for i = 1, #old, 2 do
+    if time(old[i], old[i + 1]) == nil then
+      return badstate()
+    end
+  end
   redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
 end
 -- Members at one time are numbered 1, 2, ... and all leave together, so
@@ -2116,7 +2523,7 @@ end
 local batch, used = {}, 0
 for i = 1, cost do
   batch[used + 1] = stamp
-  batch[used + 2] = stamp .. '-' .. format('%d', n + i)
+  batch[used + 2] = stamp .. ':' .. format('%d', n + i)
   used = used + 2
   if used == 2000 or i == cost then
     redis.call('ZADD', log, unpack(batch, 1, used))
@@ -2157,36 +2564,42 @@ redis.register_function{
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the time to fill plus 60 s, a
---- key lives at most the time to fill plus 120 s, and waits count from the
---- caller's own clock. A caller clock behind the stored state is judged at
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the time to fill plus 60 s, a key lives
+--- at most the time to fill plus 120 s, and waits count from the caller's
+--- own clock. A caller clock behind the stored state is judged at
 --- the stored time, so out-of-order calls never move the bucket back or
 --- credit the same time twice.
 --- Changed limits apply from the last credit: tokens above a lowered
 --- capacity are dropped (no free burst, no lockout: a full bucket of the new
 --- size), a raised capacity keeps the tokens and fills on, and a new rate or
 --- period credits at its own pace from the last credit.
---- State: a string of digits '<ts><tokens>': ts, the instant tokens were
---- credited up to, as exactly 16 digits of µs (0..2^52), then tokens
---- (0..1e9) without leading zeros. Redis keeps it as an integer (16 bytes)
---- while tokens has at most 3 digits. Anything else at the key, of any
---- type, is an error and the key is left untouched; that includes the hash
---- {tokens, ts} of earlier versions of this script (WRONGTYPE).
---- @key    bucket       string '<ts><tokens>': tokens credited up to ts (µs); expires once full
+--- State: a string '-<ts><tokens>': the tag '-' (the token bucket's:
+--- every script's state starts with its own, see docs/scripts.md), ts, the
+--- instant tokens were credited up to, as exactly 16 digits of µs, then
+--- tokens (0..1e9) without leading zeros. Redis keeps it as an integer (16
+--- bytes) while tokens has at most 3 digits. A ts more than 60 s past TIME
+--- was not written by this script. Anything else at the key, of any type,
+--- is an error and the key is left untouched (value and TTL); that includes
+--- the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
+--- versions of this script.
+--- @key    bucket       string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
 --- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
 --- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]               tokens left, never negative
 --- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -2244,14 +2657,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -2300,12 +2720,13 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local refill   = ARGV[4]
 local cost     = int(ARGV[5], 'cost', 0, 1e9)
 local now      = int(ARGV[6], 'now', 0, 2^52)
+local deadline = int(ARGV[7], 'deadline', 0, 2^52)
 local smooth = refill == 'smooth'
 if not smooth and refill ~= 'interval' then
   bad = bad or "BADARG refill must be 'smooth' or 'interval'"
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 6)
+exactly(1, 7)
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
@@ -2331,7 +2752,7 @@ if span(capacity) > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -2344,21 +2765,26 @@ if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 16 digits, then digits; the length
-  -- bound keeps them short enough to convert exactly, and tokens below
-  -- 10^(digits-1) would be written with a leading zero.
+  -- One pattern checks the whole state: the tag, 16 digits, then digits;
+  -- the length bound keeps them short enough to convert exactly, and
+  -- tokens of more than one digit that sort below '1' (all digits) have a
+  -- leading zero.
   local a, b
-  if #stored <= 26 then
-    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
+  if #stored <= 27 then
+    a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
   end
-  if a then
+  if a and (#b == 1 or b >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
     ts, tokens = tonumber(a), b + 0
+  else
+    a = nil
   end
-  if not a or ts > 2^52 or tokens > 1e9 or (#b > 1 and tokens < 10 ^ (#b - 1)) then
-    return redis.error_reply('BADSTATE the key is not a token bucket <ts><tokens>; it is left untouched')
+  -- No write credits a bucket past its clock, never more than max_skew
+  -- past TIME.
+  if not a or ts > server + max_skew or tokens > 1e9 then
+    return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens>; it is left untouched')
   end
 end
 
@@ -2421,7 +2847,7 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', bucket, format('-%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
 reset = full_at - own + 999
 return {1, held, 0, (reset - reset % 1000) / 1000}
 end,

@@ -42,6 +42,10 @@ var smokes = map[string]smoke{
 		r, err := GCRA(ctx, c, key, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Cost: 1, Now: now})
 		return r.Allowed, err
 	},
+	"gcra_at_most.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
+		r, err := GCRAAtMost(ctx, c, key, GCRAAtMostParams{Burst: 1, Rate: 1, Period: time.Second, N: 5, Now: now})
+		return r.Taken > 0, err
+	},
 	"multi.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := Multi(ctx, c, []string{key, key + ":day"}, MultiParams{Cost: 1, Now: now, Limits: []int64{1, 1, 1000, 10, 10, 86400000}})
 		return r.Allowed, err

@@ -31,10 +31,64 @@ var runtimeFS embed.FS
 // file of runtime/ but functions.go, doc.go, standin.go and the tests
 // (which stand in for the generated part) is listed, and a test holds it.
 var sharedOrder = []string{"errors.go", "goredis.go", "batch.go", "codec.go", "int.go", "float.go",
-	"bool.go", "string.go", "enum.go", "duration.go", "instant.go", "rest.go"}
+	"bool.go", "string.go", "enum.go", "pattern.go", "duration.go", "instant.go", "rest.go"}
 
 // functionsFile is the runtime file of the Functions client.
 const functionsFile = "functions.go"
+
+// A clientKind is a Redis client library the generated code can be for.
+type clientKind struct {
+	Name        string // what -client takes: go-redis, rueidis, valkey
+	Import      string // its import path
+	Pkg         string // its package name
+	Type        string // the type the calls take: redis.Scripter, rueidis.Client
+	NewScript   string // the constructor of XScript, with NewScriptRO for no-writes
+	NewScriptRO string
+	// files are the runtime files it uses in place of the go-redis ones
+	// (goredis.go, batch.go); nil for go-redis.
+	files []string
+}
+
+// clients are what Options.Client may name. rueidis and valkey-go need Go
+// 1.25 or later, so their bindings live in a module of their own.
+var clients = []clientKind{
+	{Name: "go-redis", Import: "github.com/redis/go-redis/v9", Pkg: "redis", Type: "redis.Scripter", NewScript: "redis.NewScript", NewScriptRO: "redis.NewScript"},
+	{Name: "rueidis", Import: "github.com/redis/rueidis", Pkg: "rueidis", Type: "rueidis.Client", NewScript: "rueidis.NewLuaScript", NewScriptRO: "rueidis.NewLuaScriptReadOnly", files: []string{"rueidis.go"}},
+	{Name: "valkey", Import: "github.com/valkey-io/valkey-go", Pkg: "valkey", Type: "valkey.Client", NewScript: "valkey.NewLuaScript", NewScriptRO: "valkey.NewLuaScriptReadOnly", files: []string{"valkey.go"}},
+}
+
+func clientNamed(name string) (clientKind, bool) {
+	if name == "" {
+		name = "go-redis"
+	}
+	for _, c := range clients {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return clientKind{}, false
+}
+
+// valkeyNames turns the rueidis runtime into valkey-go's: the same API
+// under other names (valkey-go is rueidis's fork).
+var valkeyNames = strings.NewReplacer(
+	`"github.com/redis/rueidis"`, `"github.com/valkey-io/valkey-go"`,
+	"rueidis.", "valkey.", "RedisResult", "ValkeyResult", "RedisMessage", "ValkeyMessage",
+	"IsRedisErr", "IsValkeyErr", "NonRedisError", "NonValkeyError", "rueidis", "valkey-go")
+
+// sharedFiles are the runtime files of the shared file for client c.
+func sharedFiles(c clientKind) []string {
+	if c.files == nil {
+		return sharedOrder
+	}
+	var out []string
+	for _, f := range sharedOrder {
+		if f != "goredis.go" && f != "batch.go" {
+			out = append(out, f)
+		}
+	}
+	return append(out, c.files...)
+}
 
 // goDecl is one top-level declaration of a Go file, with what it uses.
 type goDecl struct {
@@ -64,8 +118,12 @@ var runtimeFiles = loadRuntime()
 
 func loadRuntime() map[string]*goFile {
 	files := map[string]*goFile{}
-	for _, name := range append(append([]string{}, sharedOrder...), functionsFile) {
+	for _, name := range append(append([]string{}, sharedOrder...), functionsFile, "rueidis.go", "valkey.go") {
 		src, err := runtimeFS.ReadFile("runtime/" + name)
+		if name == "valkey.go" {
+			src, err = runtimeFS.ReadFile("runtime/rueidis.go")
+			src = []byte(valkeyNames.Replace(string(src)))
+		}
 		if err != nil {
 			panic(err)
 		}
@@ -81,8 +139,11 @@ func loadRuntime() map[string]*goFile {
 // importName is the package name of an import path: its last element, but
 // for a major-version suffix (github.com/redis/go-redis/v9 is redis).
 func importName(p string) string {
-	if p == "github.com/redis/go-redis/v9" {
+	switch p {
+	case "github.com/redis/go-redis/v9":
 		return "redis"
+	case "github.com/valkey-io/valkey-go":
+		return "valkey"
 	}
 	return path.Base(p)
 }
@@ -316,7 +377,7 @@ func bundle(head []byte, h *goFile, files []string, decls map[string][]*goDecl) 
 // renderShared renders the shared file, and the Functions file when
 // functions is set, from their templates and the runtime: scripts are the
 // script files, already rendered, whose names root what is reached.
-func renderShared(shared, functions any, scripts []OutFile) (sharedSrc, functionsSrc []byte, err error) {
+func renderShared(client clientKind, shared, functions any, scripts []OutFile) (sharedSrc, functionsSrc []byte, err error) {
 	var roots []*goFile
 	for _, s := range scripts {
 		f, err := parseGo(s.Name, s.Content)
@@ -341,7 +402,7 @@ func renderShared(shared, functions any, scripts []OutFile) (sharedSrc, function
 		return nil, nil, err
 	}
 	roots = append(roots, sh)
-	files := sharedOrder
+	files := sharedFiles(client)
 	var funcHead []byte
 	var fh *goFile
 	if functions != nil {
@@ -349,10 +410,10 @@ func renderShared(shared, functions any, scripts []OutFile) (sharedSrc, function
 			return nil, nil, err
 		}
 		roots = append(roots, fh)
-		files = append(append([]string{}, sharedOrder...), functionsFile)
+		files = append(append([]string{}, files...), functionsFile)
 	}
 	decls := reach(roots, files)
-	if sharedSrc, err = bundle(sharedHead, sh, sharedOrder, decls); err != nil {
+	if sharedSrc, err = bundle(sharedHead, sh, sharedFiles(client), decls); err != nil {
 		return nil, nil, err
 	}
 	if functions != nil {

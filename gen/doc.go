@@ -109,6 +109,16 @@
 //     ErrFunctionsMissing or ErrFunctionsStale per primary. A stale library
 //     that has the same function names runs until then: checking the code
 //     on every call would cost a round trip.
+//   - Function names are one namespace per server, compared without regard
+//     to case: another library can hold NAME_x while NAME is not loaded, and
+//     FCALL would run it. A FunctionsClient checks, before its first call
+//     and then at most once per FunctionsRecheck (1 s), that every primary's
+//     functions of these names belong to NAME (FUNCTION LIST LIBRARYNAME
+//     NAME); LoadFunctions and CheckFunctions look at every library. Where
+//     another holds one, all of them return a *FunctionsConflictError
+//     (ErrFunctionsConflict) naming it, and nothing runs or loads. Checking
+//     on every call would cost a round trip; between checks a call costs a
+//     clock read.
 //   - go-redis v9.7.3 sends FUNCTION LOAD from a *redis.ClusterClient to the
 //     one node that owns the slot of the word "load", so the generated code
 //     loads and checks on each master itself (ForEachMaster; ForEachShard on

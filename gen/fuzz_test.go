@@ -49,6 +49,9 @@ func FuzzHeader(f *testing.F) {
 		"--- s\n--- @arg a int[..2^63]\n--- @arg b unix_us[-1..1e18]\n--- @return ...r float[0.5..]\n",
 		"--- s\n--- @key ...k\n--- @arg ...a ms\n--- @return ...r enum(a|b)\nreturn KEYS",
 		"--- s\r\n--- @return r int\r\nreturn 1\r\n", "--- \xff\n--- @return r int\nreturn 1",
+		"--- s\n--- @key ...k[1..16] (a, b)\n--- @arg ...l[..3] (x int[1..], y ms[0..]|never=-1, z string/^(a|b){1,2}$/)\n--- @return ...r (p int, q ms[0..]|never=-1)\nreturn #KEYS + #ARGV",
+		"--- s\n--- @arg a unix_us[1..2^52]|server_clock=0|x=-1\n--- @arg b string/^[\\]-]$/\n--- @return ...r[1..] string/^.$/\nlocal a = ARGV[1]\nlocal b = ARGV[2]\nreturn {a}",
+		"--- s\n--- @arg ...l (x int, y (z int))\n--- @return r int", "--- s\n--- @arg ...l[ (x int, y int\n--- @return r int",
 	} {
 		f.Add(s)
 	}

@@ -30,6 +30,12 @@ type Options struct {
 	FunctionsManifestPath string
 	// Strict makes every warning an error (luagen -strict).
 	Strict bool
+	// Client is the Redis client the Go code is for: "" or "go-redis"
+	// (github.com/redis/go-redis/v9), "rueidis" (github.com/redis/rueidis)
+	// or "valkey" (github.com/valkey-io/valkey-go). The same header gives
+	// the same Params, Result, errors and Batch over each; Functions are
+	// go-redis only.
+	Client string
 }
 
 // OutFile is one generated file, named relative to the output folder.
@@ -77,6 +83,13 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 	if opt.Functions != "" && !libraryNameRE.MatchString(opt.Functions) {
 		return nil, fmt.Errorf("library name %q: Redis allows only letters, digits and _", opt.Functions)
 	}
+	client, ok := clientNamed(opt.Client)
+	if !ok {
+		return nil, fmt.Errorf("client %q: luagen writes code for go-redis, rueidis or valkey", opt.Client)
+	}
+	if opt.Functions != "" && client.files != nil {
+		return nil, fmt.Errorf("client %s: the Functions library's Go code is for go-redis only; drop -functions (the library file works from any client)", client.Name)
+	}
 	if opt.Functions != "" && len(inputs) == 0 {
 		return nil, fmt.Errorf("library %s: a Functions library needs a script (Redis refuses one without functions)", opt.Functions)
 	}
@@ -121,7 +134,7 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 	out := &Output{Warnings: diags}
 	var err error
 	for i, s := range scripts {
-		src, err := execute("script.go.tmpl", newScriptView(opt.Package, s, all[i]))
+		src, err := execute("script.go.tmpl", newScriptView(opt.Package, client, s, all[i]))
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +149,7 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 		}
 		fv = newFunctionsView(opt.Package, opt.Functions, scripts, parts)
 	}
-	shared, functions, err := renderShared(newSharedView(opt.Package, scripts), fv, out.Files)
+	shared, functions, err := renderShared(client, newSharedView(opt.Package, scripts), fv, out.Files)
 	if err != nil {
 		return nil, err
 	}

@@ -166,3 +166,52 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("output depends on input order (-first +second):\n%s", diff)
 	}
 }
+
+// -client rueidis and valkey write the same API over those clients (their
+// code is compiled and run in clients/rueidis and clients/valkey, which
+// need Go 1.25): no go-redis import anywhere, the client's own instead, the
+// same Params and Results as for go-redis, and no Functions.
+func TestOtherClients(t *testing.T) {
+	plain, err := Generate(goldenInputs(t), Options{Package: "golden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, client := range []string{"rueidis", "valkey"} {
+		out, err := Generate(goldenInputs(t), Options{Package: "golden", Client: client})
+		if err != nil {
+			t.Fatalf("%s: %v", client, err)
+		}
+		c, _ := clientNamed(client)
+		for i, f := range out.Files {
+			src := string(f.Content)
+			if strings.Contains(src, `"github.com/redis/go-redis/v9"`) || !strings.Contains(src, `"`+c.Import+`"`) {
+				t.Errorf("%s: %s imports go-redis or not %s", client, f.Name, c.Import)
+			}
+			if f.Name == SharedFile {
+				continue
+			}
+			for _, typ := range []string{"Params struct {", "Result struct {"} {
+				if a, b := section(string(plain.Files[i].Content), typ), section(src, typ); a != b {
+					t.Errorf("%s: %s: the %s differs from go-redis's:\n%s\n%s", client, f.Name, typ, a, b)
+				}
+			}
+		}
+		if _, err := Generate(goldenInputs(t), Options{Package: "golden", Client: client, Functions: "lib"}); err == nil || !strings.Contains(err.Error(), "go-redis only") {
+			t.Errorf("%s with -functions: %v", client, err)
+		}
+	}
+	if _, err := Generate(goldenInputs(t), Options{Package: "golden", Client: "redigo"}); err == nil {
+		t.Error("an unknown client was accepted")
+	}
+}
+
+// section is the text from the first line containing marker to the next
+// closing brace at the start of a line.
+func section(src, marker string) string {
+	i := strings.Index(src, marker)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(src[i:], "\n}\n")
+	return src[i : i+j]
+}

@@ -1,20 +1,38 @@
 package gen
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 )
 
-// Field is one @key, @arg or @return. Keys have no Type.
+// Field is one @key, @arg or @return, or one field of a record. Keys have
+// no Type.
 type Field struct {
-	Name     string
-	Type     Type
-	Enum     []string // the words of an enum(a|b)
-	Min, Max *Bound   // the bounds of type[lo..hi]; nil for an open side
-	Doc      string
-	Variadic bool // written as ...name: the rest of KEYS, ARGV or the reply
-	Line     int
+	Name      string
+	Type      Type
+	Enum      []string   // the words of an enum(a|b)
+	Min, Max  *Bound     // the bounds of type[lo..hi]; nil for an open side
+	Sentinels []Sentinel // type|name=value: values that mean something else, besides the bounds
+	Pattern   string     // string/re/: a regular expression the whole string matches
+	Doc       string
+	Variadic  bool // written as ...name: the rest of KEYS, ARGV or the reply
+	// MinCount and MaxCount bound how many values (or records) a variadic
+	// takes: ...name[1..16]. nil for an open side.
+	MinCount, MaxCount *Bound
+	// Fields are a record's: ...name (a int, b ms) takes the rest of
+	// KEYS, ARGV or the reply as consecutive groups of them. Type is
+	// Record for an @arg or @return.
+	Fields []Field
+	Line   int
+}
+
+// Sentinel is one name=value of a type: a wire value outside the bounds
+// that means something else (never = -1, server_clock = 0).
+type Sentinel struct {
+	Name  string
+	Value Bound
 }
 
 // ErrorCode is one @error.
@@ -218,6 +236,13 @@ func parseField(tag, rest string, line int, r *reporter) (Field, bool) {
 	if strings.HasPrefix(name, "...") {
 		f.Variadic = true
 		name = strings.TrimPrefix(name, "...")
+		if base, count, ok := strings.Cut(name, "["); ok {
+			name = base
+			if msg := parseCount("["+count, &f); msg != "" {
+				r.errorf(line, "%s ...%s: %s", tag, name, msg)
+				return f, false
+			}
+		}
 	}
 	if name == "" {
 		r.errorf(line, "%s: missing name", tag)
@@ -232,6 +257,27 @@ func parseField(tag, rest string, line int, r *reporter) (Field, bool) {
 		return f, false
 	}
 	f.Name = name
+	if strings.HasPrefix(rest, "(") {
+		if !f.Variadic {
+			r.errorf(line, "%s %s: only a variadic (...%s) can be a record", tag, name, name)
+			return f, false
+		}
+		end := closing(rest)
+		if end < 0 {
+			r.errorf(line, "%s ...%s: the record's fields have no closing ): write (a int, b ms)", tag, name)
+			return f, false
+		}
+		fields, msg := parseRecord(tag, rest[1:end])
+		if msg != "" {
+			r.errorf(line, "%s ...%s: %s", tag, name, msg)
+			return f, false
+		}
+		f.Fields, f.Doc = fields, strings.TrimSpace(rest[end+1:])
+		if tag != "@key" {
+			f.Type = Record
+		}
+		return f, true
+	}
 	if tag == "@key" {
 		f.Doc = rest
 		return f, true
@@ -253,6 +299,122 @@ func parseField(tag, rest string, line int, r *reporter) (Field, bool) {
 	}
 	f.Doc = doc
 	return f, true
+}
+
+// parseRecord reads a record's fields: "a int, b ms[1..]" for an @arg or
+// @return, "a, b" for an @key.
+func parseRecord(tag, list string) ([]Field, string) {
+	var fields []Field
+	seen := map[string]bool{}
+	goNames := map[string]string{}
+	for _, part := range splitTop(list) {
+		name, typ := cut(part)
+		var f Field
+		switch {
+		case name == "":
+			return nil, "a record field has no name: write (a int, b ms)"
+		case !nameRE.MatchString(name):
+			return nil, fmt.Sprintf("record field %s: name must be lower case letters, digits and _", name)
+		case seen[name]:
+			return nil, fmt.Sprintf("record field %s is listed twice", name)
+		case tag == "@key" && typ != "":
+			return nil, fmt.Sprintf("record field %s: a key has no type (write (a, b))", name)
+		case tag != "@key" && typ == "":
+			return nil, fmt.Sprintf("record field %s: missing type (want %s)", name, typeWant)
+		case strings.ContainsAny(typ, " \t"):
+			return nil, fmt.Sprintf("record field %s: %q: one type word per field, no spaces and no doc", name, typ)
+		}
+		if prev, ok := goNames[exported(name)]; ok {
+			return nil, fmt.Sprintf("record fields %s and %s are both %s in Go; rename one", prev, name, exported(name))
+		}
+		seen[name] = true
+		goNames[exported(name)] = name
+		f.Name = name
+		if typ != "" {
+			if msg := parseType(typ, &f); msg != "" {
+				return nil, fmt.Sprintf("record field %s: %s", name, msg)
+			}
+			if f.Type == Enum {
+				return nil, fmt.Sprintf("record field %s: an enum cannot be a record field; write string (or a pattern, string/^(a|b)$/)", name)
+			}
+		}
+		fields = append(fields, f)
+	}
+	if len(fields) < 2 {
+		return nil, "a record needs two fields or more; a variadic of one type needs no parentheses"
+	}
+	return fields, ""
+}
+
+// closing returns the index of the ) that closes the ( at s[0], counting
+// the brackets of types and patterns inside (enum(a|b), [1..9], {1,64}),
+// or -1.
+func closing(s string) int {
+	depth := 0
+	for i, c := range s {
+		switch c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				if c != ')' {
+					return -1
+				}
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// splitTop splits a record's field list at the commas outside brackets, so
+// a pattern's {1,64} stays whole.
+func splitTop(list string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, c := range list {
+		switch c {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, list[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, list[start:])
+}
+
+// parseCount reads the [lo..hi] after a variadic's name: how many values
+// (or records) it takes.
+func parseCount(word string, f *Field) string {
+	if !strings.HasSuffix(word, "]") || !strings.Contains(word, "..") {
+		return fmt.Sprintf("count %q: write how many as ...name[lo..hi], either side may be empty, no spaces", word)
+	}
+	lo, hi, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(word, "["), "]"), "..")
+	if lo == "" && hi == "" {
+		return "count [..] says nothing: give lo, hi or both"
+	}
+	var msg string
+	if f.MinCount, msg = parseBound(lo, Int); msg != "" {
+		return "count: " + msg
+	}
+	if f.MaxCount, msg = parseBound(hi, Int); msg != "" {
+		return "count: " + msg
+	}
+	switch {
+	case f.MinCount != nil && f.MinCount.Int < 0:
+		return fmt.Sprintf("count [%s..%s]: a count is never negative", lo, hi)
+	case f.MinCount != nil && f.MaxCount != nil && f.MinCount.Int > f.MaxCount.Int:
+		return fmt.Sprintf("count [%s..%s]: the lower bound is above the upper", lo, hi)
+	case f.MaxCount != nil && f.MaxCount.Int < 1:
+		return fmt.Sprintf("count [%s..%s]: the upper bound must be 1 or more", lo, hi)
+	}
+	return ""
 }
 
 // parseShebang reads "#!lua" and "#!lua flags=a,b", the only forms Redis

@@ -91,7 +91,15 @@ func hostileCorpus() []Input {
 		"--- @return ...rest string", "local string = KEYS[1]", "local new_encoder = ARGV[1]",
 		"local out = {string}", "for i = 2, #KEYS do out[#out + 1] = KEYS[i] end",
 		"for i = 1, #ARGV do out[#out + 1] = ARGV[i] end", "return out")
+	// Records whose fields, keys and patterns spell the generated code's
+	// locals and imports.
+	records := lua("--- Echoes records with hostile names.",
+		"--- @key    string", "--- @key    ...r[1..] (v, e)", "--- @arg    regexp string/^[a-z]*$/",
+		"--- @arg    ...limits (p int, d ms[0..]|never=-1, regexp string/^(x|y)$/)",
+		"--- @return ...per (v int, e ms[0..]|never=-1)",
+		"local string = KEYS[1]", "local regexp = ARGV[1]", "return {#KEYS, #ARGV > 0 and -1 or 0}")
 	ins := []Input{
+		{Path: "hostile/records.lua", Src: []byte(records)},
 		{Path: "hostile/s4.lua", Src: []byte(keys.String())},
 		{Path: "hostile/args.lua", Src: []byte(args.String())},
 		{Path: "hostile/variadic.lua", Src: []byte(variadic)},
@@ -293,9 +301,10 @@ func TestSharedNamesComplete(t *testing.T) {
 	}
 }
 
-// sharedOrder lists every file of gen/runtime that luagen emits: all but
-// the Functions client, doc.go, standin.go (what luagen generates per
-// package, standing in for it there) and the tests.
+// sharedOrder lists every file of gen/runtime that luagen emits for
+// go-redis: all but the Functions client, the rueidis runtime, doc.go,
+// standin.go (what luagen generates per package, standing in for it there)
+// and the tests.
 func TestRuntimeFilesListed(t *testing.T) {
 	files, err := filepath.Glob("runtime/*.go")
 	if err != nil {
@@ -304,7 +313,7 @@ func TestRuntimeFilesListed(t *testing.T) {
 	var got []string
 	for _, f := range files {
 		base := filepath.Base(f)
-		if !strings.HasSuffix(base, "_test.go") && base != "doc.go" && base != "standin.go" && base != functionsFile {
+		if !strings.HasSuffix(base, "_test.go") && base != "doc.go" && base != "standin.go" && base != functionsFile && base != "rueidis.go" {
 			got = append(got, base)
 		}
 	}

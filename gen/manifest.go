@@ -32,8 +32,10 @@ type manifestFunction struct {
 	Command string `json:"command"` // FCALL or FCALL_RO
 }
 
-// ManifestVersion changes when a field changes meaning or goes away.
-const ManifestVersion = 2
+// ManifestVersion changes when a field changes meaning or goes away. 3: a
+// variadic may be a record (type "record", its "fields" in order, record
+// after record), which a reader of 2 would take for a list of one type.
+const ManifestVersion = 3
 
 type manifestScript struct {
 	Name    string          `json:"name"`
@@ -51,21 +53,36 @@ type manifestScript struct {
 }
 
 type manifestKey struct {
-	Name     string `json:"name"`
-	Variadic bool   `json:"variadic,omitempty"`
-	Doc      string `json:"doc,omitempty"`
+	Name     string        `json:"name"`
+	Variadic bool          `json:"variadic,omitempty"`
+	MinCount json.Number   `json:"min_count,omitempty"` // how many keys (or records) a variadic takes
+	MaxCount json.Number   `json:"max_count,omitempty"`
+	Fields   []manifestKey `json:"fields,omitempty"` // a record's keys, in order
+	Doc      string        `json:"doc,omitempty"`
 }
 
 type manifestField struct {
-	Name     string      `json:"name"`
-	Type     Type        `json:"type"`
-	Wire     string      `json:"wire"`           // how the value is sent (args) or received (returns)
-	Unit     string      `json:"unit,omitempty"` // durations and instants: the integer's unit
-	Min      json.Number `json:"min,omitempty"`  // bounds, in the wire unit, exact
-	Max      json.Number `json:"max,omitempty"`
-	Enum     []string    `json:"enum,omitempty"`
-	Variadic bool        `json:"variadic,omitempty"`
-	Doc      string      `json:"doc,omitempty"`
+	Name string      `json:"name"`
+	Type Type        `json:"type"`
+	Wire string      `json:"wire"`           // how the value is sent (args) or received (returns)
+	Unit string      `json:"unit,omitempty"` // durations and instants: the integer's unit
+	Min  json.Number `json:"min,omitempty"`  // bounds, in the wire unit, exact
+	Max  json.Number `json:"max,omitempty"`
+	Enum []string    `json:"enum,omitempty"`
+	// Sentinels are wire values outside the bounds that mean something
+	// else: never = -1, server_clock = 0.
+	Sentinels []manifestSentinel `json:"sentinels,omitempty"`
+	Pattern   string             `json:"pattern,omitempty"` // a regular expression the whole string matches
+	Variadic  bool               `json:"variadic,omitempty"`
+	MinCount  json.Number        `json:"min_count,omitempty"` // how many values (or records) a variadic takes
+	MaxCount  json.Number        `json:"max_count,omitempty"`
+	Fields    []manifestField    `json:"fields,omitempty"` // a record's fields, in order
+	Doc       string             `json:"doc,omitempty"`
+}
+
+type manifestSentinel struct {
+	Name  string      `json:"name"`
+	Value json.Number `json:"value"`
 }
 
 type manifestError struct {
@@ -102,6 +119,10 @@ func wire(t Type, arg bool) string {
 		return "one of the enum words, as is"
 	case t == Enum:
 		return "bulk string holding one of the enum words"
+	case t == Record && arg:
+		return "each record's fields in order, record after record"
+	case t == Record:
+		return "reply elements: each record's fields in order, record after record"
 	case t.IsDuration() && arg:
 		return "decimal integer string: a count of " + units
 	case t.IsDuration():
@@ -112,29 +133,56 @@ func wire(t Type, arg bool) string {
 	return "integer count of " + units + " since the Unix epoch; 0 for none"
 }
 
+func intNumber(b *Bound) json.Number {
+	if b == nil {
+		return ""
+	}
+	return json.Number(strconv.FormatInt(b.Int, 10))
+}
+
 func manifestFields(fs []Field, arg bool) []manifestField {
 	out := []manifestField{}
 	for _, f := range fs {
-		mf := manifestField{Name: f.Name, Type: f.Type, Wire: wire(f.Type, arg), Unit: f.Type.unitName(), Enum: f.Enum, Variadic: f.Variadic, Doc: f.Doc}
-		bound := func(b *Bound) json.Number {
-			switch {
-			case b == nil:
-				return ""
-			case f.Type == Float:
+		mf := manifestField{Name: f.Name, Type: f.Type, Wire: wire(f.Type, arg), Unit: f.Type.unitName(), Enum: f.Enum,
+			Pattern: f.Pattern, Variadic: f.Variadic, MinCount: intNumber(f.MinCount), MaxCount: intNumber(f.MaxCount), Doc: f.Doc}
+		if f.Type == Float {
+			bound := func(b *Bound) json.Number {
+				if b == nil {
+					return ""
+				}
 				return json.Number(strconv.FormatFloat(b.Float, 'g', -1, 64))
 			}
-			return json.Number(strconv.FormatInt(b.Int, 10))
+			mf.Min, mf.Max = bound(f.Min), bound(f.Max)
+		} else {
+			mf.Min, mf.Max = intNumber(f.Min), intNumber(f.Max)
 		}
-		mf.Min, mf.Max = bound(f.Min), bound(f.Max)
+		for _, s := range f.Sentinels {
+			mf.Sentinels = append(mf.Sentinels, manifestSentinel{Name: s.Name, Value: intNumber(&s.Value)})
+		}
+		if f.Fields != nil {
+			mf.Fields = manifestFields(f.Fields, arg)
+		}
 		out = append(out, mf)
+	}
+	return out
+}
+
+func manifestKeys(ks []Field) []manifestKey {
+	out := []manifestKey{}
+	for _, k := range ks {
+		mk := manifestKey{Name: k.Name, Variadic: k.Variadic, MinCount: intNumber(k.MinCount), MaxCount: intNumber(k.MaxCount), Doc: k.Doc}
+		if k.Fields != nil {
+			mk.Fields = manifestKeys(k.Fields)
+		}
+		out = append(out, mk)
 	}
 	return out
 }
 
 // manifest renders the manifest; files maps a script's path to its path
 // relative to the manifest; lib is the Functions library or nil. The
-// library's fields are optional and add to version 2: a reader that does
-// not know them loses nothing it knew.
+// library's fields are optional: a reader that does not know them loses
+// nothing it knew.
 func manifest(scripts []*Script, files map[string]string, lib *manifestLibrary) ([]byte, error) {
 	m := manifestFile{Comment: ManifestMarker, Version: ManifestVersion, Functions: lib, Scripts: []manifestScript{}}
 	for _, s := range scripts {
@@ -145,7 +193,7 @@ func manifest(scripts []*Script, files map[string]string, lib *manifestLibrary) 
 		}
 		ms := manifestScript{
 			Name: s.Name, File: file, SHA1: hex.EncodeToString(sum[:]), Summary: s.Summary,
-			Command: "EVALSHA", Flags: append([]string{}, s.Flags...), Keys: []manifestKey{},
+			Command: "EVALSHA", Flags: append([]string{}, s.Flags...),
 			Args: manifestFields(s.Args, true), Returns: manifestFields(s.Returns, false), Errors: []manifestError{},
 		}
 		if s.HasFlag("no-writes") {
@@ -157,9 +205,7 @@ func manifest(scripts []*Script, files map[string]string, lib *manifestLibrary) 
 				ms.Function.Command = "FCALL_RO"
 			}
 		}
-		for _, k := range s.Keys {
-			ms.Keys = append(ms.Keys, manifestKey{Name: k.Name, Variadic: k.Variadic, Doc: k.Doc})
-		}
+		ms.Keys = manifestKeys(s.Keys)
 		for _, e := range s.Errors {
 			ms.Errors = append(ms.Errors, manifestError{Code: e.Code, Doc: e.Doc})
 		}

@@ -23,10 +23,10 @@ import (
 //
 // sharedNames and sharedMethods (of Batch) are read from gen/runtime, so
 // they cannot fall behind it.
-var sharedNames, sharedMethods = runtimeNames(sharedOrder, sharedHeadNames, "Batch")
+var sharedNames, sharedMethods = runtimeNames(append(append([]string{}, sharedOrder...), "rueidis.go"), sharedHeadNames, "Batch")
 
 // imports are the package names the generated files import.
-var imports = []string{"context", "errors", "fmt", "math", "redis", "strconv", "strings", "time"}
+var imports = []string{"context", "errors", "fmt", "math", "redis", "regexp", "strconv", "strings", "time"}
 
 // localNames are the parameter and variable names the generated functions
 // use besides the key parameters.
@@ -105,14 +105,23 @@ var perScriptSuffixes = []string{"Info", "Call", "Decode", "Source"}
 type names struct {
 	Go, Unexported string
 	Enums          map[string]string // arg/return name -> its enum type
-	KeyParams      []string
-	ArgFields      []string
-	ReturnFields   []string
+	// Records maps "@arg limits" (tag and name) to the record's Go type.
+	Records map[string]string
+	// Consts maps a sentinel ("@arg now never", or "@return per_limit
+	// retry_after never" in a record) to its Go constant.
+	Consts map[string]string
+	// Patterns maps "@arg lease" (or "@arg pairs key" in a record) to the
+	// unexported regexp variable of its pattern.
+	Patterns     map[string]string
+	KeyParams    []string
+	ArgFields    []string
+	ReturnFields []string
 }
 
 // assignPackageNames claims every package-level name of every script.
 func (ns *namespace) assignPackageNames(s *Script) *names {
-	n := &names{Go: exported(s.Name), Unexported: unexported(s.Name), Enums: map[string]string{}}
+	n := &names{Go: exported(s.Name), Unexported: unexported(s.Name), Enums: map[string]string{},
+		Records: map[string]string{}, Consts: map[string]string{}, Patterns: map[string]string{}}
 	file := s.File
 	fix := "rename the script"
 	// One message per script: the first name taken says what to rename.
@@ -120,7 +129,7 @@ func (ns *namespace) assignPackageNames(s *Script) *names {
 	if len(s.Args) > 0 {
 		want = append(want, n.Go+"Params")
 	}
-	for _, suffix := range []string{"Result", "Script", "Source"} {
+	for _, suffix := range []string{"Result", "Script", "Source", "Hash"} {
 		want = append(want, n.Go+suffix)
 	}
 	for _, suffix := range perScriptSuffixes {
@@ -160,7 +169,87 @@ func (ns *namespace) assignPackageNames(s *Script) *names {
 			ns.claim(typ+exported(strings.ToLower(w)), fmt.Sprintf("enum word %s of %s", w, f.Name), "enum word "+w, file, f.Line, "rename the word or the field")
 		}
 	}
+	ns.assignGrammarNames(s, n)
 	return n
+}
+
+// assignGrammarNames names each record type (XY<Singular>), each sentinel
+// constant (XY<Field><Sentinel>, or XY<Record><Field><Sentinel>) and each
+// pattern variable (xY<Field>Pattern). An @arg and an @return may share
+// one when they declare the same thing, as enums do.
+func (ns *namespace) assignGrammarNames(s *Script, n *names) {
+	shared := map[string]string{} // Go name -> what it stands for
+	claim := func(name, what, sig string, f Field) bool {
+		if prev, ok := shared[name]; ok {
+			if prev != sig {
+				ns.diags = append(ns.diags, Diagnostic{File: s.File, Line: f.Line,
+					Msg: fmt.Sprintf("%s: Go name %s is declared for another %s of this script; give them the same declaration or different names", f.Name, name, what)})
+				return false
+			}
+			return true
+		}
+		if !ns.claim(name, fmt.Sprintf("the %s %s of %s", what, f.Name, s.File), what+" "+f.Name, s.File, f.Line, "rename the field") {
+			return false
+		}
+		shared[name] = sig
+		return true
+	}
+	one := func(tag, prefix, unexp, path string, f Field) {
+		for _, sen := range f.Sentinels {
+			if f.Type.IsInstant() {
+				continue // the zero time.Time is the sentinel 0
+			}
+			name := prefix + exported(f.Name) + exported(sen.Name)
+			if claim(name, "sentinel", fmt.Sprintf("%s %s=%d", f.Type, sen.Name, sen.Value.Int), f) {
+				n.Consts[path+" "+sen.Name] = name
+			}
+		}
+		if f.Pattern != "" {
+			name := unexp + exported(f.Name) + "Pattern"
+			if claim(name, "pattern", f.Pattern, f) {
+				n.Patterns[path] = name
+			}
+		}
+	}
+	for _, group := range []struct {
+		tag string
+		fs  []Field
+	}{{"@key", s.Keys}, {"@arg", s.Args}, {"@return", s.Returns}} {
+		for _, f := range group.fs {
+			path := group.tag + " " + f.Name
+			if f.Fields == nil {
+				one(group.tag, n.Go, n.Unexported, path, f)
+				continue
+			}
+			rec := n.Go + exported(singular(f.Name))
+			var sig []string
+			for _, sub := range f.Fields {
+				sig = append(sig, sub.Name+" "+typeSig(sub))
+			}
+			if !claim(rec, "record", "("+strings.Join(sig, ", ")+")", f) {
+				continue
+			}
+			n.Records[path] = rec
+			for _, sub := range f.Fields {
+				sub.Line = f.Line
+				one(group.tag, rec, unexported(rec), path+" "+sub.Name, sub)
+			}
+		}
+	}
+}
+
+// typeSig is a field's type as a comparable string.
+func typeSig(f Field) string {
+	return fmt.Sprintf("%s%v%s%v%v%s", f.Type, f.Enum, boundsText(f.Min, f.Max), f.Sentinels, f.Pattern, "")
+}
+
+// singular names a record after one of its variadic: limits gives limit;
+// per_limit, status, address and axis stay.
+func singular(name string) string {
+	if strings.HasSuffix(name, "s") && !strings.HasSuffix(name, "ss") && !strings.HasSuffix(name, "us") && !strings.HasSuffix(name, "is") && len(name) > 1 {
+		return strings.TrimSuffix(name, "s")
+	}
+	return name
 }
 
 // assignLocalNames names the key parameters and struct fields of a script,

@@ -2,7 +2,9 @@ package gen
 
 import (
 	"bytes"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"go/format"
 	"strconv"
@@ -54,17 +56,24 @@ func method(t Type) string {
 
 type scriptView struct {
 	Pkg, File, Go, Unexported string
+	Client                    clientKind
+	Hash                      string // the script's SHA1, for clients that need it written out
 	Literal                   string
 	Doc                       string
 	ReadOnly                  bool
 	KeyParams, KeyArgs        string
+	KeysPrelude               []string // statements that build keys
 	KeysExpr                  string
+	EncodeLines               []string // statements that encode the arguments
 	HasArgs                   bool
 	Args, Returns             []fieldView
 	Enums                     []enumView
+	Records                   []recordView
+	Consts                    []constView
+	Patterns                  []patternView
 	Fixed                     int
 	Rest                      bool
-	NeedTime                  bool
+	NeedTime, NeedRegexp      bool
 }
 
 type enumView struct {
@@ -74,39 +83,72 @@ type enumView struct {
 
 type enumConst struct{ Name, Word string }
 
+// recordView is the Go struct of a record variadic.
+type recordView struct {
+	Type, Doc string
+	Fields    []fieldView
+}
+
+// constView is the Go constant of a sentinel.
+type constView struct{ Name, Type, Value, Doc string }
+
+// patternView is the compiled regexp of a string/re/ field.
+type patternView struct{ Name, Literal string }
+
 type fieldView struct {
 	Field, GoType, Comment string
 	Variadic               bool
 	name                   string
 	f                      Field
 	enumType               string
-	index                  int // 0-based position in ARGV or the reply
+	index                  int         // 0-based position in ARGV or the reply
+	record                 string      // the Go type of a record variadic
+	sub                    []fieldView // its fields
+	consts                 []string    // the Go constants of its sentinels, as name (value)
+	pattern                string      // the regexp variable of its pattern
 }
 
-// rangeExpr is the Go expression of a field's bounds: nil, atLeast(lo),
-// atMost(hi) or between(lo, hi).
-func (f fieldView) rangeExpr() string {
-	lo, hi := f.f.Min, f.f.Max
-	num := func(b *Bound) string {
-		if f.f.Type == Float {
-			return strconv.FormatFloat(b.Float, 'g', -1, 64)
-		}
-		return strconv.FormatInt(b.Int, 10)
-	}
-	suffix := ""
-	if f.f.Type == Float {
-		suffix = "F"
-	}
+func intRangeExpr(lo, hi *Bound) string {
 	switch {
 	case lo != nil && hi != nil:
-		return fmt.Sprintf("between%s(%s, %s)", suffix, num(lo), num(hi))
+		return fmt.Sprintf("between(%d, %d)", lo.Int, hi.Int)
 	case lo != nil:
-		return fmt.Sprintf("atLeast%s(%s)", suffix, num(lo))
+		return fmt.Sprintf("atLeast(%d)", lo.Int)
 	case hi != nil:
-		return fmt.Sprintf("atMost%s(%s)", suffix, num(hi))
+		return fmt.Sprintf("atMost(%d)", hi.Int)
 	}
 	return "nil"
 }
+
+// rangeExpr is the Go expression of a field's bounds: nil, atLeast(lo),
+// atMost(hi) or between(lo, hi), with .or(v...) for its sentinels.
+func (f fieldView) rangeExpr() string {
+	lo, hi := f.f.Min, f.f.Max
+	if f.f.Type != Float {
+		r := intRangeExpr(lo, hi)
+		if len(f.f.Sentinels) > 0 {
+			var vals []string
+			for _, s := range f.f.Sentinels {
+				vals = append(vals, strconv.FormatInt(s.Value.Int, 10))
+			}
+			r += ".or(" + strings.Join(vals, ", ") + ")"
+		}
+		return r
+	}
+	num := func(b *Bound) string { return strconv.FormatFloat(b.Float, 'g', -1, 64) }
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("betweenF(%s, %s)", num(lo), num(hi))
+	case lo != nil:
+		return fmt.Sprintf("atLeastF(%s)", num(lo))
+	case hi != nil:
+		return fmt.Sprintf("atMostF(%s)", num(hi))
+	}
+	return "nil"
+}
+
+// countExpr is the range of how many values or records a variadic takes.
+func (f fieldView) countExpr() string { return intRangeExpr(f.f.MinCount, f.f.MaxCount) }
 
 func (f fieldView) words() string {
 	var q []string
@@ -118,22 +160,50 @@ func (f fieldView) words() string {
 
 // Encode is the statement that appends the argument held in expr.
 func (f fieldView) Encode(expr string) string {
-	switch f.f.Type {
-	case Bool, String:
+	switch {
+	case f.pattern != "":
+		return fmt.Sprintf("e.pattern(%q, %s, %s)", f.name, expr, f.pattern)
+	case f.f.Type == Bool || f.f.Type == String:
 		return fmt.Sprintf("e.%s(%s)", method(f.f.Type), expr)
-	case Enum:
+	case f.f.Type == Enum:
 		return fmt.Sprintf("e.enum(%q, string(%s), %s)", f.name, expr, f.words())
 	}
 	return fmt.Sprintf("e.%s(%q, %s, %s)", method(f.f.Type), f.name, expr, f.rangeExpr())
 }
 
+// encodeLines are the statements that encode an @arg from p.
+func (f fieldView) encodeLines() []string {
+	if !f.Variadic {
+		return []string{f.Encode("p." + f.Field)}
+	}
+	var out []string
+	what := "values"
+	if f.record != "" {
+		what = "records"
+	}
+	if f.f.MinCount != nil || f.f.MaxCount != nil {
+		out = append(out, fmt.Sprintf("e.count(%q, %q, len(p.%s), %s)", f.name, what, f.Field, f.countExpr()))
+	}
+	loop := "for _, v := range p." + f.Field + " {"
+	if f.record == "" {
+		return append(out, loop, "\t"+f.Encode("v"), "}")
+	}
+	out = append(out, loop)
+	for _, sub := range f.sub {
+		out = append(out, "\t"+sub.Encode("v."+sub.Field))
+	}
+	return append(out, "}")
+}
+
 // decodeOne is the expression that reads element i (an expression) of the
 // reply from the decoder d.
 func (f fieldView) decodeOne(i string) string {
-	switch f.f.Type {
-	case Bool, String:
+	switch {
+	case f.pattern != "":
+		return fmt.Sprintf("d.pattern(%s, %q, %s)", i, f.name, f.pattern)
+	case f.f.Type == Bool || f.f.Type == String:
 		return fmt.Sprintf("d.%s(%s, %q)", method(f.f.Type), i, f.name)
-	case Enum:
+	case f.f.Type == Enum:
 		return fmt.Sprintf("%s(d.enum(%s, %q, %s))", f.enumType, i, f.name, f.words())
 	}
 	return fmt.Sprintf("d.%s(%s, %q, %s)", method(f.f.Type), i, f.name, f.rangeExpr())
@@ -141,19 +211,34 @@ func (f fieldView) decodeOne(i string) string {
 
 // Decode is the expression that reads the field from the decoder d.
 func (f fieldView) Decode() string {
-	if f.Variadic {
+	if !f.Variadic {
+		return f.decodeOne(strconv.Itoa(f.index))
+	}
+	if f.record == "" {
 		elem := goType(f.f.Type)
 		if f.enumType != "" {
 			elem = f.enumType
 		}
-		return fmt.Sprintf("rest(&d, %d, func(i int) %s { return %s })", f.index, elem, f.decodeOne("i"))
+		return fmt.Sprintf("rest(&d, %d, 1, %q, %s, func(i int) %s { return %s })", f.index, f.name, f.countExpr(), elem, f.decodeOne("i"))
 	}
-	return f.decodeOne(strconv.Itoa(f.index))
+	var fields []string
+	for k, sub := range f.sub {
+		i := "i"
+		if k > 0 {
+			i = fmt.Sprintf("i+%d", k)
+		}
+		fields = append(fields, sub.Field+": "+sub.decodeOne(i))
+	}
+	return fmt.Sprintf("rest(&d, %d, %d, %q, %s, func(i int) %s { return %s{%s} })", f.index, len(f.sub), f.name, f.countExpr(),
+		f.record, f.record, strings.Join(fields, ", "))
 }
 
-func newScriptView(pkg string, s *Script, n *names) scriptView {
+func newScriptView(pkg string, client clientKind, s *Script, n *names) scriptView {
+	sum := sha1.Sum(s.Source)
 	v := scriptView{
 		Pkg:        pkg,
+		Client:     client,
+		Hash:       hex.EncodeToString(sum[:]),
 		File:       s.Name + ".lua",
 		Go:         n.Go,
 		Unexported: n.Unexported,
@@ -161,20 +246,97 @@ func newScriptView(pkg string, s *Script, n *names) scriptView {
 		ReadOnly:   s.HasFlag("no-writes"),
 		HasArgs:    len(s.Args) > 0,
 	}
+	seenRecord := map[string]bool{}
+	addRecord := func(fv fieldView, tag string) {
+		if seenRecord[fv.record] {
+			return
+		}
+		seenRecord[fv.record] = true
+		rv := recordView{Type: fv.record, Fields: fv.sub,
+			Doc: fmt.Sprintf("%s is one record of %s %s of %s: its fields travel in this order, record after record.", fv.record, tag, fv.name, v.File)}
+		v.Records = append(v.Records, rv)
+	}
+	seenConst, seenPattern := map[string]bool{}, map[string]bool{}
+	addGrammar := func(fv fieldView, path, owner string) {
+		for _, sen := range fv.f.Sentinels {
+			name := n.Consts[path+" "+sen.Name]
+			if name == "" || seenConst[name] {
+				continue
+			}
+			seenConst[name] = true
+			cv := constView{Name: name, Type: goType(fv.f.Type), Value: strconv.FormatInt(sen.Value.Int, 10),
+				Doc: fmt.Sprintf("%s is the %s that means %s (%d on the wire).", name, owner, strings.ReplaceAll(sen.Name, "_", " "), sen.Value.Int)}
+			if u := fv.f.Type.Unit(); u != 0 {
+				cv.Value = fmt.Sprintf("%d * time.%s", sen.Value.Int, map[string]string{"ms": "Millisecond", "us": "Microsecond", "s": "Second"}[string(fv.f.Type)])
+				v.NeedTime = true
+			}
+			v.Consts = append(v.Consts, cv)
+		}
+		if fv.pattern != "" && !seenPattern[fv.pattern] {
+			seenPattern[fv.pattern] = true
+			v.Patterns = append(v.Patterns, patternView{Name: fv.pattern, Literal: strconv.Quote("^(?:" + fv.f.Pattern + ")$")})
+			v.NeedRegexp = true
+		}
+	}
+	build := func(tag string, f Field, goName string, i int, where string, arg bool) fieldView {
+		path := tag + " " + f.Name
+		fv := newField(f, goName, n.Enums[f.Name], i, where, arg, n, path)
+		if fv.record != "" {
+			for k, sub := range f.Fields {
+				sv := newField(sub, exported(sub.Name), "", k, fmt.Sprintf("field %d of each record", k+1), arg, n, path+" "+sub.Name)
+				if tag == "@key" {
+					sv.GoType = "string"
+					sv.Comment = fmt.Sprintf("%s is the key in field %d of each record.", sv.Field, k+1)
+				}
+				fv.sub = append(fv.sub, sv)
+				addGrammar(sv, path+" "+sub.Name, fv.record+"."+sv.Field)
+			}
+			addRecord(fv, tag)
+		} else {
+			owner := v.Go + "Result." + goName
+			if arg {
+				owner = v.Go + "Params." + goName
+			}
+			addGrammar(fv, path, owner)
+		}
+		return fv
+	}
+
 	var params, args, fixed []string
 	for i, k := range s.Keys {
 		p := n.KeyParams[i]
 		args = append(args, p)
-		if k.Variadic {
+		if !k.Variadic {
+			params = append(params, p+" string")
+			fixed = append(fixed, p)
+			continue
+		}
+		fv := build("@key", k, p, i, "", true)
+		what := "keys"
+		if fv.record != "" {
+			what = "records"
+			params = append(params, p+" []"+fv.record)
+			v.KeysPrelude = append(v.KeysPrelude, fmt.Sprintf("v := make([]string, 0, %d+%d*len(%s))", len(fixed), len(fv.sub), p))
+			if len(fixed) > 0 {
+				v.KeysPrelude = append(v.KeysPrelude, fmt.Sprintf("v = append(v, %s)", strings.Join(fixed, ", ")))
+			}
+			v.KeysPrelude = append(v.KeysPrelude, fmt.Sprintf("for _, r := range %s {", p))
+			var subs []string
+			for _, sub := range fv.sub {
+				subs = append(subs, "r."+sub.Field)
+			}
+			v.KeysPrelude = append(v.KeysPrelude, "\tv = append(v, "+strings.Join(subs, ", ")+")", "}")
+			v.KeysExpr = "v" // a key parameter is never v (localNames)
+		} else {
 			params = append(params, p+" []string")
 			if len(fixed) == 0 {
 				v.KeysExpr = p
 			} else {
 				v.KeysExpr = fmt.Sprintf("append([]string{%s}, %s...)", strings.Join(fixed, ", "), p)
 			}
-		} else {
-			params = append(params, p+" string")
-			fixed = append(fixed, p)
+		}
+		if k.MinCount != nil || k.MaxCount != nil {
+			v.EncodeLines = append(v.EncodeLines, fmt.Sprintf("e.count(%q, %q, len(%s), %s)", k.Name, what, p, fv.countExpr()))
 		}
 	}
 	if v.KeysExpr == "" && len(fixed) > 0 {
@@ -202,14 +364,15 @@ func newScriptView(pkg string, s *Script, n *names) scriptView {
 		v.Enums = append(v.Enums, ev)
 	}
 	for i, a := range s.Args {
-		fv := newField(a, n.ArgFields[i], n.Enums[a.Name], i, fmt.Sprintf("ARGV[%d]", i+1), true)
+		fv := build("@arg", a, n.ArgFields[i], i, fmt.Sprintf("ARGV[%d]", i+1), true)
 		v.Args = append(v.Args, fv)
+		v.EncodeLines = append(v.EncodeLines, fv.encodeLines()...)
 		if a.Type == Enum {
 			addEnum(a)
 		}
 	}
 	for i, r := range s.Returns {
-		fv := newField(r, n.ReturnFields[i], n.Enums[r.Name], i, fmt.Sprintf("reply element %d", i+1), false)
+		fv := build("@return", r, n.ReturnFields[i], i, fmt.Sprintf("reply element %d", i+1), false)
 		v.Returns = append(v.Returns, fv)
 		if r.Type == Enum {
 			addEnum(r)
@@ -220,11 +383,20 @@ func newScriptView(pkg string, s *Script, n *names) scriptView {
 			v.Fixed++
 		}
 	}
-	for _, f := range append(append([]Field{}, s.Args...), s.Returns...) {
-		v.NeedTime = v.NeedTime || f.Type.Unit() != 0
-	}
+	each(s, func(f Field) { v.NeedTime = v.NeedTime || f.Type.Unit() != 0 })
 	v.Doc = funcDoc(v, s, n)
 	return v
+}
+
+// each calls fn for every @arg and @return of s, and every field of their
+// records.
+func each(s *Script, fn func(Field)) {
+	for _, f := range append(append([]Field{}, s.Args...), s.Returns...) {
+		fn(f)
+		for _, sub := range f.Fields {
+			fn(sub)
+		}
+	}
 }
 
 func quoteAll(ws []string) []string {
@@ -236,42 +408,64 @@ func quoteAll(ws []string) []string {
 }
 
 // wireNote says how a value of the field travels, for its doc comment.
-func wireNote(f Field, arg bool) string {
+func wireNote(f Field, arg bool, consts []string) string {
 	var parts []string
+	zero := "0"
+	for _, s := range f.Sentinels {
+		if f.Type.IsInstant() { // an instant's sentinel is 0, the zero time
+			zero = "0 (" + strings.ReplaceAll(s.Name, "_", " ") + ")"
+		}
+	}
 	switch {
 	case f.Type.IsDuration() && arg:
 		parts = append(parts, "sent in whole "+f.Type.unitName())
 	case f.Type.IsDuration():
 		parts = append(parts, "in "+f.Type.unitName())
 	case f.Type.IsInstant() && arg:
-		parts = append(parts, "sent as whole "+f.Type.unitName()+" since the epoch, rounded down; the zero time as 0")
+		parts = append(parts, "sent as whole "+f.Type.unitName()+" since the epoch, rounded down; the zero time as "+zero)
 	case f.Type.IsInstant():
-		parts = append(parts, f.Type.unitName()+" since the epoch; 0 is the zero time")
+		parts = append(parts, f.Type.unitName()+" since the epoch; "+zero+" is the zero time")
 	}
 	if f.Min != nil || f.Max != nil {
-		lo, hi := "", ""
-		if f.Min != nil {
-			lo = f.Min.Text
-		}
-		if f.Max != nil {
-			hi = f.Max.Text
-		}
-		parts = append(parts, "["+lo+".."+hi+"]")
+		parts = append(parts, boundsText(f.Min, f.Max))
+	}
+	if len(consts) > 0 {
+		parts = append(parts, "or "+strings.Join(consts, " or "))
+	}
+	if f.Pattern != "" {
+		parts = append(parts, "matching "+f.Pattern)
+	}
+	if f.MinCount != nil || f.MaxCount != nil {
+		parts = append(parts, boundsText(f.MinCount, f.MaxCount)+" of them")
 	}
 	return strings.Join(parts, ", ")
 }
 
-func newField(f Field, goName, enumType string, i int, where string, arg bool) fieldView {
-	fv := fieldView{Field: goName, GoType: goType(f.Type), Variadic: f.Variadic, name: f.Name, f: f, enumType: enumType, index: i}
+func newField(f Field, goName, enumType string, i int, where string, arg bool, n *names, path string) fieldView {
+	fv := fieldView{Field: goName, GoType: goType(f.Type), Variadic: f.Variadic, name: f.Name, f: f, enumType: enumType, index: i,
+		record: n.Records[path], pattern: n.Patterns[path]}
 	if enumType != "" {
 		fv.GoType = enumType
 	}
+	if fv.record != "" {
+		fv.GoType = fv.record
+	}
+	for _, sen := range f.Sentinels {
+		if c := n.Consts[path+" "+sen.Name]; c != "" {
+			fv.consts = append(fv.consts, c)
+		}
+	}
 	if f.Variadic {
 		fv.GoType = "[]" + fv.GoType
-		where += " onwards"
+		if where != "" {
+			where += " onwards"
+		}
 	}
-	if note := wireNote(f, arg); note != "" {
-		where += ", " + note
+	if note := wireNote(f, arg, fv.consts); note != "" {
+		if where != "" {
+			where += ", "
+		}
+		where += note
 	}
 	if f.Doc == "" {
 		fv.Comment = fmt.Sprintf("%s is %s.", fv.Field, where)
@@ -304,7 +498,12 @@ func funcDoc(v scriptView, s *Script, n *names) string {
 	if v.ReadOnly {
 		how = "It runs " + v.File + " (@flags no-writes) with EVALSHA_RO, falling back to EVAL_RO when the server does not have the script cached, and to EVALSHA/EVAL on servers without the _RO commands (Redis before 7.0)."
 	}
-	for _, l := range wrap(how+" On a redis.Pipeliner it returns ErrPipeline: queue the call in a Batch instead.", 76) {
+	if v.Client.files == nil {
+		how += " On a redis.Pipeliner it returns ErrPipeline: queue the call in a Batch instead."
+	} else {
+		how += " To send many calls in one round trip, queue them in a Batch."
+	}
+	for _, l := range wrap(how, 76) {
 		line(l)
 	}
 	if len(s.Keys) > 0 {

@@ -26,6 +26,9 @@ const (
 	UnixUs  Type = "unix_us"
 	UnixS   Type = "unix_s"
 	Enum    Type = "enum"
+	// Record is a variadic @arg or @return of groups of fields: ...name
+	// (a int, b ms). Field.Fields holds them.
+	Record Type = "record"
 )
 
 // typeList is every type in the order messages list them.
@@ -91,9 +94,20 @@ var (
 	powBoundRE = regexp.MustCompile(`^(-?)2\^([0-9]+)$`)
 )
 
-// parseType reads a type word: int, ms[1..1e11], enum(a|b), unix_us[0..].
-// It returns a message (without file:line) when the word is wrong.
+// parseType reads a type word: int, ms[1..1e11], enum(a|b), unix_us[0..],
+// ms[0..]|never=-1, string/^[a-z]{1,8}$/. It returns a message (without
+// file:line) when the word is wrong.
 func parseType(word string, f *Field) string {
+	if rest, ok := strings.CutPrefix(word, "string/"); ok {
+		f.Type = String
+		return parsePattern(rest, f)
+	}
+	if base, sentinels, ok := strings.Cut(word, "|"); ok && !strings.HasPrefix(word, "enum") {
+		if msg := parseType(base, f); msg != "" {
+			return msg
+		}
+		return parseSentinels(sentinels, f)
+	}
 	if strings.HasPrefix(word, "enum(") || word == "enum" {
 		inner, ok := strings.CutPrefix(word, "enum(")
 		if !ok || !strings.HasSuffix(inner, ")") {
@@ -146,6 +160,98 @@ func parseType(word string, f *Field) string {
 	if f.Min != nil && f.Max != nil && (f.Type == Float && f.Min.Float > f.Max.Float || f.Type != Float && f.Min.Int > f.Max.Int) {
 		return fmt.Sprintf("bounds [%s..%s]: the lower bound is above the upper", lo, hi)
 	}
+	return ""
+}
+
+// parseSentinels reads the name=value|name=value after a type's bounds:
+// wire values that mean something other than a number (never = -1,
+// server_clock = 0). Only integer types have them.
+func parseSentinels(list string, f *Field) string {
+	if !f.Type.IsInteger() {
+		return fmt.Sprintf("%s cannot have sentinels (|name=value): only int, durations and instants can", f.Type)
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(list, "|") {
+		name, value, ok := strings.Cut(part, "=")
+		switch {
+		case !ok || name == "" || value == "":
+			return fmt.Sprintf("sentinel %q: write name=value, like never=-1", part)
+		case !nameRE.MatchString(name):
+			return fmt.Sprintf("sentinel %s: name must be lower case letters, digits and _ (like server_clock)", name)
+		case seen[name]:
+			return fmt.Sprintf("sentinel %s is listed twice", name)
+		}
+		seen[name] = true
+		b, msg := parseBound(value, Int)
+		if msg != "" {
+			return "sentinel " + name + ": " + msg
+		}
+		if f.Type.IsInstant() && b.Int != 0 {
+			return fmt.Sprintf("sentinel %s=%s: an instant's sentinel must be 0, which Go sends and reads as the zero time.Time", name, value)
+		}
+		if (f.Min == nil || b.Int >= f.Min.Int) && (f.Max == nil || b.Int <= f.Max.Int) {
+			return fmt.Sprintf("sentinel %s=%s is inside the bounds %s: a sentinel must be a value no ordinary one can be", name, value, boundsText(f.Min, f.Max))
+		}
+		for _, other := range f.Sentinels {
+			if other.Value.Int == b.Int {
+				return fmt.Sprintf("sentinels %s and %s are both %s", other.Name, name, value)
+			}
+		}
+		f.Sentinels = append(f.Sentinels, Sentinel{Name: name, Value: *b})
+	}
+	return ""
+}
+
+func boundsText(lo, hi *Bound) string {
+	var l, h string
+	if lo != nil {
+		l = lo.Text
+	}
+	if hi != nil {
+		h = hi.Text
+	}
+	return "[" + l + ".." + h + "]"
+}
+
+// A pattern (string/re/) is read by Go's regexp, Python's re and
+// JavaScript's RegExp (with the u flag) alike, so every stack checks the
+// same strings: \d, \w, \s differ between them (Python's \d takes every
+// Unicode digit), and JavaScript's u flag refuses other escapes, so a \
+// may only escape one of these.
+const patternEscapes = `^$\.*+?()[]{}|/`
+
+// badEscape returns the first \x of re that is not one of patternEscapes.
+func badEscape(re string) string {
+	for i := 0; i < len(re); i++ {
+		if re[i] != '\\' {
+			continue
+		}
+		if i+1 == len(re) || !strings.ContainsRune(patternEscapes, rune(re[i+1])) {
+			return re[i:min(i+2, len(re))]
+		}
+		i++
+	}
+	return ""
+}
+
+// parsePattern reads the rest of string/re/.
+func parsePattern(rest string, f *Field) string {
+	re, ok := strings.CutSuffix(rest, "/")
+	switch {
+	case !ok || re == "":
+		return fmt.Sprintf("string/%s: write a pattern as string/re/, like string/^[a-z0-9_-]{1,64}$/, no spaces", rest)
+	case badEscape(re) != "":
+		return fmt.Sprintf("pattern %s: %s reads differently in Go, Python and JavaScript (or not at all); escape only %s, and write a class such as [0-9] for \\d", re, badEscape(re), patternEscapes)
+	case strings.Contains(re, "(?"):
+		return fmt.Sprintf("pattern %s: (? groups and flags are not portable; write plain groups and classes", re)
+	}
+	if _, err := regexp.Compile(re); err != nil {
+		return fmt.Sprintf("pattern %s: %v", re, err)
+	}
+	if !strings.HasPrefix(re, "^") || !strings.HasSuffix(re, "$") {
+		return fmt.Sprintf("pattern %s: anchor it with ^ and $, so every stack matches the whole string", re)
+	}
+	f.Pattern = re
 	return ""
 }
 

@@ -14,10 +14,10 @@
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the window plus 60 s, a key
---- lives at most the window plus 120 s, and waits count from the caller's own
---- clock. A caller clock in an earlier window than the newest counted call is
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the window plus 60 s, a key lives at
+--- most the window plus 120 s, and waits count from the caller's own clock. A caller clock in an earlier window than the newest counted call is
 --- counted in that call's window, so the count never moves back.
 --- Changed limits: the state keeps the count and the time of the newest call
 --- it counts, not a window number. A new limit applies to the count at once
@@ -25,25 +25,29 @@
 --- A new window length counts the stored calls in the new window that holds
 --- the newest of them, and nowhere else: a longer window never forgets them
 --- (no free burst), a shorter one may count them once in its current window.
---- State: a string of digits '<t><n>': t, the ms of the newest counted
---- call, as exactly 13 digits (0..2^52 µs in ms: windows are whole ms, so
+--- State: a string '1<t><n>': the tag 1 (the fixed window's: every
+--- script's state starts with its own, see docs/scripts.md), t, the ms of
+--- the newest counted call, as exactly 13 digits (windows are whole ms, so
 --- the ms names the same window as the µs), then the count n (1..1e9)
 --- without leading zeros. Redis keeps it as an integer (16 bytes) while n
---- has at most 6 digits. Anything else at the key, of any type, is an
---- error and the key is left untouched; that includes the hash {n, t} of
---- earlier versions of this script (WRONGTYPE).
---- @key    counter      string '<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
+--- has at most 5 digits. A t more than 60 s past TIME was not written by
+--- this script. Anything else at the key, of any type, is an error and the
+--- key is left untouched (value and TTL); that includes the untagged
+--- '<t><n>' and the hash {n, t} of earlier versions of this script.
+--- @key    counter      string '1<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
 --- @arg    limit        int[1..1e9]       most cost admitted per window
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          cost still admitted in this window, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -101,14 +105,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -150,17 +161,18 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local counter = KEYS[1]
-local limit   = int(ARGV[1], 'limit', 1, 1e9)
-local window  = int(ARGV[2], 'window', 1, 1e11)
-local cost    = int(ARGV[3], 'cost', 0, 1e9)
-local now     = int(ARGV[4], 'now', 0, 2^52)
+local counter  = KEYS[1]
+local limit    = int(ARGV[1], 'limit', 1, 1e9)
+local window   = int(ARGV[2], 'window', 1, 1e11)
+local cost     = int(ARGV[3], 'cost', 0, 1e9)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if counter == nil then bad = bad or 'BADARG counter key is missing' end
-exactly(1, 4)
+exactly(1, 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -171,12 +183,13 @@ if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 13 digits, then a count without a
-  -- leading zero; the length bound keeps it short enough to convert
-  -- exactly. t is the newest call's ms, in µs.
+  -- One pattern checks the whole state: the tag, 13 digits, then a count
+  -- without a leading zero; the length bound keeps it short enough to
+  -- convert exactly. t is the newest call's ms, in µs: no write dates it
+  -- more than max_skew past TIME.
   local a, b
-  if #stored <= 23 then
-    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
+  if #stored <= 24 then
+    a, b = match(stored, '^1(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
   end
   if a then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
@@ -184,8 +197,8 @@ if stored then
     -- never does; tonumber is decimal in both.
     t, n = tonumber(a) * 1000, b + 0
   end
-  if not a or t > 2^52 or n > 1e9 then
-    return redis.error_reply('BADSTATE the key is not a fixed window <t><n>; it is left untouched')
+  if not a or t > server + max_skew or n > 1e9 then
+    return redis.error_reply('BADSTATE the key is not a fixed window 1<t><n>; it is left untouched')
   end
 end
 
@@ -233,5 +246,5 @@ if now > t then
   t = now
 end
 n = n + cost
-redis.call('SET', counter, format('%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', counter, format('1%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
 return {1, limit - n, 0, wait}

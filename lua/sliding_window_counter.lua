@@ -22,10 +22,11 @@
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the two windows plus 60 s, a
---- key lives at most the two windows plus 120 s, and waits count from the
---- caller's own clock. A caller clock in an earlier window than the newest
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the two windows plus 60 s, a key lives
+--- at most the two windows plus 120 s, and waits count from the caller's
+--- own clock. A caller clock in an earlier window than the newest
 --- counted call is judged at the start of that call's window, where the
 --- previous count weighs most.
 --- Changed limits: a new limit applies to the counts at once (lowered: no
@@ -35,25 +36,30 @@
 --- counted in whichever window of the new length holds them. A longer window
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
---- State: a string '<s><d>/<cur>/<prev>': s, the start of the current
---- count's window, as exactly 13 digits of ms (0..2^52 µs in ms: windows
---- are whole ms), then d, the ms from s to its newest call (below 1e11),
---- and the counts cur (1..1e9) and prev (0..2e9: counts from two windows
---- can merge), numbers without leading zeros. Anything else at the key, of
---- any type, is an error and the key is left untouched; that includes the
---- hash {s, t, cur, prev} of earlier versions of this script (WRONGTYPE).
---- @key    counts       string '<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
+--- State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
+--- counter's: every script's state starts with its own, see
+--- docs/scripts.md), s, the start of the current count's window, as
+--- exactly 13 digits of ms (windows are whole ms), then d, the ms from s to
+--- its newest call (below 1e11), and the counts cur (1..1e9) and prev
+--- (0..2e9: counts from two windows can merge), numbers without leading
+--- zeros. A newest call more than 60 s past TIME was not written by this
+--- script. Anything else at the key, of any type, is an error and the key
+--- is left untouched (value and TTL); that includes the untagged states
+--- and the hash {s, t, cur, prev} of earlier versions of this script.
+--- @key    counts       string 'c<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          most cost admitted right now, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -111,14 +117,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -160,17 +173,18 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local counts = KEYS[1]
-local limit  = int(ARGV[1], 'limit', 1, 1e9)
-local window = int(ARGV[2], 'window', 1, 1e11)
-local cost   = int(ARGV[3], 'cost', 0, 1e9)
-local now    = int(ARGV[4], 'now', 0, 2^52)
+local counts   = KEYS[1]
+local limit    = int(ARGV[1], 'limit', 1, 1e9)
+local window   = int(ARGV[2], 'window', 1, 1e11)
+local cost     = int(ARGV[3], 'cost', 0, 1e9)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if counts == nil then bad = bad or 'BADARG counts key is missing' end
-exactly(1, 4)
+exactly(1, 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -181,13 +195,14 @@ if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 13 digits, then three numbers; the
-  -- length bound keeps them short enough to convert exactly, and a number
-  -- below 10^(digits-1) was written with a leading zero. s and t are ms,
-  -- here in µs.
+  -- One pattern checks the whole state: the tag, 13 digits, then three
+  -- numbers; the length bound keeps them short enough to convert exactly,
+  -- and a number below 10^(digits-1) was written with a leading zero. s
+  -- and t are ms, here in µs; no write dates t more than max_skew past
+  -- TIME.
   local a, b, c, e
-  if #stored <= 46 then
-    a, b, c, e = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
+  if #stored <= 47 then
+    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
   end
   if a then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
@@ -200,8 +215,8 @@ if stored then
       t = s + t * 1000
     end
   end
-  if not s or t > 2^52 or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
-    return redis.error_reply('BADSTATE the key is not a sliding window counter <s><d>/<cur>/<prev>; it is left untouched')
+  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
+    return redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
   end
 end
 
@@ -314,7 +329,7 @@ if not t or at > t then
   t = at
 end
 t = t - t % 1000
-redis.call('SET', counts, format('%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
+redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
   'PX', format('%d', ttl > 1 and ttl or 1))
 reset = start + 2 * window_us - now + 999
 return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}

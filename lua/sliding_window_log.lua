@@ -18,33 +18,39 @@
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the window plus 60 s, a key
---- lives at most the window plus 120 s, and waits count from the caller's own
---- clock. A caller clock behind the newest member is judged at that member's
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a log dated further is BADSTATE, whatever wrote it: a call with the
+--- server's clock waits at most the window plus 60 s, a key lives at most
+--- the window plus 120 s, and waits count from the caller's own clock. A caller clock behind the newest member is judged at that member's
 --- time, so the log stays in time order.
 --- Changed limits are exact: the log holds the times themselves, so a new
 --- limit or window applies to them at once (lowered: denied until enough
 --- members leave; raised: the difference passes).
---- State: a sorted set of at most 10000 members '<us>-<n>', each scored by
---- its <us>, numbered 1, 2, ... within one µs. A key of another type, a set
---- with more members, or one whose oldest or newest member is not of that
---- form is an error and the key is left untouched. So is the member a
---- denial's wait is read from, the (limit-cost+1)-th newest (a peek counts
---- cost 1); a foreign one is BADSTATE. The other members in between are
---- not read: that would cost O(limit) per call.
---- @key    log          sorted set of members '<us>-<n>' scored by their time in µs; expires with its newest member
+--- State: a sorted set of at most 10000 members '<us>:<n>', each scored by
+--- its <us>, numbered 1, 2, ... within one µs (the ':' keeps them apart
+--- from concurrency.lua's lease ids, which cannot hold one; see
+--- docs/scripts.md). A key of another type, a set with more members, or
+--- one whose oldest or newest member is not of that form, or whose newest
+--- is more than 60 s past TIME, is an error and the key is left untouched
+--- (members and TTL). So is the member a denial's wait is read from, the
+--- (limit-cost+1)-th newest (a peek counts cost 1), and every member an
+--- admit removes (those that left the window: each is read and checked
+--- first, so no member another writer put there is removed). The other
+--- members in between are not read: that would cost O(limit) per call.
+--- @key    log          sorted set of members '<us>:<n>' scored by their time in µs; expires with its newest member
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
 --- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          units that still fit in the window, never negative
 --- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key has this script's type but not its state (other fields or members, numbers out of range); it is left untouched
+--- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -102,14 +108,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -151,17 +164,18 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local log    = KEYS[1]
-local limit  = int(ARGV[1], 'limit', 1, 10000)
-local window = int(ARGV[2], 'window', 1, 1e11)
-local cost   = int(ARGV[3], 'cost', 0, 1e9)
-local now    = int(ARGV[4], 'now', 0, 2^52)
+local log      = KEYS[1]
+local limit    = int(ARGV[1], 'limit', 1, 10000)
+local window   = int(ARGV[2], 'window', 1, 1e11)
+local cost     = int(ARGV[3], 'cost', 0, 1e9)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if log == nil then bad = bad or 'BADARG log key is missing' end
-exactly(1, 4)
+exactly(1, 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- now (<= 2^52 + 6e7) plus the window (<= 1e14 µs) stays below 2^53, so
@@ -172,19 +186,20 @@ local function badstate()
   return redis.error_reply('BADSTATE the key is not a sliding window log; it is left untouched')
 end
 -- time returns the time of a member read WITHSCORES, or nil when the
--- member is not one this script writes: '<us>-<n>', us without a leading
--- zero and equal to the score, n from 1 to 10000. The score is Redis's own
--- text of a double (servers print it differently), so it is compared as a
--- number. The length bound keeps every number short enough to convert
--- exactly.
+-- member is not one this script writes: '<us>:<n>', us without a leading
+-- zero, equal to the score and no more than max_skew past TIME (no write
+-- dates one later), n from 1 to 10000. The score is Redis's own text of a
+-- double (servers print it differently), so it is compared as a number.
+-- The length bound keeps every number short enough to convert exactly.
+local latest = server + max_skew
 local function time(member, score)
   local at, n
   if member and #member <= 22 then
-    at, n = match(member, '^(%d+)%-([1-9]%d*)$')
+    at, n = match(member, '^(%d+):([1-9]%d*)$')
   end
   if at and #n <= 5 and n + 0 <= 10000 and (#at == 1 or at + 0 >= 10 ^ (#at - 1)) then
     local us = score + 0
-    if us == at + 0 and us <= 2^52 then
+    if us == at + 0 and us <= latest then
       return us
     end
   end
@@ -275,7 +290,16 @@ elseif cost == 0 then
   return {1, remaining, 0, reset}
 end
 
+-- The members that left the window are the oldest size - live; each is
+-- read and checked before any is removed, so a member some other writer
+-- put in the set is never deleted (BADSTATE, nothing written).
 if first and first <= gone then
+  local old = redis.call('ZRANGE', log, '0', format('%d', size - live - 1), 'WITHSCORES')
+  for i = 1, #old, 2 do
+    if time(old[i], old[i + 1]) == nil then
+      return badstate()
+    end
+  end
   redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
 end
 -- Members at one time are numbered 1, 2, ... and all leave together, so
@@ -289,7 +313,7 @@ end
 local batch, used = {}, 0
 for i = 1, cost do
   batch[used + 1] = stamp
-  batch[used + 2] = stamp .. '-' .. format('%d', n + i)
+  batch[used + 2] = stamp .. ':' .. format('%d', n + i)
   used = used + 2
   if used == 2000 or i == cost then
     redis.call('ZADD', log, unpack(batch, 1, used))

@@ -13,36 +13,42 @@
 --- its state is spent on the server's clock, so a call whose clock lags TIME
 --- by up to 60 s still finds the state; a call that finds no state is judged
 --- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME: a
---- call with the server's clock waits at most the time to fill plus 60 s, a
---- key lives at most the time to fill plus 120 s, and waits count from the
---- caller's own clock. A caller clock behind the stored state is judged at
+--- same time out twice. So no clock dates state more than 60 s past TIME,
+--- and a state dated further is BADSTATE, whatever wrote it: a call with
+--- the server's clock waits at most the time to fill plus 60 s, a key lives
+--- at most the time to fill plus 120 s, and waits count from the caller's
+--- own clock. A caller clock behind the stored state is judged at
 --- the stored time, so out-of-order calls never move the bucket back or
 --- credit the same time twice.
 --- Changed limits apply from the last credit: tokens above a lowered
 --- capacity are dropped (no free burst, no lockout: a full bucket of the new
 --- size), a raised capacity keeps the tokens and fills on, and a new rate or
 --- period credits at its own pace from the last credit.
---- State: a string of digits '<ts><tokens>': ts, the instant tokens were
---- credited up to, as exactly 16 digits of µs (0..2^52), then tokens
---- (0..1e9) without leading zeros. Redis keeps it as an integer (16 bytes)
---- while tokens has at most 3 digits. Anything else at the key, of any
---- type, is an error and the key is left untouched; that includes the hash
---- {tokens, ts} of earlier versions of this script (WRONGTYPE).
---- @key    bucket       string '<ts><tokens>': tokens credited up to ts (µs); expires once full
+--- State: a string '-<ts><tokens>': the tag '-' (the token bucket's:
+--- every script's state starts with its own, see docs/scripts.md), ts, the
+--- instant tokens were credited up to, as exactly 16 digits of µs, then
+--- tokens (0..1e9) without leading zeros. Redis keeps it as an integer (16
+--- bytes) while tokens has at most 3 digits. A ts more than 60 s past TIME
+--- was not written by this script. Anything else at the key, of any type,
+--- is an error and the key is left untouched (value and TTL); that includes
+--- the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
+--- versions of this script.
+--- @key    bucket       string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
 --- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
 --- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
+--- @arg    deadline     unix_us[0..2^52]       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]               tokens left, never negative
 --- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another layout, a number out of range); it is left untouched
+--- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -100,14 +106,21 @@ end
 -- at, the server's instant, and whether it is the caller's clock. now = 0
 -- is the server's clock, shared by every app server. A caller's clock is
 -- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock.
-local function clock(now)
+-- TTL, more than max_skew away from the server's clock. deadline (0 for
+-- none) is the instant the caller stops waiting for the answer: a call the
+-- server runs at or after it is EXPIRED and changes nothing, since no one
+-- will act on its answer (a client that retried, or a server that stalled,
+-- must not count a request the caller already gave up on).
+local function clock(now, deadline)
   local t = redis.call('TIME')
   local server = t[1] * 1000000 + t[2]
+  if now > 0 and (now < server - max_skew or now > server + max_skew) then
+    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
+  elseif deadline > 0 and server >= deadline then
+    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
+  end
   if now == 0 then
     return server, server, false
-  elseif not bad and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   end
   return now, server, true
 end
@@ -156,12 +169,13 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local refill   = ARGV[4]
 local cost     = int(ARGV[5], 'cost', 0, 1e9)
 local now      = int(ARGV[6], 'now', 0, 2^52)
+local deadline = int(ARGV[7], 'deadline', 0, 2^52)
 local smooth = refill == 'smooth'
 if not smooth and refill ~= 'interval' then
   bad = bad or "BADARG refill must be 'smooth' or 'interval'"
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 6)
+exactly(1, 7)
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
@@ -187,7 +201,7 @@ if span(capacity) > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now)
+now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -200,21 +214,26 @@ if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
-  -- One pattern checks the whole state: 16 digits, then digits; the length
-  -- bound keeps them short enough to convert exactly, and tokens below
-  -- 10^(digits-1) would be written with a leading zero.
+  -- One pattern checks the whole state: the tag, 16 digits, then digits;
+  -- the length bound keeps them short enough to convert exactly, and
+  -- tokens of more than one digit that sort below '1' (all digits) have a
+  -- leading zero.
   local a, b
-  if #stored <= 26 then
-    a, b = match(stored, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
+  if #stored <= 27 then
+    a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
   end
-  if a then
+  if a and (#b == 1 or b >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
     ts, tokens = tonumber(a), b + 0
+  else
+    a = nil
   end
-  if not a or ts > 2^52 or tokens > 1e9 or (#b > 1 and tokens < 10 ^ (#b - 1)) then
-    return redis.error_reply('BADSTATE the key is not a token bucket <ts><tokens>; it is left untouched')
+  -- No write credits a bucket past its clock, never more than max_skew
+  -- past TIME.
+  if not a or ts > server + max_skew or tokens > 1e9 then
+    return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens>; it is left untouched')
   end
 end
 
@@ -277,6 +296,6 @@ if caller then
   ttl = ttl + max_skew
 end
 ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
+redis.call('SET', bucket, format('-%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
 reset = full_at - own + 999
 return {1, held, 0, (reset - reset % 1000) / 1000}

@@ -29,10 +29,12 @@ func ExampleLimiter_Wait() {
 	}
 	fmt.Println(time.Since(start) >= 100*time.Millisecond)
 
-	// A wait past the deadline returns at once, counting nothing.
-	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	// A wait past the deadline returns at once, counting nothing. (A
+	// second: ample for the one round trip, far short of the hour.)
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	slow, _ := ratelimit.New(rdb, "slow", ratelimit.PerHour(1))
+	// (On a stopped clock, so that the wait prints as a whole hour.)
+	slow, _ := ratelimit.New(exampleRedis(), "slow", ratelimit.PerHour(1))
 	slow.Allow(context.Background(), "reindex")
 	fmt.Println(slow.Wait(short, "reindex"))
 	// Output:

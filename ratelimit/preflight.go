@@ -142,11 +142,11 @@ func checkNode(ctx context.Context, c *redis.Client, add func(Finding)) error {
 	save := strings.TrimSpace(mustConfig(ctx, c, "save"))
 	switch {
 	case !aof && save == "":
-		add(Finding{"persistence", "warning", addr, "no AOF and no RDB save points: a restart forgets every limit (a day's quota starts again); set appendonly yes (appendfsync everysec loses at most a second)"})
+		add(Finding{"persistence", "warning", addr, "no AOF and no RDB save points: a restart forgets every limit (a day's quota starts again); set appendonly yes (appendfsync everysec loses at most about 2 s)"})
 	case !aof:
 		add(Finding{"persistence", "warning", addr, "RDB only (save " + save + "): a restart forgets what was counted since the last snapshot; set appendonly yes"})
 	case mustConfig(ctx, c, "appendfsync") == "no":
-		add(Finding{"persistence", "warning", addr, "appendfsync no: a crash of the machine loses what the OS had not written (up to ~30 s of counts); appendfsync everysec loses at most a second"})
+		add(Finding{"persistence", "warning", addr, "appendfsync no: a crash of the machine loses what the OS had not written (up to ~30 s of counts); appendfsync everysec loses at most about 2 s"})
 	}
 	return nil
 }

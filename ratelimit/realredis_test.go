@@ -19,7 +19,7 @@ import (
 // TestFailurePolicyAcrossRestart loads limiters that fail open and closed
 // while their redis-server is killed and started again: every decision
 // returns within its timeout, the policies decide while Redis is down, and
-// within a second of Redis being back every decision comes from Redis and
+// within 1.5 s of Redis being back every decision comes from Redis and
 // is right. No goroutine is left behind.
 func TestFailurePolicyAcrossRestart(t *testing.T) {
 	srv := redisserver.New(t)
@@ -86,7 +86,12 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	upBegin := time.Now()
 	srv.Restart()
 	upAt := time.Now()
-	time.Sleep(1500 * time.Millisecond)
+	// go-redis's pool, once PoolSize dials have failed, answers every dial
+	// with the last error until its own redial succeeds, which it tries
+	// once a second: decisions come from Redis again up to a second after
+	// it is back, plus the breaker's probe interval (internal/guard).
+	const recovery = 1500 * time.Millisecond
+	time.Sleep(recovery + time.Second)
 	close(stop)
 	wg.Wait()
 
@@ -107,10 +112,13 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 		} else if !s.d.Allowed || s.d.Remaining < 1e6-1000 {
 			t.Errorf("%s: decision from Redis %v", s.d.Name, s.d)
 		}
+		// A decision that ran into its 150 ms timeout on a loaded machine
+		// is load, not a limiter that misjudged Redis: counted apart.
+		timedOut := s.fallback && s.took >= timeout && strings.Contains(fmt.Sprint(s.d.Cause), "no answer within")
 		switch end := s.at.Add(s.took); {
 		case end.Before(downAt):
 			before++
-			if s.fallback {
+			if s.fallback && !timedOut {
 				t.Errorf("a fallback before Redis went down: %v", s.d)
 			}
 		case s.at.After(downAt) && end.Before(upBegin):
@@ -118,13 +126,10 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 			if !s.fallback {
 				t.Errorf("a decision from Redis while it was down: %v", s.d)
 			}
-		case s.at.After(upAt.Add(time.Second)):
+		case s.at.After(upAt.Add(recovery)):
 			after++
-			// A decision that ran into its 150 ms timeout on a loaded
-			// machine is load, not a limiter that failed to notice Redis is
-			// back: those are counted apart.
 			switch {
-			case s.fallback && s.took >= timeout && strings.Contains(fmt.Sprint(s.d.Cause), "no answer within"):
+			case timedOut:
 				lateTimeouts++
 			case s.fallback:
 				lateFallbacks++
@@ -133,12 +138,12 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 		}
 	}
 	if lateFallbacks > 0 {
-		t.Errorf("%d fallbacks more than a second after Redis was back", lateFallbacks)
+		t.Errorf("%d fallbacks more than %v after Redis was back", lateFallbacks, recovery)
 	}
 	if before == 0 || down == 0 || after == 0 {
-		t.Errorf("decisions before the outage %d, during %d, a second after %d: each phase needs some", before, down, after)
+		t.Errorf("decisions before the outage %d, during %d, after the recovery %d: each phase needs some", before, down, after)
 	}
-	t.Logf("%d decisions: %d before the outage, %d during, %d from a second after (%d of them timed out)", len(samples), before, down, after, lateTimeouts)
+	t.Logf("%d decisions: %d before the outage, %d during, %d after the recovery (%d of them timed out)", len(samples), before, down, after, lateTimeouts)
 
 	// And the limit itself holds again: a fresh key admits its burst.
 	exact, err := ratelimit.New(rdb, "exact", ratelimit.PerHour(5), ratelimit.OnFailure(ratelimit.FailOpen))

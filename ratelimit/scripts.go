@@ -35,35 +35,35 @@ type result interface {
 	}
 }
 
-// script is one row of the table: a call, the same call queued in a batch,
-// and the bounds the script puts on a Limit beyond the common ones.
+// script is one row of the table: a call, the same call queued in a batch
+// that runs under ctx, and the bounds the script puts on a Limit beyond the common ones.
 type script struct {
 	run   func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error)
-	queue func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error)
+	queue func(ctx context.Context, b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error)
 	check func(l Limit) *limitError
 }
 
 var scripts = [...]script{
-	GCRA: bind(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, cost int64, now time.Time) bindings.GCRAParams {
-		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now}
+	GCRA: bind(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, cost int64, now, due time.Time) bindings.GCRAParams {
+		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
-	TokenBucket: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, cost int64, now time.Time) bindings.TokenBucketParams {
-		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillSmooth, Cost: cost, Now: now}
+	TokenBucket: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, cost int64, now, due time.Time) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillSmooth, Cost: cost, Now: now, Deadline: due}
 	}),
-	TokenBucketInterval: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, cost int64, now time.Time) bindings.TokenBucketParams {
-		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillInterval, Cost: cost, Now: now}
+	TokenBucketInterval: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, cost int64, now, due time.Time) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillInterval, Cost: cost, Now: now, Deadline: due}
 	}),
-	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now time.Time) bindings.LeakyBucketParams {
-		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now}
+	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now, due time.Time) bindings.LeakyBucketParams {
+		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
-	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now time.Time) bindings.FixedWindowParams {
-		return bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
+	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.FixedWindowParams {
+		return bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
-	SlidingWindowLog: bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now time.Time) bindings.SlidingWindowLogParams {
-		return bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
+	SlidingWindowLog: bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowLogParams {
+		return bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
-	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now time.Time) bindings.SlidingWindowCounterParams {
-		return bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now}
+	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowCounterParams {
+		return bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
 }
 
@@ -71,18 +71,20 @@ func bind[P any, R result](
 	run func(context.Context, redis.Scripter, string, P) (R, error),
 	queue func(*bindings.Batch, string, P) *bindings.Pending[R],
 	check func(Limit) *limitError,
-	params func(l Limit, cost int64, now time.Time) P,
+	params func(l Limit, cost int64, now, due time.Time) P,
 ) script {
+	// Every call carries the instant its caller stops waiting
+	// (call.Deadline): one Redis runs later counts nothing.
 	return script{
 		run: func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error) {
-			r, err := run(ctx, c, key, params(l, cost, now))
-			return reply(r), call.ClockRefused(err)
+			r, err := run(ctx, c, key, params(l, cost, now, call.Deadline(ctx)))
+			return reply(r), call.ClockRefused(ctx, err)
 		},
-		queue: func(b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error) {
-			p := queue(b, key, params(l, cost, now))
+		queue: func(ctx context.Context, b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error) {
+			p := queue(b, key, params(l, cost, now, call.Deadline(ctx)))
 			return func() (reply, error) {
 				r, err := p.Result()
-				return reply(r), call.ClockRefused(err)
+				return reply(r), call.ClockRefused(ctx, err)
 			}
 		},
 		check: check,
@@ -108,7 +110,7 @@ func pipelined(ctx context.Context, c redis.Scripter, calls []scriptCall) ([]rep
 	b := bindings.NewBatch()
 	results := make([]func() (reply, error), len(calls))
 	for i, cl := range calls {
-		results[i] = scripts[cl.alg].queue(b, cl.key, cl.limit, cl.cost, cl.now)
+		results[i] = scripts[cl.alg].queue(ctx, b, cl.key, cl.limit, cl.cost, cl.now)
 	}
 	_ = b.Exec(ctx, pc) // each call reports its own error below
 	replies := make([]reply, len(calls))

@@ -23,9 +23,9 @@ func runMulti(ctx context.Context, c redis.Scripter, keys []string, limits []Lim
 	for _, l := range limits {
 		nums = append(nums, l.Burst, l.Rate, l.Period.Milliseconds())
 	}
-	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Limits: nums})
+	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Deadline: call.Deadline(ctx), Limits: nums})
 	if err != nil {
-		return nil, call.ClockRefused(err)
+		return nil, call.ClockRefused(ctx, err)
 	}
 	if len(r.PerLimit) != 3*len(limits) {
 		return nil, &bindings.ReplyError{Script: "multi.lua", Element: 3, Name: "per_limit",

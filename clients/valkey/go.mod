@@ -5,6 +5,7 @@ go 1.25.0
 replace github.com/redlimit/redlimit => ../..
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.7.3
 	github.com/redlimit/redlimit v0.0.0-00010101000000-000000000000
 	github.com/valkey-io/valkey-go v1.0.79

@@ -16,7 +16,7 @@ import (
 	"github.com/redlimit/redlimit/gen"
 )
 
-const usage = `usage: luagen [-o dir] [-pkg name] [-manifest file] [-functions library] [-strict] [-check] script.lua|dir ...
+const usage = `usage: luagen [-o dir] [-pkg name] [-client go-redis|rueidis|valkey] [-manifest file] [-functions library] [-strict] [-check] script.lua|dir ...
 
 luagen reads annotated Redis Lua scripts (files, or folders of *.lua) and
 writes typed Go wrappers over go-redis v9: one <name>.lua.go per script and
@@ -38,9 +38,13 @@ Header (the leading --- lines; order is position: the k-th @arg is ARGV[k]):
   Types: int float bool string; durations ms us s (time.Duration); instants
   unix_ms unix_us unix_s (time.Time, zero = 0); enum(a|b) (a Go string type
   with constants). Numbers, durations and instants take bounds, checked in
-  Go before the call: int[1..1e9], ms[1..], unix_us[..2^52].
-  A ... before the last @key/@arg name makes it variadic; before the last
-  @return name it collects the rest of the reply.
+  Go before the call: int[1..1e9], ms[1..], unix_us[..2^52] (1e9 is ten to
+  the ninth, 2^52 two to the 52nd), and sentinels outside them:
+  ms[0..]|never=-1. Strings take a pattern: string/^[a-z0-9_-]{1,64}$/.
+  A ... before the last @key/@arg name makes it variadic, ...keys[1..16]
+  with a count, ...limits (burst int[1..], period ms[1..]) a record; before
+  the last @return name it collects the rest of the reply. The grammar:
+  docs/header.md.
 
 Lint checks, with their severity (silence one on purpose with a trailing comment on the line
 the message names, e.g.  x = 1 -- luagen:ignore global; the #! line takes
@@ -50,9 +54,9 @@ Flags:
 `
 
 type config struct {
-	out, pkg, manifest, functions string
-	check, strict                 bool
-	inputs                        []string
+	out, pkg, manifest, functions, client string
+	check, strict                         bool
+	inputs                                []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -64,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.manifest, "manifest", "", "also write a JSON manifest of the scripts to `file`")
 	fs.StringVar(&cfg.functions, "functions", "", "also write the Redis Functions `library` of every script, named so, to <library>.functions.lua in the output directory, and the Go to call it with FCALL")
 	fs.BoolVar(&cfg.strict, "strict", false, "treat lint warnings as errors")
+	fs.StringVar(&cfg.client, "client", "go-redis", "the Redis `client` the code is for: go-redis (github.com/redis/go-redis/v9), rueidis (github.com/redis/rueidis) or valkey (github.com/valkey-io/valkey-go); rueidis and valkey-go need Go 1.25")
 	fs.BoolVar(&cfg.check, "check", false, "write nothing; print a diff and exit 1 when the output is stale")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, gen.ChecksText("  "))

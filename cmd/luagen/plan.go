@@ -53,7 +53,7 @@ type plan struct {
 }
 
 func makePlan(cfg config, ins []gen.Input) (*plan, error) {
-	opt := gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != "", Functions: cfg.functions, Strict: cfg.strict}
+	opt := gen.Options{Package: cfg.pkg, Manifest: cfg.manifest != "", Functions: cfg.functions, Strict: cfg.strict, Client: cfg.client}
 	if cfg.manifest != "" {
 		// The manifest names each file relative to itself, so it stays
 		// true wherever the folder is copied.

@@ -242,44 +242,61 @@ func replay(times string, l ratelimit.Limit) ([]event, time.Duration, error) {
 
 // run decides events through every algorithm, each lane on its own limiter,
 // keys and simulated clock, all lanes at once.
-//
-// The simulated clock starts at the first window boundary at least lead
-// after Redis's TIME, so the fixed window's boundary is where the pattern
-// expects it. Each lane's first request must reach Redis before TIME
-// passes its instant (a call that finds no state is judged at the later of
-// the two); when TIME has passed the first request's instant by the end
-// of the run, a loaded machine was slower than the lead, and the run is
-// made again, on fresh keys, with a longer one.
 func (s *server) run(ctx context.Context, limit ratelimit.Limit, cost int64, events []event, span time.Duration) (comparison, error) {
-	first := span.Microseconds()
-	if len(events) > 0 {
-		first = events[0].At
-	}
+	return simulate(ctx, s, limit.Period, func(start int64, p *punctual) (comparison, error) {
+		return s.runAt(ctx, start, p, limit, cost, events, span)
+	})
+}
+
+// simulate runs f on a simulated clock that starts at the first window
+// boundary (of period) at least a lead after Redis's TIME, so the fixed
+// window's boundary is where the pattern expects it. Each key's first
+// request must reach Redis before TIME passes its instant (a call that
+// finds no state is judged at the later of the two): f reports each with
+// p.check, and when one was late (a loaded machine was slower than the
+// lead) the run is made again, on fresh keys, with a longer lead.
+func simulate[T any](ctx context.Context, s *server, period time.Duration, f func(start int64, p *punctual) (T, error)) (T, error) {
+	var zero T
 	for lead := time.Second; ; lead *= 2 {
 		now, err := s.rdb.Time(ctx).Result()
 		if err != nil {
-			return comparison{}, err
+			return zero, err
 		}
-		p := limit.Period.Microseconds()
-		start := (now.Add(lead).UnixMicro() + p - 1) / p * p
-		c, err := s.runAt(ctx, start, limit, cost, events, span)
+		per := period.Microseconds()
+		start := (now.Add(lead).UnixMicro() + per - 1) / per * per
+		p := &punctual{s: s}
+		out, err := f(start, p)
 		if err != nil {
-			return comparison{}, err
+			return zero, err
 		}
-		end, err := s.rdb.Time(ctx).Result()
-		if err != nil {
-			return comparison{}, err
-		}
-		if end.UnixMicro() < start+first {
-			return c, nil
+		if !p.late.Load() {
+			return out, nil
 		}
 		if lead >= 8*time.Second {
-			return comparison{}, fmt.Errorf("the machine is too slow: Redis's clock passed the simulated one (%v ahead) during the run", lead)
+			return zero, fmt.Errorf("the machine is too slow: Redis's clock passed the simulated one (%v ahead) during the run", lead)
 		}
 	}
 }
 
-func (s *server) runAt(ctx context.Context, start int64, limit ratelimit.Limit, cost int64, events []event, span time.Duration) (comparison, error) {
+// punctual tells whether the first requests of a run reached Redis in
+// time.
+type punctual struct {
+	s    *server
+	late atomic.Bool
+}
+
+// check, called right after a key's first request, notes when Redis's
+// TIME has already reached the request's simulated instant sim (µs since
+// the epoch). TIME after the call is no earlier than during it.
+func (p *punctual) check(ctx context.Context, sim int64) error {
+	now, err := p.s.rdb.Time(ctx).Result()
+	if err == nil && now.UnixMicro() >= sim {
+		p.late.Store(true)
+	}
+	return err
+}
+
+func (s *server) runAt(ctx context.Context, start int64, p *punctual, limit ratelimit.Limit, cost int64, events []event, span time.Duration) (comparison, error) {
 	c := comparison{
 		Start: start, Span: span.Microseconds(), Period: limit.Period.Microseconds(), Rate: limit.Rate, Burst: limit.Burst, Cost: cost,
 		Requests: len(events),
@@ -293,7 +310,7 @@ func (s *server) runAt(ctx context.Context, start int64, limit ratelimit.Limit, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.Lanes[i], errs[i] = s.lane(ctx, alg, limit, cost, events, start, span, prefix)
+			c.Lanes[i], errs[i] = s.lane(ctx, alg, limit, cost, events, start, p, span, prefix)
 		}()
 	}
 	wg.Wait()
@@ -305,7 +322,7 @@ func (s *server) runAt(ctx context.Context, start int64, limit ratelimit.Limit, 
 	return c, nil
 }
 
-func (s *server) lane(ctx context.Context, alg ratelimit.Algorithm, limit ratelimit.Limit, cost int64, events []event, start int64, span time.Duration, prefix string) (lane, error) {
+func (s *server) lane(ctx context.Context, alg ratelimit.Algorithm, limit ratelimit.Limit, cost int64, events []event, start int64, p *punctual, span time.Duration, prefix string) (lane, error) {
 	if s.windowed(alg) {
 		limit.Burst = limit.Rate
 	}
@@ -329,6 +346,11 @@ func (s *server) lane(ctx context.Context, alg ratelimit.Algorithm, limit rateli
 			d, err := l.AllowN(ctx, key, cost)
 			if err != nil {
 				return lane{}, err
+			}
+			if next == 0 {
+				if err := p.check(ctx, start+at); err != nil {
+					return lane{}, err
+				}
 			}
 			m := mark{At: at, Allowed: d.Allowed, Never: d.RetryAfter == ratelimit.Never, Remaining: d.Remaining}
 			if !d.Allowed && !m.Never {

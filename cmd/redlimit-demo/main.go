@@ -63,7 +63,9 @@ func run(ctx context.Context, redisAddr, listen string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w (pick another address with -listen 127.0.0.1:0)", err)
 	}
-	srv := &http.Server{Handler: newServer(rdb, backend), ReadHeaderTimeout: 10 * time.Second}
+	handler := newServer(rdb, backend)
+	defer handler.Close()
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	// The browser test reads this line for the address.

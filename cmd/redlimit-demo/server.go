@@ -27,6 +27,8 @@ var web embed.FS
 type server struct {
 	rdb     *redis.Client
 	backend string
+	mux     *http.ServeMux
+	leases  *leases
 }
 
 // newServer serves the page and its API:
@@ -45,10 +47,18 @@ type server struct {
 // default). A limit the library refuses is a 400 whose detail is the
 // library's error; a field that is not a number, or a cost out of range,
 // is a 400 that names the field.
-func newServer(rdb *redis.Client, backend string) http.Handler {
-	s := &server{rdb: rdb, backend: backend}
+//
+// Then the panels of what only redlimit has, each with fixed limits:
+//
+//	GET       /api/two        two limits at once, Multi against All (twolimits.go)
+//	GET, POST /api/tier       a plan switch through ratelimit.Select (tiers.go)
+//	GET, POST /api/denycache  hammering with and without a deny cache (denycache.go)
+//	GET, POST /api/outage     Redis down, under each failure policy (outage.go)
+//	GET, POST /api/leases     jobs holding leases of inflight (leases.go)
+func newServer(rdb *redis.Client, backend string) *server {
+	s := &server{rdb: rdb, backend: backend, mux: http.NewServeMux()}
 	static, _ := fs.Sub(web, "web")
-	mux := http.NewServeMux()
+	mux := s.mux
 	mux.Handle("GET /", http.FileServer(http.FS(static)))
 	// Browsers ask for /favicon.ico whatever the page links.
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
@@ -60,8 +70,38 @@ func newServer(rdb *redis.Client, backend string) http.Handler {
 	mux.HandleFunc("GET /api/limited", s.limited)
 	mux.HandleFunc("GET /api/peek", s.peek)
 	mux.HandleFunc("POST /api/reset", s.reset)
-	return mux
+	// What only redlimit has: their limits are fixed, so building them
+	// cannot fail unless this file is wrong.
+	mux.HandleFunc("GET /api/two", s.two)
+	tiers, err := newTiers(s)
+	must(err)
+	mux.Handle("GET /api/tier", tiers)
+	mux.Handle("POST /api/tier", tiers)
+	cache, err := newDenyCache(s)
+	must(err)
+	mux.Handle("GET /api/denycache", cache)
+	mux.Handle("POST /api/denycache", cache)
+	outage, err := newOutage(s)
+	must(err)
+	mux.Handle("GET /api/outage", outage)
+	mux.Handle("POST /api/outage", outage)
+	s.leases, err = newLeases(s)
+	must(err)
+	mux.Handle("GET /api/leases", s.leases)
+	mux.Handle("POST /api/leases", s.leases)
+	return s
 }
+
+func must(err error) {
+	if err != nil {
+		panic(fmt.Sprintf("redlimit-demo: a panel's fixed limits are refused: %v", err))
+	}
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Close stops the jobs of the leases panel (their leases then expire).
+func (s *server) Close() { s.leases.stop() }
 
 func (s *server) info(w http.ResponseWriter, r *http.Request) {
 	type algorithm struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/compat/redis_rate"
 	"github.com/redlimit/redlimit/internal/peercopy"
+	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
 // client returns a client of the package's server, flushed.
@@ -283,5 +284,90 @@ func TestConcurrentExact(t *testing.T) {
 	wg.Wait()
 	if allowed != 100 {
 		t.Errorf("640 calls at PerHour(100) on one key admitted %d; want 100", allowed)
+	}
+}
+
+// AllowAtMost takes what is left, up to n, in one script call: callers
+// racing on one key take exactly the burst between them, and n above the
+// burst takes what is left rather than failing.
+func TestAllowAtMostAtomic(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := redis_rate.NewLimiter(rdb)
+	limit := redis_rate.PerHour(100)
+	var mu sync.Mutex
+	taken := 0
+	var wg sync.WaitGroup
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 3; i++ {
+				res, err := l.AllowAtMost(ctx, "hot", limit, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Allowed == 0 && res.RetryAfter <= 0 {
+					t.Errorf("took nothing with RetryAfter %v", res.RetryAfter)
+				}
+				mu.Lock()
+				taken += res.Allowed
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if taken != 100 {
+		t.Errorf("96 AllowAtMost(7) at PerHour(100) on one key took %d; want 100", taken)
+	}
+
+	res, err := l.AllowAtMost(ctx, "other", redis_rate.PerMinute(10), 25)
+	if err != nil || res.Allowed != 10 || res.Remaining != 0 || res.RetryAfter != -1 {
+		t.Errorf("AllowAtMost(25) of a burst of 10 = %+v, %v; want 10 taken", res, err)
+	}
+}
+
+// A call Redis runs after its caller's deadline counts nothing: here the
+// server stalls (SIGSTOP) with the call queued until the deadline passes.
+func TestDeadline(t *testing.T) {
+	srv := redisserver.New(t)
+	// No retry: one call, one EXPIRED.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	l := redis_rate.NewLimiter(rdb)
+	limit := redis_rate.PerHour(10)
+	bg := context.Background()
+	if err := bindings.LoadAll(bg, rdb); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.AllowN(ctx, "k", limit, 3)
+		done <- err
+	}()
+	<-ctx.Done()
+	if err := <-done; err == nil {
+		t.Fatal("AllowN on a stalled server returned no error")
+	}
+	srv.Resume()
+	// The queued call runs once the server resumes: wait until Redis has
+	// answered it EXPIRED, then nothing may be counted.
+	for i := 0; !strings.Contains(rdb.Info(bg, "errorstats").Val(), "errorstat_EXPIRED:count=1"); i++ {
+		if i == 1000 {
+			t.Fatalf("Redis never answered the queued call EXPIRED:\n%s", rdb.Info(bg, "errorstats").Val())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, err := l.AllowN(bg, "k", limit, 0)
+	if err != nil || res.Remaining != 10 {
+		t.Errorf("after the expired call: %+v, %v; want all 10 left", res, err)
 	}
 }

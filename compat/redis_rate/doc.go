@@ -5,15 +5,17 @@
 // AllowAtMost, Reset and Result, with the same field types), so a service
 // switches by changing one import path:
 //
-//	import "github.com/go-redis/redis_rate/v10"       // before
+//	import "github.com/go-redis/redis_rate/v10"             // before
 //	import "github.com/redlimit/redlimit/compat/redis_rate" // after
 //
-// What changes is the arithmetic: redlimit's script counts time in integer
-// microseconds, where redis_rate counts float seconds since 2017. Past 2^28
-// of them (2025-07-04) 0.1 s no longer adds exactly, and a first Allow at
-// PerSecond(10) leaves redis_rate's Remaining at 8, not 9 (200 fresh keys
-// of 200 here); 4 of redis_rate's own 5 tests fail on it for that reason.
-// Input is strict, and AllowAtMost counts whole events.
+// What changes is the arithmetic: redlimit's scripts count time in
+// integer microseconds, where redis_rate counts float seconds since 2017.
+// Past 2^28 of them (2025-07-04) 0.1 s no longer adds exactly, and a first
+// Allow at PerSecond(10) leaves redis_rate's Remaining at 8, not 9 (200
+// fresh keys of 200 here); 4 of redis_rate's own 5 tests fail on it for
+// that reason. Input is strict, and AllowAtMost counts whole events in one
+// call of lua/gcra_at_most.lua, which shares gcra.lua's state: nothing
+// comes between the look and the take.
 //
 // # Keys, and migrating
 //
@@ -61,6 +63,12 @@
 //   - A Limit that changes while a key lives applies from the key's last
 //     write: a lowered burst is full, never locked out, and a raised rate
 //     frees what it drains.
+//   - A call carries its context's deadline: one that Redis runs at or
+//     after it (go-redis sending it again after a read timeout, a server
+//     that stalled with it queued) counts nothing and fails with an error
+//     matching bindings.ErrExpired, where redis_rate counts it. The deadline is an
+//     instant on this process's clock judged by Redis's TIME: keep the two
+//     clocks in step (NTP holds them within milliseconds).
 //   - On a redis.Pipeliner a call returns bindings.ErrPipeline (redis_rate
 //     panics on the empty reply). Error replies are *bindings.ScriptError
 //     and match ErrBadState and the other bindings sentinels with

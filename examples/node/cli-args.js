@@ -43,7 +43,18 @@ export function parseCallArgs(script, pairs) {
     const text = pair.slice(eq + 1);
     const f = fields.get(name);
     if (!f) throw new ArgError(script.name, name, `no such argument; takes ${[...fields.keys()].join(', ')}`);
-    args[camel(name)] = f.variadic ? text.split(',').filter((v) => v !== '').map((v) => parseValue(f, v)) : parseValue(f, text);
+    const each = text.split(',').filter((v) => v !== '');
+    if (f.type === 'record') {
+      // Records separated by commas, their fields by / in the manifest's
+      // order: limits=3/3/1h,100/100/1d.
+      args[camel(name)] = each.map((v) => {
+        const parts = v.split('/');
+        if (parts.length !== f.fields.length) throw new ArgError(script.name, name, `${JSON.stringify(v)} is not ${f.fields.map((x) => x.name).join('/')}`);
+        return Object.fromEntries(f.fields.map((sub, i) => [camel(sub.name), parseValue(sub, parts[i])]));
+      });
+    } else {
+      args[camel(name)] = f.variadic ? each.map((v) => parseValue(f, v)) : parseValue(f, text);
+    }
   }
   return args;
 }

@@ -26,10 +26,16 @@ const DEMO = [
   ['token_bucket', ['capacity=3', 'rate=3', 'period=1h', 'refill=smooth', 'cost=1']],
 ];
 
+// A reply value as JSON, named as the manifest names it (a record's fields
+// back in snake_case, as the Python example prints them).
 function toJSON(v) {
   if (v === NEVER) return 'never';
   if (v instanceof Date) return v.toISOString();
   if (Array.isArray(v)) return v.map(toJSON);
+  if (v !== null && typeof v === 'object' && 'sentinel' in v) return v.sentinel;
+  if (v !== null && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), toJSON(x)]));
+  }
   return v;
 }
 

@@ -27,9 +27,18 @@
 // and what only the server can tell (a caller clock more than 60 s from its
 // TIME) comes back as a ScriptError with code BADARG.
 //
-// A reply duration of -1 where the manifest's min is -1 is the bundle's
-// "never" (a cost that can never pass): it decodes to NEVER, which is
-// Infinity, so `d.retryAfter > budget` reads right without a special case.
+// A field's sentinels are wire values outside its bounds that mean
+// something else, and the manifest names them: a duration's never decodes
+// to NEVER, which is Infinity, so `d.retryAfter > budget` reads right
+// without a special case (and NEVER is sent as it); an instant's 0
+// (server_clock) is null both ways; any other sentinel comes back as
+// sentinel(name), and is sent when passed as one.
+//
+// A variadic record (multi.lua's limits: burst, rate, period) takes an array
+// of objects keyed by the record's field names in camelCase and comes back
+// as an array of such objects; min_count/max_count bound how many, and a
+// string's pattern must match the whole string. All of it is checked
+// before anything is sent.
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -38,10 +47,20 @@ import { fileURLToPath } from 'node:url';
 
 // The manifest version this module reads; a new one changes what a field
 // means, so it is refused rather than half understood.
-export const MANIFEST_VERSION = 2;
+export const MANIFEST_VERSION = 3;
 
-// A duration that never ends: what a reply's -1 "never" decodes to.
+// A duration that never ends: what a duration's sentinel never decodes to.
 export const NEVER = Infinity;
+
+// A field's named sentinel (the manifest's sentinels): pass sentinel('x')
+// to send it; a reply element holding one decodes to it (but a duration's
+// never, which is NEVER, and an instant's 0, null). The same name gives
+// the same object, so === compares.
+const sentinels = new Map();
+export function sentinel(name) {
+  if (!sentinels.has(name)) sentinels.set(name, Object.freeze({ sentinel: name }));
+  return sentinels.get(name);
+}
 
 const US_PER_UNIT = { milliseconds: 1000, microseconds: 1, seconds: 1_000_000 };
 const DURATIONS = new Set(['ms', 'us', 's']);
@@ -86,6 +105,18 @@ export const camel = (name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase
 
 function checkField(script, f) {
   const t = f.type;
+  if (t === 'record') {
+    if (!f.variadic || !(f.fields?.length >= 2)) throw new ManifestError(`${script}: ${f.name}: a record is variadic and has two fields or more`);
+    for (const sub of f.fields) {
+      if (sub.type === 'record') throw new ManifestError(`${script}: ${f.name}: a record inside a record`);
+      checkField(script, sub);
+    }
+    return;
+  }
+  if (f.pattern !== undefined) {
+    // luagen allows only what Go, Python and JavaScript (u flag) read alike.
+    Object.defineProperty(f, 're', { value: new RegExp(`^(?:${f.pattern})$`, 'u') });
+  }
   if (DURATIONS.has(t) || INSTANTS.has(t)) {
     if (!(f.unit in US_PER_UNIT)) throw new ManifestError(`${script}: ${f.name}: type ${t} without a known unit`);
   } else if (!SCALARS.has(t)) {
@@ -94,8 +125,11 @@ function checkField(script, f) {
   if (t === 'enum' && !(f.enum?.length > 0)) throw new ManifestError(`${script}: ${f.name}: enum without words`);
 }
 
-const range = (f) => `[${f.min ?? ''}..${f.max ?? ''}]`;
-const outside = (f, n) => (f.min !== undefined && n < f.min) || (f.max !== undefined && n > f.max);
+const range = (f) => `[${f.min ?? ''}..${f.max ?? ''}]${(f.sentinels ?? []).map((x) => ` or ${x.value}`).join('')}`;
+const outside = (f, n) => !(f.sentinels ?? []).some((x) => x.value === n) &&
+  ((f.min !== undefined && n < f.min) || (f.max !== undefined && n > f.max));
+const countRange = (f) => `[${f.min_count ?? ''}..${f.max_count ?? ''}]`;
+const badCount = (f, n) => (f.min_count !== undefined && n < f.min_count) || (f.max_count !== undefined && n > f.max_count);
 
 // Digits and a point, never an exponent: Lua's tonumber in some servers
 // (miniredis) refuses 1e-7.
@@ -147,6 +181,12 @@ export class Script {
       const names = this.keys.map((k) => k.name).join(', ');
       throw new ArgError(this.name, 'keys', `takes ${variadicKey ? `at least ${n - 1}` : n} key(s) (${names}), got ${Array.isArray(keys) ? keys.length : typeof keys}`);
     }
+    if (variadicKey) {
+      const last = this.keys[n - 1];
+      const rest = keys.slice(n - 1);
+      if (badCount(last, rest.length)) throw new ArgError(this.name, camel(last.name), `${rest.length} keys: the count is out of range ${countRange(last)}`);
+      if (last.fields) keys = [...keys.slice(0, n - 1), ...rest.flatMap((r) => this.#record(last, r, (sub, name, v) => v))];
+    }
     for (const k of keys) {
       if (typeof k !== 'string' && !Buffer.isBuffer(k)) throw new ArgError(this.name, 'keys', `a key must be a string or Buffer, got ${typeof k}`);
     }
@@ -161,7 +201,11 @@ export class Script {
       if (v === undefined && !INSTANTS.has(f.type)) throw new ArgError(this.name, name, 'missing');
       if (f.variadic) {
         if (!Array.isArray(v)) throw new ArgError(this.name, name, 'takes an array of values (the rest of ARGV)');
-        for (const x of v) argv.push(this.#encodeValue(f, name, x));
+        if (badCount(f, v.length)) throw new ArgError(this.name, name, `${v.length} ${f.type === 'record' ? 'records' : 'values'}: the count is out of range ${countRange(f)}`);
+        for (const x of v) {
+          if (f.type === 'record') argv.push(...this.#record(f, x, (sub, subName, y) => this.#encodeValue(sub, subName, y)));
+          else argv.push(this.#encodeValue(f, name, x));
+        }
       } else {
         argv.push(this.#encodeValue(f, name, v));
       }
@@ -169,13 +213,37 @@ export class Script {
     return { keys, argv };
   }
 
+  // One record (an object by the record's field names, in camelCase),
+  // field by field in the manifest's order.
+  #record(f, rec, encode) {
+    const names = f.fields.map((sub) => camel(sub.name));
+    if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
+      throw new ArgError(this.name, camel(f.name), `each record is an object of ${names.join(', ')}, got ${Array.isArray(rec) ? 'an array' : typeof rec}`);
+    }
+    for (const k of Object.keys(rec)) {
+      if (!names.includes(k)) throw new ArgError(this.name, camel(f.name), `record field ${k}: no such field; takes ${names.join(', ')}`);
+    }
+    return f.fields.map((sub, i) => {
+      if (rec[names[i]] === undefined) throw new ArgError(this.name, names[i], `missing from a record of ${camel(f.name)}`);
+      return encode(sub, names[i], rec[names[i]]);
+    });
+  }
+
   #encodeValue(f, name, v) {
     const fail = (reason) => { throw new ArgError(this.name, name, reason); };
     const t = f.type;
+    const named = f.sentinels ?? [];
+    if (v !== null && typeof v === 'object' && 'sentinel' in v) {
+      const s = named.find((x) => x.name === v.sentinel);
+      if (!s) fail(`has no sentinel ${v.sentinel}; it has ${named.map((x) => x.name).join(', ') || 'none'}`);
+      return String(s.value);
+    }
+    if (DURATIONS.has(t) && v === NEVER && named.some((x) => x.name === 'never')) return String(named.find((x) => x.name === 'never').value);
     let n;
     switch (true) {
       case t === 'string':
         if (typeof v !== 'string' && !Buffer.isBuffer(v)) fail(`must be a string, got ${typeof v}`);
+        if (f.re && !f.re.test(Buffer.isBuffer(v) ? v.toString('utf8') : v)) fail(`${JSON.stringify(String(v))} does not match ${f.pattern}`);
         return v;
       case t === 'enum':
         if (!f.enum.includes(v)) fail(`must be one of ${f.enum.join(', ')}, got ${JSON.stringify(v)}`);
@@ -233,7 +301,22 @@ export class Script {
     rets.slice(0, fixed).forEach((f, i) => { out[camel(f.name)] = this.#decodeValue(f, reply[i]); });
     if (variadic) {
       const f = rets[fixed];
-      out[camel(f.name)] = reply.slice(fixed).map((v) => this.#decodeValue(f, v));
+      const rest = reply.slice(fixed);
+      let values;
+      if (f.type === 'record') {
+        const size = f.fields.length;
+        if (rest.length % size) throw new ReplyError(`${this.name}: ${f.name} has ${rest.length} elements, not whole records of ${size}`);
+        values = [];
+        for (let i = 0; i < rest.length; i += size) {
+          const rec = {};
+          f.fields.forEach((sub, k) => { rec[camel(sub.name)] = this.#decodeValue(sub, rest[i + k]); });
+          values.push(Object.freeze(rec));
+        }
+      } else {
+        values = rest.map((v) => this.#decodeValue(f, v));
+      }
+      if (badCount(f, values.length)) throw new ReplyError(`${this.name}: ${f.name} has ${values.length}, want ${countRange(f)}`);
+      out[camel(f.name)] = values;
     }
     return Object.freeze(out);
   }
@@ -242,7 +325,10 @@ export class Script {
     const fail = (want) => { throw new ReplyError(`${this.name}: reply element ${f.name} is ${JSON.stringify(v)}, want ${want}`); };
     if (Buffer.isBuffer(v)) v = v.toString('utf8');
     const t = f.type;
-    if (t === 'string') return typeof v === 'string' ? v : fail('a string');
+    if (t === 'string') {
+      if (typeof v !== 'string') fail('a string');
+      return !f.re || f.re.test(v) ? v : fail(`a string matching ${f.pattern}`);
+    }
     if (t === 'enum') return f.enum.includes(v) ? v : fail(`one of ${f.enum.join(', ')}`);
     if (t === 'bool') return v === 1 || v === 0 || typeof v === 'boolean' ? Boolean(v) : fail('1 or 0');
     if (t === 'float') {
@@ -255,7 +341,14 @@ export class Script {
     if (Number.isSafeInteger(v)) n = v;
     else if (typeof v === 'string' && INTEGER.test(v) && Number.isSafeInteger(Number(v))) n = Number(v);
     else fail('an integer');
-    if (DURATIONS.has(t) && n === -1 && f.min === -1) return NEVER;
+    let named = f.sentinels ?? [];
+    if (named.length === 0 && DURATIONS.has(t) && f.min === -1) named = [{ name: 'never', value: -1 }]; // a manifest whose headers predate sentinels
+    const s = named.find((x) => x.value === n);
+    if (s) {
+      if (DURATIONS.has(t) && s.name === 'never') return NEVER;
+      if (INSTANTS.has(t)) return null; // an instant's sentinel is 0, the zero time
+      return sentinel(s.name);
+    }
     if (outside(f, n)) fail(`a value in ${range(f)}`);
     if (t === 'int') return n;
     const us = n * US_PER_UNIT[f.unit];
@@ -267,7 +360,8 @@ export class Script {
   // and, when the server answers NOSCRIPT (a restart, a failover, SCRIPT
   // FLUSH), once more with EVAL / EVAL_RO and the file.
   async run(client, keys, args) {
-    const { argv } = this.encode(keys, args);
+    let argv;
+    ({ keys, argv } = this.encode(keys, args));
     let reply;
     try {
       try {
@@ -289,7 +383,8 @@ export class Script {
   // (bundle.loadFunctions does, at deploy time).
   async fcall(client, keys, args) {
     if (!this.function || !this.library) throw new ManifestError(`${this.name}: the manifest names no Functions library for it`);
-    const { argv } = this.encode(keys, args);
+    let argv;
+    ({ keys, argv } = this.encode(keys, args));
     const call = () => client.call(this.function.command, this.function.name, keys.length, ...keys, ...argv);
     let reply;
     try {

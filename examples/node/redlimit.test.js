@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ReplyError as RedisReplyError } from 'ioredis';
-import { ArgError, Bundle, FunctionsStaleError, ManifestError, NEVER, ReplyError, Script, ScriptError } from './redlimit.js';
+import { ArgError, Bundle, FunctionsStaleError, ManifestError, NEVER, ReplyError, Script, ScriptError, sentinel } from './redlimit.js';
 import { parseCallArgs } from './cli-args.js';
 
 const MANIFEST = new URL('../../bindings/scripts.json', import.meta.url);
@@ -44,7 +44,7 @@ test('ARGV in the manifest order, in wire units', () => {
   const now = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
   const { keys, argv } = gcra.encode(['k'], { cost: 1, period: 3_600_000, rate: 3, burst: 5, now });
   assert.deepEqual(keys, ['k']);
-  const want = { burst: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000) };
+  const want = { burst: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000), deadline: '0' };
   assert.deepEqual(argv, gcra.args.map((a) => want[a.name]));
   assert.equal(gcra.encode(['k'], gcraArgs).argv.at(-1), '0', 'a left-out instant is 0, the server clock');
 });
@@ -134,7 +134,8 @@ test('manifest problems are refused', (t) => {
     return Bundle.load(join(dir, 'scripts.json'));
   };
   assert.deepEqual([...load()].map((s) => s.name), ['gcra']);
-  assert.throws(() => load((m) => { m.version = 3; }), ManifestError);
+  assert.throws(() => load((m) => { m.version = 4; }), ManifestError);
+  assert.throws(() => load((m) => { Object.assign(m.scripts[0].args[0], { type: 'record', variadic: true, fields: [{ name: 'a', type: 'int', wire: '' }] }); }), /two fields/);
   assert.throws(() => load((m) => { m.scripts[0].sha1 = '0'.repeat(40); }), /sha1/);
   assert.throws(() => load((m) => { m.scripts[0].args[0].type = 'decimal'; }), /unknown type/);
 });
@@ -151,6 +152,48 @@ test('variadic keys, arguments and returns', () => {
   assert.throws(() => s.encode([], { n: 2, windows: [] }), ArgError);
   assert.throws(() => s.encode(['a'], { n: 2, windows: 1000 }), ArgError);
   assert.deepEqual(s.decode([0, 5, -1]), { allowed: false, waitEach: [5, NEVER] });
+});
+
+test('records, sentinels, counts and patterns', () => {
+  // A script as luagen describes multi.lua-like headers.
+  const entry = structuredClone(manifest.scripts.find((s) => s.name === 'gcra'));
+  entry.file = '../lua/gcra.lua';
+  const ms = { unit: 'milliseconds', wire: '' };
+  entry.keys = [{ name: 'keys', variadic: true, min_count: 1, max_count: 2 }];
+  entry.args = [
+    { name: 'lease', type: 'string', wire: '', pattern: '^[a-z0-9_-]{1,8}$' },
+    { name: 'wait', type: 'ms', min: 0, sentinels: [{ name: 'never', value: -1 }], ...ms },
+    { name: 'now', type: 'unix_us', unit: 'microseconds', wire: '', min: 1, sentinels: [{ name: 'server_clock', value: 0 }] },
+    { name: 'limits', type: 'record', wire: '', variadic: true, min_count: 1, max_count: 2, fields: [
+      { name: 'burst', type: 'int', wire: '', min: 1, max: 1e9 },
+      { name: 'period', type: 'ms', min: 1, ...ms },
+    ] },
+  ];
+  entry.returns = [
+    { name: 'allowed', type: 'bool', wire: '' },
+    { name: 'per_limit', type: 'record', wire: '', variadic: true, max_count: 2, fields: [
+      { name: 'remaining', type: 'int', wire: '', min: 0 },
+      { name: 'retry_after', type: 'ms', min: 0, sentinels: [{ name: 'never', value: -1 }], ...ms },
+    ] },
+  ];
+  const s = new Script(entry, fileURLToPath(new URL('../../bindings', import.meta.url)), null);
+  const limits = [{ burst: 3, period: 1000 }, { burst: 5, period: 60000 }];
+  assert.deepEqual(s.encode(['{a}1', '{a}2'], { lease: 'ab-1', wait: NEVER, now: null, limits }),
+    { keys: ['{a}1', '{a}2'], argv: ['ab-1', '-1', '0', '3', '1000', '5', '60000'] });
+  assert.deepEqual(s.encode(['k'], { lease: 'x', wait: sentinel('never'), limits: limits.slice(0, 1) }).argv.slice(0, 2), ['x', '-1']);
+  const ok = { lease: 'x', wait: 0, limits: limits.slice(0, 1) };
+  for (const [keys, args] of [
+    [[], {}], [['a', 'b', 'c'], {}], [['k'], { lease: 'A' }], [['k'], { lease: 'a'.repeat(9) }],
+    [['k'], { wait: -2 }], [['k'], { wait: sentinel('later') }], [['k'], { limits: [] }], [['k'], { limits: [...limits, ...limits] }],
+    [['k'], { limits: [{ burst: 5e10, period: 1000 }] }], [['k'], { limits: [{ burst: 1 }] }],
+    [['k'], { limits: [{ burst: 1, period: 1000, rate: 2 }] }], [['k'], { limits: [[1, 1000]] }],
+  ]) {
+    assert.throws(() => s.encode(keys, { ...ok, ...args }), ArgError, JSON.stringify([keys, args]));
+  }
+  assert.deepEqual(s.decode([1, 2, 0, 0, -1]), { allowed: true, perLimit: [{ remaining: 2, retryAfter: 0 }, { remaining: 0, retryAfter: NEVER }] });
+  for (const bad of [[1, 2], [1, 2, 0, 0], [1, 0, 0, 0, 0, 0, 0], [1, 2, -2]]) {
+    assert.throws(() => s.decode(bad), ReplyError, JSON.stringify(bad));
+  }
 });
 
 test('command-line values by the manifest types', () => {

@@ -73,6 +73,15 @@ def parse_value(field, text):
     return n * unit
 
 
+def parse_record(field, text):
+    """Reads one record, its fields separated by /, into a dict by name."""
+    parts = text.split("/")
+    if len(parts) != len(field["fields"]):
+        names = "/".join(sub["name"] for sub in field["fields"])
+        raise ValueError(f"{field['name']}: {text!r} is not {names}")
+    return {sub["name"]: parse_value(sub, p) for sub, p in zip(field["fields"], parts)}
+
+
 def parse_args(script, pairs):
     args = {}
     fields = {f["name"]: f for f in script.args}
@@ -83,7 +92,11 @@ def parse_args(script, pairs):
         f = fields.get(name)
         if f is None:
             raise ValueError(f"{script.name} has no argument {name}; it takes {', '.join(fields)}")
-        if f.get("variadic"):
+        if f.get("type") == "record":
+            # Records separated by commas, their fields by / in the
+            # manifest's order: limits=3/3/1h,100/100/1d.
+            args[name] = [parse_record(f, v) for v in text.split(",") if v != ""]
+        elif f.get("variadic"):
             args[name] = [parse_value(f, v) for v in text.split(",") if v != ""]
         else:
             args[name] = parse_value(f, text)
@@ -98,8 +111,12 @@ def to_json(v):
         return int(ms) if ms == int(ms) else ms
     if isinstance(v, dt.datetime):
         return v.isoformat()
+    if isinstance(v, tuple) and hasattr(v, "_asdict"):  # a record
+        return {k: to_json(x) for k, x in v._asdict().items()}
     if isinstance(v, tuple):
         return [to_json(x) for x in v]
+    if isinstance(v, redlimit.Sentinel):
+        return str(v)
     return v
 
 

@@ -51,7 +51,8 @@ MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 REDUCED_CAPACITY = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 
-# What a limiter does when Redis cannot decide, as ratelimit.Fallback.
+# What a limiter does when Redis cannot decide, as the Go limiter's
+# OnFailure: nothing (the error), FailOpen, FailClosed.
 FAIL_ERROR, FAIL_OPEN, FAIL_CLOSED = "error", "open", "closed"
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
@@ -77,7 +78,7 @@ class Policy:
     """One limit: rate requests per period, burst at once (rate by
     default), decided by algorithm ("gcra" or "token_bucket", whose refill
     is smooth). The name appears in the Redis keys (prefix "rl:<name>:", as
-    the Go limiter's WithName), in the RateLimit fields and in the 429
+    the Go limiter's name), in the RateLimit fields and in the 429
     body; give each limit its own, so a client that changes tier starts
     afresh instead of inheriting another limit's state.
 
@@ -146,8 +147,13 @@ def _ceil_seconds(d):
     return math.ceil(d / _dt.timedelta(seconds=1))
 
 
+class NoClientAddress(ValueError):
+    """The request's client address cannot be told; the middleware
+    answers 400."""
+
+
 def client_ip(request, trusted_proxies=(), ipv6_bits=64):
-    """The key of a request's client address, as ratelimit.ClientIP makes
+    """The key of a request's client address, as Go's clientip.Resolver makes
     it: "ip:192.0.2.1", or an IPv6 address as its /64 ("ip:2001:db8::/64").
 
     The address is the connection's peer unless that peer is in one of the
@@ -155,20 +161,20 @@ def client_ip(request, trusted_proxies=(), ipv6_bits=64):
     "10.0.0.0/8"). Then X-Forwarded-For is read from its right end, where
     the nearest proxy wrote, skipping trusted proxies; the first address
     that is not one is the client, and nothing left of it (which the client
-    may have written itself) is read. Raises ValueError when there is no
-    address to tell (the middleware answers 400)."""
+    may have written itself) is read. Raises NoClientAddress when there is
+    no address to tell (the middleware answers 400)."""
     nets = [ipaddress.ip_network(p) for p in trusted_proxies]
     trusted = lambda a: any(a in n for n in nets)  # noqa: E731
     peer = _parse_addr(request.client.host if request.client else "")
     if peer is None:
-        raise ValueError(f"no client address: the peer is {request.client!r}")
+        raise NoClientAddress(f"no client address: the peer is {request.client!r}")
     addr = peer
     if trusted(peer):
         hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",")]
         for hop in reversed(hops):
             a = _parse_addr(hop)
             if a is None:
-                raise ValueError(f"no client address: a trusted proxy forwarded {hop!r}")
+                raise NoClientAddress(f"no client address: a trusted proxy forwarded {hop!r}")
             addr = a
             if not trusted(a):
                 break
@@ -220,7 +226,7 @@ class RateLimitMiddleware:
     to answer at once without counting (an unknown API key's 401, say).
     cost(request) is what it counts (1 by default; 0 is refused, as in Go).
     on_failure is what happens when Redis cannot decide (down, timing out):
-    FAIL_ERROR answers 503 (the default, as ratelimit's NoFallback),
+    FAIL_ERROR answers 503 (the default, as a Go limiter without OnFailure),
     FAIL_OPEN serves the request, FAIL_CLOSED answers 503 with the draft's
     reduced-capacity problem. A script's own error (a key holding another
     script's state) is a 503 whatever the policy: it is a bug, not an outage.
@@ -240,7 +246,7 @@ class RateLimitMiddleware:
         request = Request(scope, receive)
         try:
             chosen = self.rule(request)
-        except ValueError as e:  # client_ip found no address
+        except NoClientAddress as e:
             await _problem(400, "Bad Request", detail=str(e))(scope, receive, send)
             return
         if chosen is None:

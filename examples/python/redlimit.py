@@ -29,9 +29,18 @@ out). Bounds are checked before anything is sent (ArgError); the scripts
 check them again, and what only the server can tell (a caller clock more
 than 60 s from its TIME) comes back as a ScriptError with code BADARG.
 
-A reply duration of -1 where the manifest's min is -1 is the bundle's
-"never" (a cost that can never pass): it decodes to NEVER, the largest
-timedelta, so ``d.retry_after > budget`` reads right without a special case.
+A field's ``sentinels`` are wire values outside its bounds that mean
+something else, and the manifest names them: a duration's ``never``
+decodes to NEVER, the largest timedelta, so ``d.retry_after > budget``
+reads right without a special case (and NEVER is sent as it); an instant's
+0 (``server_clock``) is None both ways; any other sentinel comes back as a
+Sentinel, a str holding its name, and is sent when passed as one.
+
+A variadic ``record`` (multi.lua's ``limits``: burst, rate, period) takes a
+list of dicts keyed by the record's field names and comes back as a tuple
+of named tuples; ``min_count``/``max_count`` bound how many, and a
+string's ``pattern`` must match the whole string. All of it is checked
+before anything is sent.
 """
 
 from __future__ import annotations
@@ -51,10 +60,16 @@ import redis
 
 # The manifest version this module reads; a new one changes what a field
 # means, so it is refused rather than half understood.
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 
-# A duration that never ends: what a reply's -1 "never" decodes to.
+# A duration that never ends: what a duration's sentinel "never" decodes to.
 NEVER = _dt.timedelta.max
+
+
+class Sentinel(str):
+    """A field's named sentinel (the manifest's ``sentinels``): pass
+    Sentinel("never") to send it; a reply element holding one decodes to
+    it (but a duration's never, which is NEVER, and an instant's 0, None)."""
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _US = _dt.timedelta(microseconds=1)
@@ -62,6 +77,7 @@ _PER_UNIT = {"milliseconds": 1000, "microseconds": 1, "seconds": 1_000_000}  # Â
 _DURATIONS = {"ms", "us", "s"}
 _INSTANTS = {"unix_ms", "unix_us", "unix_s"}
 _SCALARS = {"int", "float", "bool", "string", "enum"}
+_INT_TYPES = {"int"} | _DURATIONS | _INSTANTS
 # An integer as Redis writes one: what the scripts accept, and what a
 # reply element that the manifest says "a string holding a decimal
 # integer" may hold.
@@ -104,6 +120,16 @@ class FunctionsStaleError(Error):
 
 def _field_kind(script, f):
     t = f.get("type")
+    if t == "record":
+        fields = f.get("fields") or []
+        if not f.get("variadic") or len(fields) < 2:
+            raise ManifestError(f"{script}: {f.get('name')}: a record is variadic and has two fields or more")
+        for sub in fields:
+            if _field_kind(script, sub) == "record":
+                raise ManifestError(f"{script}: {f.get('name')}: a record inside a record")
+        return t
+    if f.get("pattern") is not None:
+        f["_re"] = re.compile(f["pattern"])
     if t in _DURATIONS or t in _INSTANTS:
         if f.get("unit") not in _PER_UNIT:
             raise ManifestError(f"{script}: {f.get('name')}: type {t} without a known unit")
@@ -112,6 +138,12 @@ def _field_kind(script, f):
     if t == "enum" and not f.get("enum"):
         raise ManifestError(f"{script}: {f.get('name')}: enum without words")
     return t
+
+
+def _ident(name):
+    """A manifest name as a Python identifier: a keyword gets a trailing _,
+    as PEP 8 suggests."""
+    return name + "_" if keyword.iskeyword(name) else name
 
 
 class Script:
@@ -143,10 +175,13 @@ class Script:
             raise ManifestError(f"{self.name}: {path} does not match the manifest's sha1: regenerate the manifest, or copy the files together")
         # The reply as a named tuple, fields named as the manifest's returns
         # (a Python keyword gets a trailing _, as PEP 8 suggests).
-        self.Reply = collections.namedtuple(
-            "".join(p.capitalize() for p in self.name.split("_")) + "Reply",
-            [r["name"] + "_" if keyword.iskeyword(r["name"]) else r["name"] for r in self.returns],
-        )
+        title = "".join(p.capitalize() for p in self.name.split("_"))
+        self.Reply = collections.namedtuple(title + "Reply", [_ident(r["name"]) for r in self.returns])
+        # Each record of the reply as a named tuple of its fields.
+        self._records = {
+            r["name"]: collections.namedtuple(title + "".join(p.capitalize() for p in r["name"].split("_")), [_ident(x["name"]) for x in r["fields"]])
+            for r in self.returns if r["type"] == "record"
+        }
 
     def __repr__(self):
         return f"<redlimit.Script {self.name}>"
@@ -165,6 +200,15 @@ class Script:
             want = f"at least {nkeys - 1}" if variadic_key else str(nkeys)
             names = ", ".join(k["name"] for k in self.keys)
             raise ArgError(self.name, "keys", f"takes {want} key(s) ({names}), got {len(keys)}")
+        if variadic_key:
+            last = self.keys[-1]
+            rest = keys[nkeys - 1:]
+            self._check_count(last, rest, "keys")
+            if last.get("fields"):  # records of keys: dicts by field name
+                flat = []
+                for rec in rest:
+                    flat.extend(self._record(last, rec, lambda sub, v: v))
+                keys = keys[:nkeys - 1] + flat
         for k in keys:
             if not isinstance(k, (str, bytes)):
                 raise ArgError(self.name, "keys", f"a key must be str or bytes, got {type(k).__name__}")
@@ -178,12 +222,40 @@ class Script:
                 raise ArgError(self.name, name, "missing")
             value = args.get(name)
             if f.get("variadic"):
-                if isinstance(value, (str, bytes)) or not isinstance(value, collections.abc.Iterable):
+                if isinstance(value, (str, bytes, dict)) or not isinstance(value, collections.abc.Iterable):
                     raise ArgError(self.name, name, "takes a list of values (the rest of ARGV)")
-                argv.extend(self._encode_value(f, v) for v in value)
+                value = list(value)
+                self._check_count(f, value, "records" if f["type"] == "record" else "values")
+                for v in value:
+                    if f["type"] == "record":
+                        argv.extend(self._record(f, v, self._encode_value))
+                    else:
+                        argv.append(self._encode_value(f, v))
             else:
                 argv.append(self._encode_value(f, value))
         return keys, argv
+
+    def _check_count(self, f, values, what):
+        lo, hi = f.get("min_count"), f.get("max_count")
+        n = len(values)
+        if (lo is not None and n < lo) or (hi is not None and n > hi):
+            raise ArgError(self.name, f["name"], f"{n} {what}: the count is out of range [{'' if lo is None else lo}..{'' if hi is None else hi}]")
+
+    def _record(self, f, rec, encode):
+        """One record (a dict by the record's field names), field by field in
+        the manifest's order."""
+        if not isinstance(rec, collections.abc.Mapping):
+            raise ArgError(self.name, f["name"], f"each record is a dict of {', '.join(s['name'] for s in f['fields'])}, got {type(rec).__name__}")
+        names = [sub["name"] for sub in f["fields"]]
+        unknown = set(rec) - set(names)
+        if unknown:
+            raise ArgError(self.name, f["name"], f"record field {sorted(unknown)[0]!r}: no such field; takes {', '.join(names)}")
+        out = []
+        for sub in f["fields"]:
+            if sub["name"] not in rec:
+                raise ArgError(self.name, sub["name"], f"missing from a record of {f['name']}")
+            out.append(encode(sub, rec[sub["name"]]))
+        return out
 
     def _encode_value(self, f, v):
         name, t = f["name"], f["type"]
@@ -191,9 +263,17 @@ class Script:
         def fail(reason):
             raise ArgError(self.name, name, reason)
 
+        sentinels = {x["name"]: x["value"] for x in f.get("sentinels", [])}
+        if isinstance(v, Sentinel):
+            if v not in sentinels:
+                fail(f"has no sentinel {v!r}; it has {', '.join(sentinels) or 'none'}")
+            return str(sentinels[v])
         if t == "string":
             if not isinstance(v, (str, bytes)):
                 fail(f"must be str, got {type(v).__name__}")
+            text = v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+            if "_re" in f and not f["_re"].fullmatch(text):
+                fail(f"{v!r} does not match {f['pattern']}")
             return v
         if t == "enum":
             if v not in f["enum"]:
@@ -215,6 +295,8 @@ class Script:
                 fail(f"must be an int, got {type(v).__name__}")
             n = v
         elif t in _DURATIONS:
+            if v is NEVER and "never" in sentinels:
+                return str(sentinels["never"])
             if not isinstance(v, _dt.timedelta):
                 fail(f"must be a datetime.timedelta, got {type(v).__name__}")
             per = _PER_UNIT[f["unit"]]
@@ -241,9 +323,12 @@ class Script:
     @staticmethod
     def _check_bounds(f, n, fail):
         lo, hi = f.get("min"), f.get("max")
+        if n in {x["value"] for x in f.get("sentinels", [])}:
+            return
         if (lo is not None and n < lo) or (hi is not None and n > hi):
             unit = f" {f['unit']}" if "unit" in f else ""
-            fail(f"{n}{unit} is out of range [{'' if lo is None else lo}..{'' if hi is None else hi}]")
+            also = "".join(f" or {x['value']}" for x in f.get("sentinels", []))
+            fail(f"{n}{unit} is out of range [{'' if lo is None else lo}..{'' if hi is None else hi}]{also}")
 
     # Reading a reply.
 
@@ -261,8 +346,23 @@ class Script:
             raise ReplyError(f"{self.name}: reply has {len(reply)} elements, the manifest lists {len(rets)}: {reply!r}")
         values = [self._decode_value(f, v) for f, v in zip(rets[:fixed], reply)]
         if variadic:
-            values.append(tuple(self._decode_value(rets[-1], v) for v in reply[fixed:]))
+            last, rest = rets[-1], reply[fixed:]
+            if last["type"] == "record":
+                size = len(last["fields"])
+                if len(rest) % size:
+                    raise ReplyError(f"{self.name}: {last['name']} has {len(rest)} elements, not whole records of {size}")
+                records = [rest[i:i + size] for i in range(0, len(rest), size)]
+                self._check_reply_count(last, records)
+                values.append(tuple(self._records[last["name"]](*(self._decode_value(sub, v) for sub, v in zip(last["fields"], r))) for r in records))
+            else:
+                self._check_reply_count(last, rest)
+                values.append(tuple(self._decode_value(last, v) for v in rest))
         return self.Reply(*values)
+
+    def _check_reply_count(self, f, values):
+        lo, hi = f.get("min_count"), f.get("max_count")
+        if (lo is not None and len(values) < lo) or (hi is not None and len(values) > hi):
+            raise ReplyError(f"{self.name}: {f['name']} has {len(values)}, want [{'' if lo is None else lo}..{'' if hi is None else hi}]")
 
     def _decode_value(self, f, v):
         name, t = f["name"], f["type"]
@@ -275,6 +375,8 @@ class Script:
         if t == "string":
             if not isinstance(v, str):
                 fail("a string")
+            if "_re" in f and not f["_re"].fullmatch(v):
+                fail("a string matching " + f["pattern"])
             return v
         if t == "enum":
             if v not in f["enum"]:
@@ -297,8 +399,15 @@ class Script:
             n = int(v)
         else:
             fail("an integer")
-        if t in _DURATIONS and n == -1 and f.get("min") == -1:
-            return NEVER
+        named = {x["value"]: x["name"] for x in f.get("sentinels", [])}
+        if not named and t in _DURATIONS and f.get("min") == -1:
+            named = {-1: "never"}  # a manifest whose headers predate sentinels
+        if n in named:
+            if t in _DURATIONS and named[n] == "never":
+                return NEVER
+            if t in _INSTANTS:
+                return None  # an instant's sentinel is 0, the zero time
+            return Sentinel(named[n])
         self._check_reply_bounds(f, n, fail)
         if t == "int":
             return n

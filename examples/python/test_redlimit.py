@@ -62,7 +62,8 @@ class ManifestTest(unittest.TestCase):
         now = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
         keys, argv = gcra.encode(["k"], {"cost": 1, "period": dt.timedelta(hours=1), "rate": 3, "burst": 5, "now": now})
         self.assertEqual(keys, ["k"])
-        want = {"burst": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901)}
+        want = {"burst": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901),
+                "deadline": "0"}
         self.assertEqual(argv, [want[a["name"]] for a in gcra.args])
 
     def test_instant_defaults_to_zero_and_rounds_down(self):
@@ -182,11 +183,13 @@ class ManifestTest(unittest.TestCase):
         renamed = load(lambda m: m["scripts"][0]["returns"][1].update(name="in"))["gcra"]
         self.assertEqual(renamed.Reply._fields[1], "in_")
         with self.assertRaisesRegex(redlimit.ManifestError, "version"):
-            load(lambda m: m.update(version=3))
+            load(lambda m: m.update(version=4))
         with self.assertRaisesRegex(redlimit.ManifestError, "sha1"):
             load(lambda m: m["scripts"][0].update(sha1="0" * 40))
         with self.assertRaisesRegex(redlimit.ManifestError, "unknown type"):
             load(lambda m: m["scripts"][0]["args"][0].update(type="decimal"))
+        with self.assertRaisesRegex(redlimit.ManifestError, "two fields"):
+            load(lambda m: m["scripts"][0]["args"][0].update(type="record", variadic=True, fields=[{"name": "a", "type": "int", "wire": ""}]))
         with self.assertRaisesRegex(redlimit.ManifestError, "no Functions library"):
             load().load_functions(FakeRedis())
 
@@ -205,6 +208,61 @@ class ManifestTest(unittest.TestCase):
             s.encode(["a"], {"n": 2, "windows": dt.timedelta(seconds=1)})
         got = s.decode([0, 5, -1])
         self.assertEqual(got, s.Reply(False, (dt.timedelta(milliseconds=5), redlimit.NEVER)))
+
+
+    def test_records_sentinels_counts_and_patterns(self):
+        # A script as luagen describes multi.lua-like headers: a lease id
+        # pattern, a never sentinel, records of limits and of the reply,
+        # counts of keys and records.
+        s = copy.copy(self.bundle["gcra"])
+        ms = {"unit": "milliseconds", "wire": ""}
+        s.keys = [{"name": "keys", "variadic": True, "min_count": 1, "max_count": 2}]
+        s.args = [
+            {"name": "lease", "type": "string", "wire": "", "pattern": "^[a-z0-9_-]{1,8}$"},
+            {"name": "wait", "type": "ms", "min": 0, "sentinels": [{"name": "never", "value": -1}], **ms},
+            {"name": "now", "type": "unix_us", "unit": "microseconds", "wire": "", "min": 1, "sentinels": [{"name": "server_clock", "value": 0}]},
+            {"name": "limits", "type": "record", "wire": "", "variadic": True, "min_count": 1, "max_count": 2, "fields": [
+                {"name": "burst", "type": "int", "wire": "", "min": 1, "max": 10**9},
+                {"name": "period", "type": "ms", "min": 1, **ms},
+            ]},
+        ]
+        s.returns = [
+            {"name": "allowed", "type": "bool", "wire": ""},
+            {"name": "per_limit", "type": "record", "wire": "", "variadic": True, "max_count": 2, "fields": [
+                {"name": "remaining", "type": "int", "wire": "", "min": 0},
+                {"name": "retry_after", "type": "ms", "min": 0, "sentinels": [{"name": "never", "value": -1}], **ms},
+            ]},
+        ]
+        for f in s.args + s.returns:
+            redlimit._field_kind(s.name, f)
+        s.Reply = collections.namedtuple("R", ["allowed", "per_limit"])
+        s._records = {"per_limit": collections.namedtuple("PerLimit", ["remaining", "retry_after"])}
+        limits = [{"burst": 3, "period": dt.timedelta(seconds=1)}, {"burst": 5, "period": dt.timedelta(minutes=1)}]
+        keys, argv = s.encode(["{a}1", "{a}2"], {"lease": "ab-1", "wait": redlimit.NEVER, "now": None, "limits": limits})
+        self.assertEqual((keys, argv), (["{a}1", "{a}2"], ["ab-1", "-1", "0", "3", "1000", "5", "60000"]))
+        self.assertEqual(s.encode(["k"], {"lease": "x", "wait": redlimit.Sentinel("never"), "limits": limits[:1]})[1][:2], ["x", "-1"])
+        for keys, args in [
+            ([], {}),  # too few keys
+            (["a", "b", "c"], {}),  # too many keys
+            (["k"], {"lease": "A"}),  # the pattern
+            (["k"], {"lease": "a" * 9}),
+            (["k"], {"wait": dt.timedelta(milliseconds=-2)}),  # not the sentinel
+            (["k"], {"wait": redlimit.Sentinel("later")}),  # no such sentinel
+            (["k"], {"limits": []}),  # too few records
+            (["k"], {"limits": limits * 2}),  # too many
+            (["k"], {"limits": [{"burst": 5 * 10**10, "period": dt.timedelta(seconds=1)}]}),  # a field out of range
+            (["k"], {"limits": [{"burst": 1}]}),  # a field missing
+            (["k"], {"limits": [{"burst": 1, "period": dt.timedelta(seconds=1), "rate": 2}]}),  # an unknown field
+            (["k"], {"limits": [(1, dt.timedelta(seconds=1))]}),  # not a dict
+        ]:
+            full = {"lease": "x", "wait": dt.timedelta(0), "limits": limits[:1], **args}
+            with self.subTest(keys=keys, args=args), self.assertRaises(redlimit.ArgError):
+                s.encode(keys, full)
+        got = s.decode([1, 2, 0, 0, -1])
+        self.assertEqual(got.per_limit, (s._records["per_limit"](2, dt.timedelta(0)), s._records["per_limit"](0, redlimit.NEVER)))
+        for bad in ([1, 2], [1, 2, 0, 0], [1, 0, 0, 0, 0, 0, 0], [1, 2, -2]):
+            with self.subTest(bad=bad), self.assertRaises(redlimit.ReplyError):
+                s.decode(bad)
 
 
 class CommandLineTest(unittest.TestCase):

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"math"
+	"regexp"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ func encode(f func(e encoder)) ([]any, error) {
 	cl := e.call()
 	return cl.args, cl.err
 }
+
+var leaseRE = regexp.MustCompile(`^(?:^[a-z]{1,4}$)$`)
 
 func TestEncoder(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 999_999_999, time.UTC)
@@ -43,6 +46,11 @@ func TestEncoder(t *testing.T) {
 		{"unix_ms rounds down", func(e encoder) { e.unixMs("t", at, nil) }, []any{at.Unix()*1000 + 999}, ""},
 		{"unix_us zero is 0", func(e encoder) { e.unixUs("t", time.Time{}, atLeast(0)) }, []any{int64(0)}, ""},
 		{"unix_s before the epoch", func(e encoder) { e.unixS("t", time.Unix(-5, 0), atLeast(0)) }, []any{int64(-5)}, "echo.lua: argument t: 1969-12-31T23:59:55Z is out of range [0..] seconds since the epoch"},
+		{"sentinel", func(e encoder) { e.int("n", -1, between(1, 10).or(-1)) }, []any{int64(-1)}, ""},
+		{"not a sentinel", func(e encoder) { e.int("n", -2, between(1, 10).or(-1, 0)) }, []any{int64(-2)}, "echo.lua: argument n: -2 is out of range [1..10] or -1 or 0"},
+		{"count", func(e encoder) { e.count("keys", "keys", 17, between(1, 16)) }, []any{}, "echo.lua: argument keys: 17 keys is a count out of range [1..16]"},
+		{"pattern", func(e encoder) { e.pattern("id", "abc", leaseRE) }, []any{"abc"}, ""},
+		{"pattern mismatch", func(e encoder) { e.pattern("id", "abcde", leaseRE) }, []any{"abcde"}, `echo.lua: argument id: "abcde" does not match ^(?:^[a-z]{1,4}$)$`},
 		{"first error wins", func(e encoder) { e.int("a", 0, atLeast(1)); e.int("b", 0, atLeast(1)) }, []any{int64(0), int64(0)}, "echo.lua: argument a: 0 is out of range [1..]"},
 	}
 	for _, tt := range tests {
@@ -60,6 +68,11 @@ func TestEncoder(t *testing.T) {
 			}
 		})
 	}
+}
+
+type testRecord struct {
+	N int64
+	S string
 }
 
 func TestDecoder(t *testing.T) {
@@ -95,8 +108,25 @@ func TestDecoder(t *testing.T) {
 		{"instant zero", []any{int64(0)}, 1, false, func(d *decoder) any { return d.unixUs(0, "t", nil) }, time.Time{}, ""},
 		{"instant", []any{int64(1_700_000_000_123)}, 1, false, func(d *decoder) any { return d.unixMs(0, "t", nil) }, time.UnixMilli(1_700_000_000_123).UTC(), ""},
 		{"rest", []any{"a", int64(1), int64(2)}, 1, true, func(d *decoder) any {
-			return rest(d, 1, func(i int) int64 { return d.int(i, "n", nil) })
+			return rest(d, 1, 1, "n", nil, func(i int) int64 { return d.int(i, "n", nil) })
 		}, []int64{1, 2}, ""},
+		{"records", []any{"a", int64(1), "x", int64(2), "y"}, 1, true, func(d *decoder) any {
+			return rest(d, 1, 2, "r", between(1, 2), func(i int) testRecord { return testRecord{d.int(i, "n", nil), d.string(i+1, "s")} })
+		}, []testRecord{{1, "x"}, {2, "y"}}, ""},
+		{"half a record", []any{int64(1), "x", int64(2)}, 0, true, func(d *decoder) any {
+			return rest(d, 0, 2, "r", nil, func(i int) int64 { return d.int(i, "n", nil) })
+		}, nil, "echo.lua: reply element 1 (r): want whole records of 2 elements, got 3 elements"},
+		{"too many records", []any{int64(1), int64(2), int64(3)}, 0, true, func(d *decoder) any {
+			return rest(d, 0, 1, "r", atMost(2), func(i int) int64 { return d.int(i, "n", nil) })
+		}, nil, "echo.lua: reply element 1 (r): want a count in [..2], got 3"},
+		{"sentinel", []any{int64(-1), int64(-2)}, 2, false, func(d *decoder) any {
+			return d.ms(0, "wait", atLeast(0).or(-1))
+		}, -time.Millisecond, ""},
+		{"not a sentinel", []any{int64(-2)}, 1, false, func(d *decoder) any {
+			return d.ms(0, "wait", atLeast(0).or(-1))
+		}, time.Duration(0), "echo.lua: reply element 1 (wait): want an int in [0..] or -1, got int64 -2"},
+		{"pattern", []any{"ab"}, 1, false, func(d *decoder) any { return d.pattern(0, "id", leaseRE) }, "ab", ""},
+		{"pattern mismatch", []any{"a b"}, 1, false, func(d *decoder) any { return d.pattern(0, "id", leaseRE) }, "", `echo.lua: reply element 1 (id): want a string matching ^(?:^[a-z]{1,4}$)$, got string "a b"`},
 		{"first error wins", []any{"x", "y"}, 2, false, func(d *decoder) any {
 			d.int(0, "a", nil)
 			return d.int(1, "b", nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
@@ -83,5 +84,101 @@ func TestFunctions(t *testing.T) {
 	}
 	if err := CheckFunctions(ctx, c); err != nil {
 		t.Errorf("CheckFunctions after LoadFunctions: %v", err)
+	}
+}
+
+// evilLibrary registers name, which one of ours is called too, in a
+// library of its own; its function marks that it ran.
+func evilLibrary(name string) string {
+	return "#!lua name=evil\nredis.register_function('" + name + "', function(keys, args) redis.call('SET', 'evil ran', 1) return {'evil'} end)\n"
+}
+
+// Another library that holds one of our functions' names (in any case:
+// Redis compares them without it) is never run by a call, before or after
+// ours was loaded: calls, Batch, LoadFunctions and CheckFunctions all
+// return a *FunctionsConflictError naming it, and nothing of ours is
+// loaded over it. After it is deleted, calls load ours and run.
+func TestFunctionsConflict(t *testing.T) {
+	ctx := context.Background()
+	c := functionsServer(t)
+	ran := func() bool { return c.Exists(ctx, "evil ran").Val() == 1 }
+	conflict := func(what string, err error) {
+		t.Helper()
+		var ce *FunctionsConflictError
+		if !errors.Is(err, ErrFunctionsConflict) || !errors.As(err, &ce) || ce.Library != "evil" || ce.Function != "standin_echo" {
+			t.Errorf("%s: err = %v, want a *FunctionsConflictError naming evil", what, err)
+		}
+	}
+
+	// Before ours.
+	if err := c.FunctionLoad(ctx, evilLibrary("STANDIN_ECHO")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fc := WithFunctions(c)
+	_, err := run(ctx, fc, echoCall("a"), echoDecode)
+	conflict("call", err)
+	b := NewBatch()
+	p := queue(b, echoCall("a"), echoDecode)
+	conflict("Batch.Exec", b.Exec(ctx, fc))
+	_, err = p.Result()
+	conflict("Pending", err)
+	conflict("CheckFunctions", CheckFunctions(ctx, c))
+	conflict("LoadFunctions", LoadFunctions(ctx, c))
+	if ran() {
+		t.Fatal("a call ran the other library's function")
+	}
+	if libs := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: FunctionsLibrary}).Val(); len(libs) != 0 {
+		t.Errorf("ours was loaded beside it: %v", libs)
+	}
+
+	// After ours: the library is loaded and checked, then taken away and
+	// the name registered by another; the next check (FunctionsRecheck
+	// after the last, here made due at once) refuses it.
+	c.FunctionDelete(ctx, "evil")
+	if _, err := run(ctx, fc, echoCall("a"), echoDecode); err != nil {
+		t.Fatalf("after FUNCTION DELETE evil: %v", err)
+	}
+	if left := time.Until(time.Unix(0, fc.until.Load())); left <= 0 || left > FunctionsRecheck {
+		t.Errorf("next check in %v, want within FunctionsRecheck (%v)", left, FunctionsRecheck)
+	}
+	c.FunctionDelete(ctx, FunctionsLibrary)
+	if err := c.FunctionLoad(ctx, evilLibrary("standin_echo")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fc.until.Store(0)
+	_, err = run(ctx, fc, echoCall("a"), echoDecode)
+	conflict("call after ours", err)
+	if ran() {
+		t.Fatal("a call ran the other library's function")
+	}
+}
+
+// What the ownership check costs a call between two checks (a clock read
+// and an atomic load), beside a whole call through the library on a real
+// server: go test -bench Functions ./gen/runtime.
+func BenchmarkFunctionsOwned(b *testing.B) {
+	fc := WithFunctions(redis.NewClient(&redis.Options{}))
+	fc.until.Store(time.Now().Add(time.Hour).UnixNano())
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		if err := fc.owned(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFunctionsCall(b *testing.B) {
+	addr := redisserver.Maybe(b)
+	if addr == "" {
+		b.Skip("no redis-server")
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	fc := WithFunctions(c)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		if _, err := run(ctx, fc, echoCall("a"), echoDecode); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

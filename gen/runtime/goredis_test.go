@@ -25,7 +25,7 @@ func echoCall(args ...string) *call {
 
 func echoDecode(v any) ([]string, error) {
 	d := newDecoder(echoInfo, v, 0, true)
-	r := rest(&d, 0, func(i int) string { return d.string(i, "arg") })
+	r := rest(&d, 0, 1, "arg", nil, func(i int) string { return d.string(i, "arg") })
 	return r, d.err
 }
 

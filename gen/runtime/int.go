@@ -3,18 +3,34 @@ package runtime
 import "strconv"
 
 // intRange is the [lo..hi] of an integer, duration or instant, in its wire
-// unit; nil means any value.
+// unit, and its sentinels (values outside it that mean something else:
+// never = -1); nil means any value.
 type intRange struct {
 	lo, hi       int64
 	hasLo, hasHi bool
+	also         []int64
 }
 
 func atLeast(lo int64) *intRange     { return &intRange{lo: lo, hasLo: true} }
 func atMost(hi int64) *intRange      { return &intRange{hi: hi, hasHi: true} }
 func between(lo, hi int64) *intRange { return &intRange{lo: lo, hi: hi, hasLo: true, hasHi: true} }
 
+// or returns r that also holds the sentinels vals.
+func (r intRange) or(vals ...int64) *intRange {
+	r.also = vals
+	return &r
+}
+
 func (r *intRange) holds(n int64) bool {
-	return r == nil || (!r.hasLo || n >= r.lo) && (!r.hasHi || n <= r.hi)
+	if r == nil || (!r.hasLo || n >= r.lo) && (!r.hasHi || n <= r.hi) {
+		return true
+	}
+	for _, v := range r.also {
+		if n == v {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *intRange) String() string {
@@ -25,7 +41,11 @@ func (r *intRange) String() string {
 	if r.hasHi {
 		hi = strconv.FormatInt(r.hi, 10)
 	}
-	return "[" + lo + ".." + hi + "]"
+	s := "[" + lo + ".." + hi + "]"
+	for _, v := range r.also {
+		s += " or " + strconv.FormatInt(v, 10)
+	}
+	return s
 }
 
 func (e encoder) int(name string, v int64, r *intRange) {

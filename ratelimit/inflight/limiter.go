@@ -241,13 +241,19 @@ func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decisi
 	return &Lease{c: l, key: k, local: true}, d, nil
 }
 
-// forget gives back, in the background and best effort, the slot of an
-// acquire that failed other than by the script's own answer: a timeout or
-// a lost connection says nothing of whether the acquire ran, and one that
-// ran would hold its slot for the whole TTL. At most maxForgets run at once
-// per limiter (an outage must not pile up goroutines), each within the
-// limiter's timeout, or 5 s. A release that reaches Redis before the
-// acquire it undoes finds nothing: that slot is held until its TTL.
+// forget gives back, in the background and best effort, a slot whose
+// holder gave up on it: that of an acquire that failed other than by the
+// script's own answer (a timeout or a lost connection says nothing of
+// whether the acquire ran), and that of a release that failed so. An
+// acquire that Redis runs after its caller gave up holds nothing (its
+// deadline, scripts.go), but one that ran in time and whose answer was
+// lost, or a lease whose release never got through, would hold its slot
+// for the whole TTL. The release is worth sending until then, so it gets
+// the lease's TTL, not the limiter's timeout, and is sent again until it
+// gets through: an outage or a stalled server shorter than the TTL cannot
+// stop it (a release carries no deadline). At
+// most maxForgets run at once per limiter (an outage must not pile up
+// goroutines).
 func (l *Limiter) forget(k, id string, err error) {
 	if !errors.Is(call.Classify(context.Background(), err), ratelimit.ErrUnavailable) {
 		return
@@ -259,15 +265,31 @@ func (l *Limiter) forget(k, id string, err error) {
 	}
 	go func() {
 		defer func() { <-l.forgets }()
-		d := l.timeout
-		if d <= 0 {
-			d = 5 * time.Second
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), d)
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
 		defer cancel()
-		_, _ = l.call(ctx, k, opRelease, id)
+		// Until it gets through: while the node is down the guard fails a
+		// call at once, and it lets calls through again within its probe
+		// interval of the node's return.
+		for {
+			now, err := call.Clock(l.clock)
+			if err == nil {
+				_, err = leaseOp(ctx, l.rdb, l.RedisKey(k), opRelease, id, l.limit, l.ttl, now)
+			}
+			if err == nil || !errors.Is(call.Classify(ctx, err), ratelimit.ErrUnavailable) {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(forgetEvery):
+			}
+		}
 	}()
 }
+
+// forgetEvery is how often a background release is sent again while it
+// fails.
+const forgetEvery = 50 * time.Millisecond
 
 const maxForgets = 64
 
@@ -309,8 +331,10 @@ func (l *Lease) Key() string { return l.key }
 // Release gives the slot back. It is idempotent: after the first Release
 // that reached Redis, later ones return nil at once. The first returns
 // ErrLeaseLost when the lease had already expired, so a caller can tell
-// its work outlived the TTL. A Release that fails (Redis unreachable) may
-// be retried; if it never succeeds, the lease expires with its TTL. Pass a
+// its work outlived the TTL. A Release that fails (Redis unreachable) is
+// sent again in the background until the lease's TTL; it may be retried
+// too (a retry after the background one got through answers ErrLeaseLost).
+// Pass a
 // context that outlives the request's (context.WithoutCancel): a client
 // that hangs up cancels the request's context.
 func (l *Lease) Release(ctx context.Context) error {
@@ -329,6 +353,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	r, err := l.c.call(ctx, l.key, opRelease, l.id)
 	if err != nil {
+		// Given back in the background too, in case the caller does not
+		// try again.
+		l.c.forget(l.key, l.id, err)
 		return call.Classify(ctx, err)
 	}
 	l.done = true

@@ -29,8 +29,16 @@ const (
 	opRelease = bindings.ConcurrencyOpRelease
 )
 
-// leaseOp is one call of concurrency.lua.
+// leaseOp is one call of concurrency.lua. An acquire or a renew carries
+// its context's deadline (call.Deadline), so one that Redis runs after its
+// caller gave up takes or extends nothing; a release carries none: giving a
+// slot back late is never wrong, and the release that undoes a failed
+// acquire (forget) must work whenever it runs.
 func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, id string, limit int64, ttl time.Duration, now time.Time) (reply, error) {
-	r, err := bindings.Concurrency(ctx, c, key, bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now})
-	return reply(r), call.ClockRefused(err)
+	p := bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now}
+	if op != opRelease {
+		p.Deadline = call.Deadline(ctx)
+	}
+	r, err := bindings.Concurrency(ctx, c, key, p)
+	return reply(r), call.ClockRefused(ctx, err)
 }

@@ -179,7 +179,8 @@ func runPattern(t *testing.T, ctx context.Context, fields map[string]string, pat
 	// The click asks for a run at once, the fields once they rest: wait
 	// until none is pending and the newest is drawn.
 	js := fmt.Sprintf(`!compare.timer && (document.body.dataset.compared || '') !== %q && document.body.dataset.compared === String(compare.asked) && document.getElementById('cmp-lanes').dataset.pattern === %q`, before, pattern)
-	if err := waitFor(ctx, js, 30*time.Second); err != nil {
+	// A dense run is some 3000 script calls: seconds on a loaded machine.
+	if err := waitFor(ctx, js, 60*time.Second); err != nil {
 		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('cmp-error').textContent`))
 		t.Fatalf("the %s pattern was not drawn: %v (error shown: %q)", pattern, err, msg)
 	}
@@ -317,6 +318,12 @@ func TestCompareView(t *testing.T) {
 			s = runPattern(t, ctx, map[string]string{"cmp-rate": "100", "cmp-burst": "100", "cmp-period": "1s"}, "burst")
 			checkLanes(t, s)
 			if size.mobile {
+				// The panels below too, with their widest content drawn.
+				clickID(t, ctx, "two-run")
+				if err := waitFor(ctx, `document.body.dataset.two === 'done'`, 30*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				clickID(t, ctx, "cache-hammer")
 				phoneFits(t, ctx, size.width)
 			}
 

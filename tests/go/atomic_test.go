@@ -44,8 +44,8 @@ func noRetries(t *testing.T, c redis.Scripter) redis.Scripter {
 	return out
 }
 
-// gcraState is gcra.lua's (and multi.lua's) state, '<tat><interval>/<lead>'.
-var gcraState = regexp.MustCompile(`^(\d{16})([1-9]\d*)/([1-9]\d*)$`)
+// gcraState is gcra.lua's (and multi.lua's) state, 'g<tat><interval>/<more>'.
+var gcraState = regexp.MustCompile(`^g(\d{16})([1-9]\d*)/(0|[1-9]\d*)$`)
 
 // TestMultiUnderLoad: 64 goroutines send multi.lua random subsets of three
 // limits on one user's keys (one hash tag), with random costs, all at one
@@ -124,7 +124,7 @@ func TestMultiUnderLoad(t *testing.T) {
 				}
 				units := int64(0)
 				if err == nil {
-					// gcra.lua's '<tat><interval>/<lead>': the TAT in 16 digits.
+					// gcra.lua's 'g<tat><interval>/<more>': the TAT in 16 digits.
 					m := gcraState.FindStringSubmatch(state)
 					if m == nil {
 						t.Fatalf("limit %d: %q is not a GCRA state", j, state)
@@ -197,8 +197,8 @@ func TestAtomicScriptsClockBound(t *testing.T) {
 			leaseKey := "lc:{" + tag + "}"
 			s := serverTime(t, c)
 			for _, now := range []int64{s + 70e6, s - 70e6} {
-				_, err := bindings.MultiScript.Run(ctx, c, multiKeys, "1", now, "5", "5", "1000", "5", "5", "1000").Result()
-				_, err2 := bindings.ConcurrencyScript.Run(ctx, c, []string{leaseKey}, "acquire", "a", "2", "1000", now).Result()
+				_, err := bindings.MultiScript.Run(ctx, c, multiKeys, "1", now, "0", "5", "5", "1000", "5", "5", "1000").Result()
+				_, err2 := bindings.ConcurrencyScript.Run(ctx, c, []string{leaseKey}, "acquire", "a", "2", "1000", now, "0").Result()
 				want := fmt.Sprintf("BADARG now must be 0 (the server's clock) or within 60000000 µs of the server's TIME, got '%d'", now)
 				for _, e := range []error{err, err2} {
 					if e == nil || !strings.Contains(e.Error(), want) {
@@ -210,10 +210,10 @@ func TestAtomicScriptsClockBound(t *testing.T) {
 				}
 			}
 			now := serverTime(t, c) + 50e6
-			if _, err := bindings.MultiScript.Run(ctx, c, multiKeys, "1", now, "5", "5", "1000", "5", "5", "1000").Result(); err != nil {
+			if _, err := bindings.MultiScript.Run(ctx, c, multiKeys, "1", now, "0", "5", "5", "1000", "5", "5", "1000").Result(); err != nil {
 				t.Error(err)
 			}
-			if _, err := bindings.ConcurrencyScript.Run(ctx, c, []string{leaseKey}, "acquire", "a", "2", "1000", now).Result(); err != nil {
+			if _, err := bindings.ConcurrencyScript.Run(ctx, c, []string{leaseKey}, "acquire", "a", "2", "1000", now, "0").Result(); err != nil {
 				t.Error(err)
 			}
 		})

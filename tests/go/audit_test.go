@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 // cli runs redis-cli against the real standalone server.
@@ -37,8 +39,15 @@ func (c *cli) run(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// eval runs lua/<script>.lua with redis-cli --eval, as issue 8 did.
+// eval runs lua/<script>.lua with redis-cli --eval, as issue 8 did, with
+// a deadline of 0 (none) after args: the audits' calls had no deadline.
 func (c *cli) eval(script, key string, args ...any) string {
+	c.t.Helper()
+	return c.evalRaw(script, key, append(args, 0)...)
+}
+
+// evalRaw is eval with exactly args.
+func (c *cli) evalRaw(script, key string, args ...any) string {
 	c.t.Helper()
 	argv := []string{"--eval", filepath.Join("..", "..", "lua", script+".lua"), key, ","}
 	for _, a := range args {
@@ -109,8 +118,8 @@ func TestAuditWithRedisCLI(t *testing.T) {
 	// 12890000009 µs before the call, at 9999999 per day.
 	key = k("4")
 	now := c.time()
-	// The audit wrote the hash {tokens, ts}; the state is '<ts><tokens>' now.
-	c.run("SET", key, fmt.Sprintf("%016d0", now-12890000009), "PX", "86400000")
+	// The audit wrote the hash {tokens, ts}; the state is '-<ts><tokens>' now.
+	c.run("SET", key, scenario.TokenBucketState(now-12890000009, 0), "PX", "86400000")
 	c.want("4: 1491898 tokens", c.eval("token_bucket", key, 10000000, 9999999, 86400000, "smooth", 1491898, now), "0 1491897 1")
 	c.want("4: a peek", c.eval("token_bucket", key, 10000000, 9999999, 86400000, "smooth", 0, now), "1 1491897 0")
 
@@ -155,7 +164,7 @@ func TestAuditWithRedisCLI(t *testing.T) {
 	c.want("6: the string", c.run("GET", key), "alice")
 
 	// 7. Corrupt state: the audit's hash, and the same count of nan in the
-	// state as it is now, '<t><n>'.
+	// state as it is now, '1<t><n>'.
 	key = k("7")
 	c.run("HSET", key, "n", "nan", "w", "1700000000")
 	for i := 0; i < 5; i++ {
@@ -163,7 +172,7 @@ func TestAuditWithRedisCLI(t *testing.T) {
 	}
 	c.want("7: the hash", c.run("HGETALL", key), "n nan w 1700000000")
 	key = k("7s")
-	corrupt := fmt.Sprintf("%013dnan", c.time()/1000)
+	corrupt := fmt.Sprintf("1%013dnan", c.time()/1000)
 	c.run("SET", key, corrupt)
 	for i := 0; i < 5; i++ {
 		c.want("7: fixed_window", c.eval("fixed_window", key, 3, 1000, 1, c.time()), "BADSTATE")
@@ -177,8 +186,60 @@ func TestAuditWithRedisCLI(t *testing.T) {
 		c.want("8: cost "+v, c.eval("token_bucket", key, 10, 5, 1000, "smooth", v, 0), "BADARG cost must be an integer")
 		c.want("8: now "+v, c.eval("token_bucket", key, 10, 5, 1000, "smooth", 1, v), "BADARG now must be an integer")
 	}
-	c.want("8: an extra argument", c.eval("token_bucket", key, 10, 5, 1000, "smooth", 1, 0, "extra"), "BADARG takes 1 key(s) and 6 arguments, got 1 and 7")
+	c.want("8: an extra argument", c.evalRaw("token_bucket", key, 10, 5, 1000, "smooth", 1, 0, 0, "extra"), "BADARG takes 1 key(s) and 7 arguments, got 1 and 8")
 	if got := c.run("EXISTS", key); got != "0" {
 		t.Errorf("8: refused calls created the key (EXISTS %s)", got)
 	}
+}
+
+// TestTrustAuditWithRedisCLI replays issue 15's cases as they were found,
+// with redis-cli --eval on a real server: each is refused now (BADSTATE),
+// and the key keeps its value and its TTL.
+func TestTrustAuditWithRedisCLI(t *testing.T) {
+	c := newCLI(t)
+	k := func(n string) string { return fmt.Sprintf("trust:%s:%d", n, time.Now().UnixNano()) }
+	untouched := func(what, key, value string) {
+		t.Helper()
+		c.want(what+": the value", c.run("GET", key), value)
+		if p, err := strconv.Atoi(c.run("PTTL", key)); err != nil || p < 86000000 {
+			t.Errorf("%s: PTTL %d ms (%v), want the 86400000 it was set with", what, p, err)
+		}
+	}
+
+	// 15.1: leaky_bucket's state, then gcra.lua answered 1 1999 0 30 and
+	// rewrote the key.
+	key := k("1")
+	c.want("15.1: leaky_bucket", c.eval("leaky_bucket", key, 2000, 2000, 60000, 1500, 0), "1 500 0 45000")
+	c.run("PEXPIRE", key, "86400000")
+	state := c.run("GET", key)
+	c.want("15.1: gcra on it", c.eval("gcra", key, 2000, 2000, 60000, 1, 0), "BADSTATE")
+	untouched("15.1", key, state)
+
+	// 15.2: SET k 45035996273704960 (2^52 µs), then token_bucket answered a
+	// retry_after of 85 years and fixed_window wrote an 85-year TTL; and
+	// the same date in each script's own layout.
+	lims := map[string][]any{"token_bucket": {10, 5, 1000, "smooth"}, "leaky_bucket": {10, 5, 1000}, "gcra": {10, 5, 1000},
+		"fixed_window": {10, 1000}, "sliding_window_counter": {10, 1000}}
+	far := int64(1) << 52
+	own := map[string]string{
+		"token_bucket":           scenario.TokenBucketState(far, 0),
+		"leaky_bucket":           scenario.LeakyBucketState(far, 200000, 200000),
+		"gcra":                   scenario.GCRAState(far+200000, 200000, 200000),
+		"fixed_window":           scenario.FixedWindowState(far/1000, 10),
+		"sliding_window_counter": scenario.SlidingWindowCounterState(far/1000, 0, 10, 0),
+	}
+	for script, lim := range lims {
+		for _, v := range []string{"45035996273704960", own[script]} {
+			key := k("2" + script)
+			c.run("SET", key, v, "PX", "86400000")
+			c.want("15.2: "+script+" on "+v, c.eval(script, key, append(lim, 1, 0)...), "BADSTATE")
+			c.want("15.2: "+script+" peeks at "+v, c.eval(script, key, append(lim, 0, 0)...), "BADSTATE")
+			untouched("15.2: "+script, key, v)
+		}
+	}
+	key = k("2log")
+	c.run("ZADD", key, fmt.Sprint(far), scenario.LogMember(far, 1))
+	c.run("PEXPIRE", key, "86400000")
+	c.want("15.2: sliding_window_log", c.eval("sliding_window_log", key, 10, 1000, 1, 0), "BADSTATE")
+	c.want("15.2: the sorted set", c.run("ZRANGE", key, "0", "-1"), scenario.LogMember(far, 1))
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestRedisCLIExample runs the README's example for other stacks exactly:
+// TestRedisCLIExample runs docs/algorithms.md's example for other stacks exactly:
 // the file itself, through redis-cli --eval, on a real server.
 func TestRedisCLIExample(t *testing.T) {
 	needReal(t)
@@ -20,11 +20,11 @@ func TestRedisCLIExample(t *testing.T) {
 	host, port, _ := strings.Cut(standaloneAddr, ":")
 	key := fmt.Sprintf("rl:{user:42}:%d", time.Now().UnixNano())
 	out, err := exec.Command(cli, "-h", host, "-p", port, "--eval", filepath.Join("..", "..", "lua", "token_bucket.lua"),
-		key, ",", "10", "5", "1000", "smooth", "1", "0").CombinedOutput()
+		key, ",", "10", "5", "1000", "smooth", "1", "0", "0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}
 	if got, want := strings.Fields(string(out)), []string{"1", "9", "0", "200"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("redis-cli --eval printed %q, want %q (the README's example)", got, want)
+		t.Errorf("redis-cli --eval printed %q, want %q (docs/algorithms.md's example)", got, want)
 	}
 }

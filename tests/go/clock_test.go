@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	luatest "github.com/redlimit/redlimit/tests/lua"
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 // smallLimits are, per script, a limit of 2 a second (before cost and now).
@@ -45,7 +46,11 @@ func evalReal(t *testing.T, c redis.Scripter, script, key string, args ...any) (
 	return redis.NewScript(src).Run(context.Background(), c, []string{key}, args...).Int64Slice()
 }
 
-func with(lim []any, more ...any) []any { return append(append([]any(nil), lim...), more...) }
+// with is ARGV: the limit, then more (cost and the clock), then a deadline
+// of 0 (none).
+func with(lim []any, more ...any) []any {
+	return append(append(append([]any(nil), lim...), more...), "0")
+}
 
 // TestCallerClockBoundOnRealServers: a real server refuses a caller clock
 // more than 60 s from its TIME (BADARG, nothing written) and takes one
@@ -82,40 +87,40 @@ func TestCallerClockBoundOnRealServers(t *testing.T) {
 // clock S (as the script could have written it then) and the one limit the
 // test uses: 2 a second.
 var graceStates = map[string]func(key string, s int64) func(context.Context, redis.Cmdable) error{
-	// '<ts><tokens>': drained 40 s ago.
+	// '-<ts><tokens>': drained 40 s ago.
 	"token_bucket": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.Set(ctx, key, fmt.Sprintf("%016d0", s-40e6), 0).Err()
+			return c.Set(ctx, key, scenario.TokenBucketState(s-40e6, 0), 0).Err()
 		}
 	},
-	// '<ts><unit>/<level>': 2 units of 1 s poured 40 s ago.
+	// 'l<ts><unit>/<more>': 2 units of 1 s poured 40 s ago.
 	"leaky_bucket": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.Set(ctx, key, fmt.Sprintf("%016d1000000/2000000", s-40e6), 0).Err()
+			return c.Set(ctx, key, scenario.LeakyBucketState(s-40e6, 1000000, 2000000), 0).Err()
 		}
 	},
-	// '<tat><interval>/<lead>': a TAT 2 s ahead of a write 40 s ago.
+	// 'g<tat><interval>/<more>': a TAT 2 s ahead of a write 40 s ago.
 	"gcra": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.Set(ctx, key, fmt.Sprintf("%016d1000000/2000000", s-38e6), 0).Err()
+			return c.Set(ctx, key, scenario.GCRAState(s-38e6, 1000000, 2000000), 0).Err()
 		}
 	},
-	// '<t><n>': 2 calls, the newest 40 s ago (in ms).
+	// '1<t><n>': 2 calls, the newest 40 s ago (in ms).
 	"fixed_window": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.Set(ctx, key, fmt.Sprintf("%013d2", (s-40e6)/1000), 0).Err()
+			return c.Set(ctx, key, scenario.FixedWindowState((s-40e6)/1000, 2), 0).Err()
 		}
 	},
-	// '<s><d>/<cur>/<prev>': 2 calls at the start of a window 40 s ago.
+	// 'c<s><d>/<cur>/<prev>': 2 calls at the start of a window 40 s ago.
 	"sliding_window_counter": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
 			w := (s - 40e6) / 1e6 * 1e6
-			return c.Set(ctx, key, fmt.Sprintf("%013d0/2/0", w/1000), 0).Err()
+			return c.Set(ctx, key, scenario.SlidingWindowCounterState(w/1000, 0, 2, 0), 0).Err()
 		}
 	},
 	"sliding_window_log": func(key string, s int64) func(context.Context, redis.Cmdable) error {
 		return func(ctx context.Context, c redis.Cmdable) error {
-			return c.ZAdd(ctx, key, redis.Z{Score: float64(s - 40e6), Member: fmt.Sprintf("%d-1", s-40e6)}).Err()
+			return c.ZAdd(ctx, key, redis.Z{Score: float64(s - 40e6), Member: scenario.LogMember(s-40e6, 1)}).Err()
 		}
 	},
 }

@@ -144,10 +144,10 @@ func TestRealServersAreExact(t *testing.T) {
 					now -= rng.Int63n(5e6)
 				}
 				cost := []int64{0, most, 1 + rng.Int63n(max(1, most/3)), rng.Int63n(most + 2)}[rng.Intn(4)]
-				argv := append(append([]string(nil), lim...), s(cost), s(now))
+				argv := append(append([]string(nil), lim...), s(cost), s(now), "0")
 				if rng.Intn(8) == 0 {
 					other := lims[rng.Intn(len(lims))] // the limit changes
-					argv = append(append([]string(nil), other...), s(cost), s(now))
+					argv = append(append([]string(nil), other...), s(cost), s(now), "0")
 				}
 				d.call(argv...)
 				calls++
@@ -179,8 +179,8 @@ func TestRealServersAreExact(t *testing.T) {
 				key := fmt.Sprintf("edge:{tb}:%d:%d:%d", i, back, time.Now().UnixNano())
 				d := newDiffer(t, c, "token_bucket", key)
 				now := serverTime(t, c) + 5e6
-				// token_bucket's state '<ts><tokens>': drained (0 tokens) at ts.
-				state := fmt.Sprintf("%016d0", now-credit+back)
+				// token_bucket's state '-<ts><tokens>': drained (0 tokens) at ts.
+				state := scenario.TokenBucketState(now-credit+back, 0)
 				if err := c.Set(ctx, key, state, time.Hour).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -188,7 +188,7 @@ func TestRealServersAreExact(t *testing.T) {
 				// one, so its TTL is never the shorter.
 				d.ref.SetTime(serverTime(t, c))
 				d.ref.Put(scenario.Preset{Key: key, Type: "string", Vals: []string{state}, TTL: 3600000})
-				got := d.call(append(append([]string(nil), lim...), s(k), s(now))...)
+				got := d.call(append(append([]string(nil), lim...), s(k), s(now), "0")...)
 				// One µs short, fewer than k tokens are there and the call
 				// waits 1 µs (1 ms); on time, k are taken. The tokens there
 				// after e µs are floor(e*rate/period), exactly.

@@ -283,12 +283,12 @@ func TestRedisCLIFunctions(t *testing.T) {
 		t.Fatalf("FUNCTION LOAD: %v\n%s", err, out)
 	}
 	key := fmt.Sprintf("rl:{user:42}:%d", time.Now().UnixNano())
-	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "smooth", "1", "0").CombinedOutput()
+	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "smooth", "1", "0", "0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}
 	if got, want := strings.Fields(string(out)), []string{"1", "9", "0", "200"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("redis-cli FCALL printed %q, want %q (the README's example)", got, want)
+		t.Errorf("redis-cli FCALL printed %q, want %q (docs/functions.md's example)", got, want)
 	}
 
 	cc := cluster(t)
@@ -307,4 +307,72 @@ func TestRedisCLIFunctions(t *testing.T) {
 	if err := bindings.CheckFunctions(context.Background(), cc); err != nil {
 		t.Errorf("after redis-cli --cluster call: CheckFunctions = %v", err)
 	}
+}
+
+// Function names are one namespace per server, compared without regard to
+// case: a library evil that registers REDLIMIT_GCRA must never answer for
+// redlimit. Before ours is loaded, calls refuse it (a 1 per hour limit
+// admits nothing, evil's code never runs), LoadFunctions and
+// CheckFunctions name it; after ours was loaded and then deleted, the
+// next check (FunctionsRecheck after the last) refuses it too.
+func TestFunctionsConflict(t *testing.T) {
+	onServerAndCluster(t, func(t *testing.T, c fnClient) {
+		ctx := context.Background()
+		key := fmt.Sprintf("fnconflict:{u}:%d", time.Now().UnixNano())
+		p := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Hour, Cost: 1}
+		evil := "#!lua name=evil\nredis.register_function('REDLIMIT_GCRA', function(keys, args) redis.call('SET', keys[1], 'evil') return {1, 1, 0, 0} end)\n"
+		conflict := func(what string, err error) {
+			t.Helper()
+			var ce *bindings.FunctionsConflictError
+			if !errors.Is(err, bindings.ErrFunctionsConflict) || !errors.As(err, &ce) || ce.Library != "evil" || ce.Function != "redlimit_gcra" {
+				t.Errorf("%s: err = %v, want a *FunctionsConflictError naming evil", what, err)
+			}
+		}
+		admitted := func(fc *bindings.FunctionsClient) int {
+			n := 0
+			for i := 0; i < 5; i++ {
+				if r, err := bindings.GCRA(ctx, fc, key, p); err == nil && r.Allowed {
+					n++
+				} else if err != nil {
+					conflict("call", err)
+				}
+			}
+			return n
+		}
+
+		functionFlush(t, c)
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionLoad(ctx, evil).Err() })
+		if n := admitted(bindings.WithFunctions(c)); n != 0 {
+			t.Errorf("before ours: a 1 per hour limit admitted %d of 5", n)
+		}
+		conflict("LoadFunctions", bindings.LoadFunctions(ctx, c))
+		conflict("CheckFunctions", bindings.CheckFunctions(ctx, c))
+		if v := c.Get(ctx, key).Val(); v == "evil" {
+			t.Fatal("evil's function ran")
+		}
+
+		// After ours: loaded, used, then deleted, and the name taken.
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionDelete(ctx, "evil").Err() })
+		fc := bindings.WithFunctions(c)
+		if n := admitted(fc); n != 1 {
+			t.Fatalf("with ours: admitted %d of 5, want 1", n)
+		}
+		eachMaster(t, c, func(node *redis.Client) error {
+			if err := node.FunctionDelete(ctx, bindings.FunctionsLibrary).Err(); err != nil {
+				return err
+			}
+			return node.FunctionLoad(ctx, evil).Err()
+		})
+		time.Sleep(bindings.FunctionsRecheck) // the next call checks again
+		if n := admitted(fc); n != 0 {
+			t.Errorf("after ours was replaced: admitted %d of 5", n)
+		}
+		if v := c.Get(ctx, key).Val(); v == "evil" {
+			t.Fatal("evil's function ran")
+		}
+		eachMaster(t, c, func(node *redis.Client) error { return node.FunctionDelete(ctx, "evil").Err() })
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

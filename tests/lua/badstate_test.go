@@ -16,64 +16,70 @@ import (
 var notIntegers = []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "1e3", "0x10", " 5", "5 ", "+5",
 	"007", "-0", "5\x00", "99999999999999999999", "-1"}
 
-// stateLayouts says, for each script whose state is one string, how the
-// string splits into fields (a time of fixed width, then numbers, with the
-// separators that follow each field but the last), the least value above
-// what the script could have written in each field, and the greatest value
-// below it where a field's least value is not 0 ("" where it is: there is
-// nothing below).
+// stateLayouts says, for each script whose state is one string, its tag,
+// how the rest splits into fields (a time of fixed width, then numbers,
+// with the separators that follow each field but the last), the least
+// value above what the script could have written in each field at the
+// server's clock server, and the greatest value below it where a field's
+// least value is not 0 ("" where it is: there is nothing below).
 var stateLayouts = map[string]struct {
+	tag   string
 	re    *regexp.Regexp
 	seps  []string
-	above func(f []string) []string
+	above func(f []string, server int64) []string
 	below func(f []string) []string
 }{
-	"token_bucket": {tokenBucketState, []string{""}, func([]string) []string {
-		return []string{"4503599627370497", "1000000001"}
+	// ts no later than TIME + maxSkew, tokens 0..1e9.
+	"token_bucket": {"-", tokenBucketState, []string{""}, func(_ []string, server int64) []string {
+		return []string{fmt.Sprintf("%016d", server+maxSkew+1), "1000000001"}
 	}, func([]string) []string {
 		return []string{"", ""}
 	}},
-	// unit 1..1e14, level 1..1e15.
-	"leaky_bucket": {leakyBucketState, []string{"", "/"}, func([]string) []string {
-		return []string{"4503599627370497", "100000000000001", "1000000000000001"}
+	// ts no later than TIME + maxSkew, unit 1..1e14, level = unit + more
+	// 1..1e15.
+	"leaky_bucket": {"l", leakyBucketState, []string{"", "/"}, func(f []string, server int64) []string {
+		unit, _ := strconv.ParseInt(f[1], 10, 64)
+		return []string{fmt.Sprintf("%016d", server+maxSkew+1), "100000000000001", strconv.FormatInt(1e15-unit+1, 10)}
 	}, func([]string) []string {
-		return []string{"", "0", "0"}
+		return []string{"", "0", ""}
 	}},
 	// The TAT is bounded through the write's clock, 0 <= tat - lead <=
-	// 2^52; interval 1..1e14, lead 1..1e15.
-	"gcra": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
-		lead, _ := strconv.ParseInt(f[2], 10, 64)
-		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
-	}, func(f []string) []string {
-		lead, _ := strconv.ParseInt(f[2], 10, 64)
-		return []string{fmt.Sprintf("%016d", lead-1), "0", "0"}
-	}},
-	// multi.lua keeps gcra.lua's state at each of its keys.
-	"multi": {gcraStateRE, []string{"", "/"}, func(f []string) []string {
-		lead, _ := strconv.ParseInt(f[2], 10, 64)
-		return []string{fmt.Sprintf("%016d", maxTime+lead+1), "100000000000001", "1000000000000001"}
-	}, func(f []string) []string {
-		lead, _ := strconv.ParseInt(f[2], 10, 64)
-		return []string{fmt.Sprintf("%016d", lead-1), "0", "0"}
-	}},
-	// n 1..1e9.
-	"fixed_window": {fixedWindowState, []string{""}, func([]string) []string {
-		return []string{"4503599627371", "1000000001"}
+	// TIME + maxSkew; interval 1..1e14, lead = interval + more 1..1e15.
+	"gcra": {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
+	// multi.lua and gcra_at_most.lua keep gcra.lua's state at each key.
+	"multi":        {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
+	"gcra_at_most": {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
+	// t no later than TIME + maxSkew, n 1..1e9.
+	"fixed_window": {"1", fixedWindowState, []string{""}, func(_ []string, server int64) []string {
+		return []string{fmt.Sprintf("%013d", (server+maxSkew)/1000+1), "1000000001"}
 	}, func([]string) []string {
 		return []string{"", "0"}
 	}},
-	// The newest call, s + d, is bounded by 2^52 µs, and d by 1e14 µs; cur
-	// 1..1e9, d and prev from 0.
-	"sliding_window_counter": {slidingWindowCounterState, []string{"", "/", "/"}, func(f []string) []string {
+	// The newest call, s + d, no later than TIME + maxSkew, and d below
+	// 1e14 µs; cur 1..1e9, d and prev from 0.
+	"sliding_window_counter": {"c", slidingWindowCounterState, []string{"", "/", "/"}, func(f []string, server int64) []string {
 		d, _ := strconv.ParseInt(f[1], 10, 64)
-		return []string{fmt.Sprintf("%013d", maxTime/1000-d+1), "100000000000", "1000000001", "2000000001"}
+		return []string{fmt.Sprintf("%013d", (server+maxSkew)/1000-d+1), "100000000000", "1000000001", "2000000001"}
 	}, func([]string) []string {
 		return []string{"", "", "0", ""}
 	}},
 }
 
-func joinState(f, seps []string) string {
+func gcraAbove(f []string, server int64) []string {
+	interval, _ := strconv.ParseInt(f[1], 10, 64)
+	more, _ := strconv.ParseInt(f[2], 10, 64)
+	return []string{fmt.Sprintf("%016d", server+maxSkew+interval+more+1), "100000000000001", strconv.FormatInt(1e15-interval+1, 10)}
+}
+
+func gcraBelow(f []string) []string {
+	interval, _ := strconv.ParseInt(f[1], 10, 64)
+	more, _ := strconv.ParseInt(f[2], 10, 64)
+	return []string{fmt.Sprintf("%016d", interval+more-1), "0", ""}
+}
+
+func joinState(tag string, f, seps []string) string {
 	var b strings.Builder
+	b.WriteString(tag)
 	for i, x := range f {
 		b.WriteString(x)
 		if i < len(seps) && i < len(f)-1 {
@@ -103,7 +109,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				peek := append([]string(nil), argv...)
 				peek[i] = "0"
 				calls = append(calls, peek)
-			} else {
+			} else if name == "concurrency" {
 				for _, op := range []string{"renew", "release"} {
 					a := append([]string(nil), argv...)
 					a[0] = op
@@ -145,7 +151,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				// Every field, every way a stored number can be wrong, just
 				// above its range and just below it; the fixed-width time
 				// with the wrong width too.
-				above, below := layout.above(fields), layout.below(fields)
+				above, below := layout.above(fields, r.Now()), layout.below(fields)
 				for i := range fields {
 					bads := append(append([]string(nil), notIntegers...), above[i], strings.Repeat("9", 400))
 					if below[i] != "" {
@@ -154,25 +160,37 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					for _, bad := range bads {
 						f := append([]string(nil), fields...)
 						f[i] = bad
-						str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(f, layout.seps))
+						str(fmt.Sprintf("field %d = %q", i+1, bad), joinState(layout.tag, f, layout.seps))
 					}
 				}
-				str("without its last field", joinState(fields[:len(fields)-1], layout.seps))
-				str("with a field more", joinState(append(append([]string(nil), fields...), "1"), append(layout.seps, "/")))
+				str("without its last field", joinState(layout.tag, fields[:len(fields)-1], layout.seps))
+				str("with a field more", joinState(layout.tag, append(append([]string(nil), fields...), "1"), append(layout.seps, "/")))
 				for _, bad := range []string{"alice", "", "/", good.str + " ", " " + good.str, good.str + "\x00", "+" + good.str, "-" + good.str} {
 					str("foreign", bad)
 				}
-				if name == "gcra" || name == "multi" {
+				// Without its tag, or with another script's, and with the
+				// tag doubled: the untagged states of earlier versions and
+				// every other script's tag are refused.
+				rest := good.str[len(layout.tag):]
+				str("untagged", rest)
+				str("tag doubled", layout.tag+good.str)
+				for other, l := range stateLayouts {
+					if l.tag != layout.tag {
+						str("tagged "+other, l.tag+rest)
+					}
+				}
+				if layout.tag == "g" {
 					tat, interval, lead, err := parseGCRA(good.str)
 					if err != nil {
 						t.Fatal(err)
 					}
 					ts, iv := fmt.Sprintf("%016d", tat), strconv.FormatInt(interval, 10)
 					// The write's clock, tat - lead, before 0; and the
-					// '<tat>/<interval>/<at>' of earlier versions.
-					str("a lead longer than the TAT", "0000000000000005"+iv+"/"+strconv.FormatInt(max(lead, 6), 10))
-					str("the earlier layout", fmt.Sprintf("%d/%d/%d", tat, interval, tat-lead))
-					str("a TAT of 15 digits", ts[1:]+iv+"/"+strconv.FormatInt(lead, 10))
+					// layouts of earlier versions.
+					str("a lead longer than the TAT", "g0000000000000005"+iv+"/"+strconv.FormatInt(max(lead-interval, 6), 10))
+					str("the layout of two versions ago", fmt.Sprintf("%d/%d/%d", tat, interval, tat-lead))
+					str("the last version's layout", fmt.Sprintf("%016d%d/%d", tat, interval, lead))
+					str("a TAT of 15 digits", "g"+ts[1:]+iv+"/"+strconv.FormatInt(lead-interval, 10))
 				}
 			case "zset":
 				if name == "concurrency" {
@@ -184,8 +202,11 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					newest = max(newest, m)
 				}
 				s := good.zset[newest]
-				for _, m := range []string{"alice", "x-1", newest + "-1", newest + "x", "0" + newest,
-					strings.Split(newest, "-")[0] + "-0", strings.Split(newest, "-")[0] + "-10001", strings.Split(newest, "-")[0] + "-01"} {
+				// The members of earlier versions ('<us>-<n>') are refused too:
+				// they look like lease ids.
+				us := strings.Split(newest, ":")[0]
+				for _, m := range []string{"alice", "x:1", newest + ":1", newest + "x", "0" + newest,
+					us + ":0", us + ":10001", us + ":01", us + "-1", us + ":1:"} {
 					v := good.clone()
 					delete(v.zset, newest)
 					v.zset[m] = s
@@ -201,7 +222,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				try("a foreign oldest member", v)
 				v = good.clone()
 				for i := 0; len(v.zset) <= 10000; i++ {
-					v.zset[fmt.Sprintf("%d-%d", int64(s), 100+i)] = s
+					v.zset[fmt.Sprintf("%d:%d", int64(s), 100+i)] = s
 				}
 				try("10001 members", v)
 				// A denial reads the (limit-want+1)-th newest member for its
@@ -213,13 +234,13 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 				peek[2] = "0"
 				at := func(us int64) string { return strconv.FormatInt(us, 10) }
 				mid := int64(s) - 2
-				for _, m := range []string{"alice", "x-1", at(mid) + "-0", at(mid) + "-10001", at(mid) + "-01",
-					"0" + at(mid) + "-1", at(mid-1) + "-1", at(mid) + "-1x"} {
+				for _, m := range []string{"alice", "x:1", at(mid) + ":0", at(mid) + ":10001", at(mid) + ":01",
+					"0" + at(mid) + ":1", at(mid-1) + ":1", at(mid) + ":1x", at(mid) + "-1"} {
 					v := &value{kind: "zset", zset: map[string]float64{}, expireAt: good.expireAt}
 					for us := mid - 1; us <= int64(s); us++ {
-						v.zset[at(us)+"-1"] = float64(us)
+						v.zset[at(us)+":1"] = float64(us)
 					}
-					delete(v.zset, at(mid)+"-1")
+					delete(v.zset, at(mid)+":1")
 					v.zset[m] = float64(mid)
 					try(fmt.Sprintf("the member a denial waits for %q", m), v, deny, peek)
 				}

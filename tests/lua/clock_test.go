@@ -45,7 +45,7 @@ func TestCallerClockBound(t *testing.T) {
 				}
 				reply := got.([]any)
 				reset := reply[resetAt].(int64)
-				if reply[0] != int64(1) || reset <= 0 {
+				if reply[0].(int64) < 1 || reset <= 0 {
 					t.Fatalf("skew %d µs: %v, want an admit", skew, reply)
 				}
 				// spent = own + reset_after (within its ms rounding); the key

@@ -27,24 +27,32 @@ import (
 //
 // state is the key before the first call, as FuzzGCRA takes it. calls is
 // one call a line: the µs the server's clock moves first (a trailing '*'
-// sends no key, '**' two), then ARGV split by tabs; a clock "~n" is the
-// server's plus n. seed draws 60 more calls.
+// sends no key, '**' two), then ARGV split by tabs; a clock or a deadline
+// (the last two) written "~n" is the server's clock plus n. seed draws 60
+// more calls.
 func FuzzConcurrency(f *testing.F) {
 	t0 := strconv.FormatInt(scenario.T0, 10)
 	line := func(adv string, argv ...string) string { return adv + "\t" + strings.Join(argv, "\t") }
 	calls := func(lines ...string) string { return strings.Join(lines, "\n") }
 	for i, s := range []struct{ state, calls string }{
-		{"", line("0", "acquire", "a", "2", "1000", "0")},
-		{"", calls(line("0", "acquire", "a", "1", "1000", "0"), line("0", "acquire", "b", "1", "1000", "0"), line("500000", "release", "a", "1", "1000", "0"),
-			line("0", "release", "a", "1", "1000", "0"), line("0", "acquire", "b", "1", "1000", "0"), line("2000000", "renew", "b", "1", "1000", "0"))},
-		{"", calls(line("0", "acquire", "a", "1", "5000", "~10000000"), line("0", "acquire", "b", "1", "5000", "~-10000000"), line("0", "renew", "a", "1", "5000", "~-60000000"))},
-		{"zset\t" + t0 + "\ta\t1\tb", line("0", "acquire", "c", "2", "1000", "0")},
-		{"zset\t1e300\ta", line("0", "release", "a", "2", "1000", "0")},
-		{"string\tx", line("0", "acquire", "a", "2", "1000", "0")},
-		{"", calls(line("0", "take", "a", "2", "1000", "0"), line("0", "acquire", "a b", "2", "1000", "0"), line("0", "acquire", "a", "0", "1000", "0"),
-			line("0", "acquire", "a", "2", "86400001", "0"), line("0*", "acquire", "a", "2", "1000", "0"), line("0**", "acquire", "a", "2", "1000", "0"),
-			line("0", "acquire", "a", "2", "1000", "~60000001"), line("0", "acquire", "a", "2", "1000", "0", "x"))},
-		{"", calls(line("0", "acquire", "a", "3", "86400000", "~60000000"), line("0", "acquire", "b", "1", "1", "0"), line("1000", "release", "a", "3", "1", "0"))},
+		{"", line("0", "acquire", "a", "2", "1000", "0", "0")},
+		{"", calls(line("0", "acquire", "a", "1", "1000", "0", "0"), line("0", "acquire", "b", "1", "1000", "0", "0"), line("500000", "release", "a", "1", "1000", "0", "0"),
+			line("0", "release", "a", "1", "1000", "0", "0"), line("0", "acquire", "b", "1", "1000", "0", "0"), line("2000000", "renew", "b", "1", "1000", "0", "0"))},
+		{"", calls(line("0", "acquire", "a", "1", "5000", "~10000000", "0"), line("0", "acquire", "b", "1", "5000", "~-10000000", "0"), line("0", "renew", "a", "1", "5000", "~-60000000", "0"))},
+		{"zset\t" + t0 + "\ta\t1\tb", line("0", "acquire", "c", "2", "1000", "0", "0")},
+		{"zset\t1e300\ta", line("0", "release", "a", "2", "1000", "0", "0")},
+		{"string\tx", line("0", "acquire", "a", "2", "1000", "0", "0")},
+		{"", calls(line("0", "take", "a", "2", "1000", "0", "0"), line("0", "acquire", "a b", "2", "1000", "0", "0"), line("0", "acquire", "a", "0", "1000", "0", "0"),
+			line("0", "acquire", "a", "2", "86400001", "0", "0"), line("0*", "acquire", "a", "2", "1000", "0", "0"), line("0**", "acquire", "a", "2", "1000", "0", "0"),
+			line("0", "acquire", "a", "2", "1000", "~60000001", "0"), line("0", "acquire", "a", "2", "1000", "0", "0", "x"))},
+		// Issue 15.4: deadlines passed, reached and not yet reached.
+		{"", calls(line("0", "acquire", "a", "2", "1000", "0", "~-1"), line("0", "acquire", "a", "2", "1000", "0", "~0"),
+			line("0", "acquire", "a", "2", "1000", "0", "~1"), line("0", "renew", "a", "2", "1000", "0", "~-1"), line("0", "release", "a", "2", "1000", "0", "~-1"))},
+		// Issue 15.1: a sliding window log's members, and an expired foreign
+		// member between leases.
+		{"zset\t" + t0 + "\t" + scenario.LogMember(scenario.T0, 1), line("0", "acquire", "a", "2", "1000", "0", "0")},
+		{"zset\t1\ta\t2\t2:1\t" + t0 + "5\tb", line("0", "acquire", "c", "3", "1000", "0", "0")},
+		{"", calls(line("0", "acquire", "a", "3", "86400000", "~60000000", "0"), line("0", "acquire", "b", "1", "1", "0", "0"), line("1000", "release", "a", "3", "1", "0", "0"))},
 	} {
 		f.Add(s.state, s.calls, int64(i))
 	}
@@ -63,7 +71,9 @@ func FuzzConcurrency(f *testing.F) {
 				continue
 			}
 			fz.advance(adv)
-			argv[len(argv)-1] = fuzzClock(argv[len(argv)-1], fz.w.lua.Now())
+			for i := max(0, len(argv)-2); i < len(argv); i++ {
+				argv[i] = fuzzClock(argv[i], fz.w.lua.Now()) // the clock, the deadline
+			}
 			fz.call(keys, argv)
 		}
 		fz.random(rand.New(rand.NewSource(seed)), 60)
@@ -132,6 +142,7 @@ func (fz *leaseFuzz) probe(keys, argv []string, wait int64) {
 		c := fz.w.lua.Clone()
 		c.SetTime(min(maxTime, c.Now()+after*1000))
 		a := append([]string(nil), argv...)
+		a[5] = "0" // the retry has a deadline of its own
 		if now, _ := strconv.ParseInt(a[4], 10, 64); now != 0 {
 			a[4] = strconv.FormatInt(min(maxTime, now+after*1000), 10)
 		}
@@ -169,7 +180,7 @@ func (fz *leaseFuzz) random(rng *rand.Rand, n int) {
 		}
 		op := []string{"acquire", "acquire", "renew", "release"}[rng.Intn(4)]
 		lease := "r" + strconv.Itoa(rng.Intn(int(2*limit+1)))
-		reply := fz.call([]string{"k"}, []string{op, lease, strconv.FormatInt(limit, 10), strconv.FormatInt(ttl, 10), "0"})
+		reply := fz.call([]string{"k"}, []string{op, lease, strconv.FormatInt(limit, 10), strconv.FormatInt(ttl, 10), "0", "0"})
 		if reply == nil {
 			return // foreign or corrupt state: nothing to hold it to
 		}

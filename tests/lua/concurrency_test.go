@@ -25,16 +25,17 @@ func modelConcurrency(r *Redis, keys, argv []string) ([]int64, error) {
 	limit := a.int(2, "limit", 1, 10000)
 	ttlMs := a.int(3, "ttl", 1, 86400000)
 	now := a.int(4, "now", 0, maxTime)
+	deadline := a.int(5, "deadline", 0, maxTime)
 	if op != "acquire" && op != "renew" && op != "release" {
 		a.fail("BADARG op must be 'acquire', 'renew' or 'release'")
 	}
 	if !hasLease || !leaseRE.MatchString(lease) {
 		a.fail("BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")
 	}
-	if err := a.finish(keys, "leases", 5); err != nil {
+	if err := a.finish(keys, "leases", 6); err != nil {
 		return nil, err
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +119,12 @@ func modelConcurrency(r *Redis, keys, argv []string) ([]int64, error) {
 			if last, ok = expiry(set[size-2]); !ok {
 				return nil, badState
 			}
+		}
+	}
+	// Every expired member is checked before any is removed.
+	for _, m := range set {
+		if _, ok := expiry(m); !ok && int64(m.s) <= now {
+			return nil, badState
 		}
 	}
 	for m, s := range v.zsetOrNil() {
@@ -227,7 +234,7 @@ func TestConcurrencyNeverOverLimit(t *testing.T) {
 			}
 			op := []string{"acquire", "acquire", "renew", "release"}[rng.Intn(4)]
 			lease := fmt.Sprintf("h%d", rng.Intn(int(3*limit)))
-			got, err := r.Eval(src, []string{"k"}, []string{op, lease, strconv.FormatInt(limit, 10), strconv.FormatInt(ttl, 10), "0"})
+			got, err := r.Eval(src, []string{"k"}, []string{op, lease, strconv.FormatInt(limit, 10), strconv.FormatInt(ttl, 10), "0", "0"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +290,7 @@ func TestConcurrencyReapsAtTheCap(t *testing.T) {
 		v.zset[fmt.Sprintf("crashed-%d", i)] = float64(scenario.T0 - 1 - int64(i))
 	}
 	r.data["k"] = v
-	got, err := r.Eval(src, []string{"k"}, []string{"acquire", "new", "10000", "1000", "0"})
+	got, err := r.Eval(src, []string{"k"}, []string{"acquire", "new", "10000", "1000", "0", "0"})
 	if err != nil || ints64(got)[0] != 1 {
 		t.Fatalf("got (%v, %v)", got, err)
 	}
@@ -304,7 +311,7 @@ func TestConcurrencyReapsAtTheCap(t *testing.T) {
 		v.zset[fmt.Sprintf("x%d", i)] = float64(scenario.T0 + 5e5)
 	}
 	r.data["k"] = v
-	expectBadArg(t, r, src, []string{"k"}, []string{"acquire", "other", "10000", "1000", "0"}, "BADSTATE ")
+	expectBadArg(t, r, src, []string{"k"}, []string{"acquire", "other", "10000", "1000", "0", "0"}, "BADSTATE ")
 }
 
 // TestLeaseIDs: the lease id is 1 to 64 of A-Z, a-z, 0-9, '_' and '-', for
@@ -317,12 +324,12 @@ func TestLeaseIDs(t *testing.T) {
 	r := New(scenario.T0)
 	good := strings.Repeat("aZ09_-", 10) + "abcd"
 	for _, op := range []string{"acquire", "renew", "release"} {
-		got, err := r.Eval(src, []string{"k"}, []string{op, good, "5", "1000", "0"})
+		got, err := r.Eval(src, []string{"k"}, []string{op, good, "5", "1000", "0", "0"})
 		if err != nil || len(got.([]any)) != 4 {
 			t.Fatalf("%s %q: (%v, %v)", op, good, got, err)
 		}
 		for _, bad := range []string{"", " ", "a b", "a\tb", "a\x00", "a.b", "a:b", "a{b}", "é", "ü", good + "x", "'", "\"a\""} {
-			expectBadArg(t, r, src, []string{"k"}, []string{op, bad, "5", "1000", "0"}, "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")
+			expectBadArg(t, r, src, []string{"k"}, []string{op, bad, "5", "1000", "0", "0"}, "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")
 		}
 	}
 }

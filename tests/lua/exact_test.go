@@ -85,7 +85,7 @@ func adversarial(script string) []config {
 				switch script {
 				case "token_bucket":
 					out = append(out, config{s(c), s(r), s(p), "smooth"}, config{s(c), s(r), s(p), "interval"})
-				case "leaky_bucket", "gcra":
+				case "leaky_bucket", "gcra", "gcra_at_most":
 					out = append(out, config{s(c), s(r), s(p)})
 				case "fixed_window", "sliding_window_counter":
 					out = append(out, config{s(c), s(p)})
@@ -174,7 +174,12 @@ func runExact(w *twin, rng *rand.Rand, cfg config, all []config) int {
 		if rng.Intn(10) == 0 {
 			c = all[rng.Intn(len(all))] // the limit changes while the key lives
 		}
-		argv := append(append([]string(nil), c...), strconv.FormatInt(cost, 10), now)
+		// Now and then a deadline the server's TIME has just reached, or not.
+		deadline := "0"
+		if rng.Intn(8) == 0 {
+			deadline = strconv.FormatInt(server+rng.Int63n(3)-1, 10)
+		}
+		argv := append(append([]string(nil), c...), strconv.FormatInt(cost, 10), now, deadline)
 		if _, err := w.call([]string{"k"}, argv); err == nil {
 			accepted++
 		}
@@ -201,7 +206,7 @@ func TestTokenBucketCreditEdges(t *testing.T) {
 			w := newTwin(t, "token_bucket", scenario.T0)
 			at := int64(scenario.T0)
 			argv := func(cost, now int64) []string {
-				return append(append([]string(nil), cfg...), strconv.FormatInt(cost, 10), strconv.FormatInt(now, 10))
+				return append(append([]string(nil), cfg...), strconv.FormatInt(cost, 10), strconv.FormatInt(now, 10), "0")
 			}
 			if _, err := w.call([]string{"k"}, argv(capacity, at)); err != nil {
 				break // the fill time is out of bounds
@@ -256,7 +261,7 @@ func TestSlidingWindowCounterEdges(t *testing.T) {
 				continue
 			}
 			argv := func(cost, now int64) []string {
-				return []string{cfg[0], cfg[1], strconv.FormatInt(cost, 10), strconv.FormatInt(now, 10)}
+				return []string{cfg[0], cfg[1], strconv.FormatInt(cost, 10), strconv.FormatInt(now, 10), "0"}
 			}
 			w.setTime(start)
 			if _, err := w.call([]string{"k"}, argv(n, start)); err != nil {
@@ -296,7 +301,7 @@ func TestRateChangeEdges(t *testing.T) {
 			unit := ceilDiv(pr[1][2]*1000, pr[1][1])
 			s := func(v int64) string { return strconv.FormatInt(v, 10) }
 			argv := func(c [3]int64, cost, now int64) []string {
-				return []string{s(c[0]), s(c[1]), s(c[2]), s(cost), s(now)}
+				return []string{s(c[0]), s(c[1]), s(c[2]), s(cost), s(now), "0"}
 			}
 			w := newTwin(t, script, scenario.T0)
 			t0 := int64(scenario.T0)

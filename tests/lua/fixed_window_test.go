@@ -128,15 +128,15 @@ func TestFixedWindowLaggingServerClock(t *testing.T) {
 	at := func(ms int64) string { return strconv.FormatInt(scenario.T0+ms*1000, 10) }
 	// The caller is 600 ms ahead: 400 ms left for it, 1000 ms for the
 	// server, plus the 60 s grace.
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(600)), windowReply(1, 1, 0, 400), 61000)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(600), 0), windowReply(1, 1, 0, 400), 61000)
 	r.SetTime(scenario.T0 + 700_000)
 	// A caller 100 ms behind the first one still finds the count.
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(700)), windowReply(1, 0, 0, 300), 60300)
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(900)), windowReply(0, 0, 100, 100), 60300)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(700), 0), windowReply(1, 0, 0, 300), 60300)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(900), 0), windowReply(0, 0, 100, 100), 60300)
 	// 60 s after the window ended the count is gone for every clock the
 	// bound admits, and so is the key.
 	r.SetTime(scenario.T0 + 61_000_000 - 1)
-	windowStep(t, r, src, scenario.Args(2, 1000, 0, strconv.FormatInt(scenario.T0+999_999, 10)), windowReply(0, 0, 1, 1), 1)
+	windowStep(t, r, src, scenario.Args(2, 1000, 0, strconv.FormatInt(scenario.T0+999_999, 10), 0), windowReply(0, 0, 1, 1), 1)
 	r.SetTime(scenario.T0 + 61_000_000)
 	if r.PTTL("k") != -2 {
 		t.Fatalf("the key outlived the 60 s grace: PTTL %d", r.PTTL("k"))
@@ -153,10 +153,10 @@ func TestFixedWindowLargestNumbers(t *testing.T) {
 	const now = 1 << 52 // 4503599627370496 µs, in window 45 of 1e14 µs
 	r := New(now)
 	// Window 45 ends at 4.6e15 µs, 96400372629504 µs after now.
-	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1000000000, 0), windowReply(1, 0, 0, 96400372630), 96400372630)
-	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1, 0), windowReply(0, 0, 96400372630, 96400372630), 96400372630)
+	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1000000000, 0, 0), windowReply(1, 0, 0, 96400372630), 96400372630)
+	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1, 0, 0), windowReply(0, 0, 96400372630, 96400372630), 96400372630)
 	r.SetTime(4_600_000_000_000_000 - 1)
-	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1, 0), windowReply(0, 0, 1, 1), 1)
+	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1, 0, 0), windowReply(0, 0, 1, 1), 1)
 	r.SetTime(4_600_000_000_000_000)
-	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1, 0), windowReply(1, 999999999, 0, 100000000000), 100000000000)
+	windowStep(t, r, src, scenario.Args(1000000000, 100000000000, 1, 0, 0), windowReply(1, 999999999, 0, 100000000000), 100000000000)
 }

@@ -33,7 +33,15 @@ func init() {
 			[]string{"3", "7"}},
 		"sliding_window_log": {[]string{"10", "1000"}, []string{"10000", "1000"}, []string{"3", "1"}},
 	}
-	with := func(lim []string, more ...string) []string { return append(append([]string(nil), lim...), more...) }
+	// with is ARGV: the limit, cost, the clock, a deadline of 0 (none),
+	// and anything extra.
+	with := func(lim []string, cost, now string, extra ...string) []string {
+		return append(append(append([]string(nil), lim...), cost, now, "0"), extra...)
+	}
+	// due is with a deadline of its own.
+	due := func(lim []string, cost, now, deadline string) []string {
+		return append(append([]string(nil), lim...), cost, now, deadline)
+	}
 	t0 := fmt.Sprint(scenario.T0)
 	for script, l := range all {
 		s, big := l.small, l.large
@@ -68,47 +76,65 @@ func init() {
 			// Limits that change while the key lives.
 			{"", calls(line("0", with(s, "10", "0")...), line("500000", with(big, "1", "0")...), line("0", with(l.other, "1", "0")...),
 				line("100000", with(s, "1", "~1000")...)), 16},
+			// Issue 15.4: deadlines passed, reached and not yet reached.
+			{"", calls(line("0", due(s, "1", "0", "~-1")...), line("0", due(s, "1", "0", "~0")...), line("0", due(s, "1", "0", "~1")...),
+				line("0", due(s, "1", "~-1000", "~1000000")...), line("0", due(s, "1", "0", "1")...)), 17},
 		}
 		fuzzSeeds[script] = append(fuzzSeeds[script], seeds...)
 	}
 	tb := func(cost, now string) []string {
-		return []string{"10000000", "9999999", "86400000", "smooth", cost, now}
+		return []string{"10000000", "9999999", "86400000", "smooth", cost, now, "0"}
 	}
 	fuzzSeeds["token_bucket"] = append(fuzzSeeds["token_bucket"],
 		// 4: a credit that doubles round up.
-		fuzzSeed{fmt.Sprintf("string\t%016d0", scenario.T0-12890000009), calls(line("0", tb("1491898", "0")...), line("0", tb("0", "0")...)), 20},
+		fuzzSeed{"string\t" + scenario.TokenBucketState(scenario.T0-12890000009, 0), calls(line("0", tb("1491898", "0")...), line("0", tb("0", "0")...)), 20},
 		fuzzSeed{"", calls(line("0", tb("10000000", "0")...), line("12890000009", tb("1491898", "0")...)), 21},
-		fuzzSeed{"", calls(line("0", "1000000000", "999999999", "100000000000", "smooth", "1000000000", "0"),
-			line("1000000001", "1000000000", "999999999", "100000000000", "smooth", "10000", "0")), 22},
+		fuzzSeed{"", calls(line("0", "1000000000", "999999999", "100000000000", "smooth", "1000000000", "0", "0"),
+			line("1000000001", "1000000000", "999999999", "100000000000", "smooth", "10000", "0", "0")), 22},
 		// The hash of earlier versions, and a state with something after it.
 		fuzzSeed{"hash\ttokens\t5\tts\t" + t0 + "\tname\talice", calls(line("0", tb("1", "0")...)), 23},
-		fuzzSeed{"string\t" + t0 + "5/alice", calls(line("0", tb("1", "0")...)), 24},
-		fuzzSeed{"string\t" + t0 + "5", calls(line("0", tb("1", "0")...), line("300000", tb("7", "0")...)), 25},
+		fuzzSeed{"string\t-" + t0 + "5/alice", calls(line("0", tb("1", "0")...)), 24},
+		fuzzSeed{"string\t-" + t0 + "5", calls(line("0", tb("1", "0")...), line("300000", tb("7", "0")...)), 25},
+		// The untagged state of the last version, and a state dated ahead.
+		fuzzSeed{"string\t" + t0 + "5", calls(line("0", tb("1", "0")...)), 26},
+		fuzzSeed{"string\t" + scenario.TokenBucketState(scenario.T0+60000001, 5), calls(line("0", tb("1", "0")...), line("1", tb("1", "0")...)), 27},
 	)
 	fuzzSeeds["leaky_bucket"] = append(fuzzSeeds["leaky_bucket"],
-		fuzzSeed{"string\t" + t0 + "200000/400000", calls(line("0", "10", "5", "1000", "1", "0"), line("0", "10", "1", "1000", "1", "0")), 60},
-		fuzzSeed{"string\t" + t0 + "200000/nan", calls(line("0", "10", "5", "1000", "1", "0")), 61},
+		fuzzSeed{"string\tl" + t0 + "200000/200000", calls(line("0", "10", "5", "1000", "1", "0", "0"), line("0", "10", "1", "1000", "1", "0", "0")), 60},
+		fuzzSeed{"string\tl" + t0 + "200000/nan", calls(line("0", "10", "5", "1000", "1", "0", "0")), 61},
+		fuzzSeed{"string\t" + t0 + "200000/400000", calls(line("0", "10", "5", "1000", "1", "0", "0")), 62},
+		fuzzSeed{"string\t" + scenario.GCRAState(scenario.T0+400000, 200000, 400000), calls(line("0", "10", "5", "1000", "1", "0", "0")), 63},
 	)
 	fuzzSeeds["sliding_window_counter"] = append(fuzzSeeds["sliding_window_counter"],
-		fuzzSeed{fmt.Sprintf("string\t%013d0/3/2", scenario.T0/1000), calls(line("0", "10", "1000", "1", "0"), line("700000", "10", "500", "1", "0")), 70},
-		fuzzSeed{fmt.Sprintf("string\t%013d0/3/02", scenario.T0/1000), calls(line("0", "10", "1000", "1", "0")), 71},
+		fuzzSeed{"string\t" + scenario.SlidingWindowCounterState(scenario.T0/1000, 0, 3, 2), calls(line("0", "10", "1000", "1", "0", "0"), line("700000", "10", "500", "1", "0", "0")), 70},
+		fuzzSeed{fmt.Sprintf("string\tc%013d0/3/02", scenario.T0/1000), calls(line("0", "10", "1000", "1", "0", "0")), 71},
+		fuzzSeed{fmt.Sprintf("string\t%013d0/3/2", scenario.T0/1000), calls(line("0", "10", "1000", "1", "0", "0")), 72},
 	)
 	fuzzSeeds["fixed_window"] = append(fuzzSeeds["fixed_window"],
 		// 3: a longer window after a shorter one.
-		fuzzSeed{"", calls(line("0", "5", "1000", "1", "0"), line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0"),
-			line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0"), line("0", "5", "60000", "1", "0")), 30},
+		fuzzSeed{"", calls(line("0", "5", "1000", "1", "0", "0"), line("0", "5", "60000", "1", "0", "0"), line("0", "5", "60000", "1", "0", "0"),
+			line("0", "5", "60000", "1", "0", "0"), line("0", "5", "60000", "1", "0", "0"), line("0", "5", "60000", "1", "0", "0")), 30},
 		// 7: the audit's own corrupt count, in the state as it is now.
-		fuzzSeed{fmt.Sprintf("string\t%013dnan", scenario.T0/1000), calls(line("0", "3", "1000", "1", t0), line("0", "3", "1000", "1", t0)), 31},
-		fuzzSeed{fmt.Sprintf("string\t%013d2", scenario.T0/1000), calls(line("0", "3", "1000", "1", t0), line("1000000", "3", "60000", "1", "0")), 32},
+		fuzzSeed{fmt.Sprintf("string\t1%013dnan", scenario.T0/1000), calls(line("0", "3", "1000", "1", t0, "0"), line("0", "3", "1000", "1", t0, "0")), 31},
+		fuzzSeed{"string\t" + scenario.FixedWindowState(scenario.T0/1000, 2), calls(line("0", "3", "1000", "1", t0, "0"), line("1000000", "3", "60000", "1", "0", "0")), 32},
+		// A token bucket's state, which an untagged fixed window read as a count.
+		fuzzSeed{"string\t" + scenario.TokenBucketState(scenario.T0, 500), calls(line("0", "3", "1000", "1", "0", "0")), 33},
 	)
 	fuzzSeeds["sliding_window_log"] = append(fuzzSeeds["sliding_window_log"],
-		fuzzSeed{"zset\t1\talice\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "1", "0")), 40},
-		fuzzSeed{"zset\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "10", "0"), line("1", "10", "1000", "1", "0")), 41},
+		fuzzSeed{"zset\t1\talice\t" + t0 + "\t" + scenario.LogMember(scenario.T0, 1), calls(line("0", "10", "1000", "1", "0", "0")), 40},
+		fuzzSeed{"zset\t" + t0 + "\t" + scenario.LogMember(scenario.T0, 1), calls(line("0", "10", "1000", "10", "0", "0"), line("1", "10", "1000", "1", "0", "0")), 41},
+		// The members of the last version, which look like lease ids.
+		fuzzSeed{"zset\t" + t0 + "\t" + t0 + "-1", calls(line("0", "10", "1000", "1", "0", "0")), 42},
+		// A foreign member that left the window, between two of the log's.
+		fuzzSeed{"zset\t1\t1:1\t2\talice\t" + t0 + "\t" + scenario.LogMember(scenario.T0, 1), calls(line("0", "10", "1000", "1", "0", "0")), 43},
 	)
 	fuzzSeeds["gcra"] = append(fuzzSeeds["gcra"],
-		fuzzSeed{"string\t1767225600200000200000/200000", calls(line("0", "10", "5", "1000", "1", "0"), line("0", "10", "1", "1000", "1", "0")), 50},
-		// The '<tat>/<interval>/<at>' of earlier versions.
-		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", "10", "5", "1000", "1", "0")), 52},
-		fuzzSeed{"string\t" + t0, calls(line("0", "10", "5", "1000", "1", "0")), 51},
+		fuzzSeed{"string\tg1767225600200000200000/0", calls(line("0", "10", "5", "1000", "1", "0", "0"), line("0", "10", "1", "1000", "1", "0", "0")), 50},
+		// The layouts of earlier versions, and a leaky bucket's state, which
+		// an untagged GCRA read as its own.
+		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", "10", "5", "1000", "1", "0", "0")), 52},
+		fuzzSeed{"string\t" + t0, calls(line("0", "10", "5", "1000", "1", "0", "0")), 51},
+		fuzzSeed{"string\t1767225600200000200000/200000", calls(line("0", "10", "5", "1000", "1", "0", "0")), 53},
+		fuzzSeed{"string\t" + scenario.LeakyBucketState(scenario.T0, 200000, 400000), calls(line("0", "10", "5", "1000", "1", "0", "0")), 54},
 	)
 }

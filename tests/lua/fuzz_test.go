@@ -21,7 +21,8 @@ import (
 //   - retry_after is exact: at the caller's clock plus retry_after the same
 //     call passes, 1 ms earlier it is denied (while the key lives);
 //   - no wait and no TTL runs past the limit's horizon plus the 60 s bound
-//     (plus, for a wait, what the caller's own clock lags);
+//     (plus, for a wait, what the caller's own clock lags), whatever state
+//     the key held;
 //   - with one limit throughout, nothing is ever admitted over the
 //     algorithm's bound, with the server's clock and callers' clocks, late
 //     and early.
@@ -30,8 +31,9 @@ import (
 // words split by tabs: "hash f v f v ...", "zset score member ...",
 // "string value", "list", or "" for none. calls is one call a line: the µs
 // the server's clock moves first (a trailing '*' sends no key, '**' two),
-// then ARGV split by tabs; a clock written "~n" means the server's clock
-// plus n. seed draws more calls after those, at the last limit accepted.
+// then ARGV split by tabs, the clock and the deadline last; either written
+// "~n" means the server's clock plus n. seed draws more calls after those,
+// at the last limit accepted.
 //
 // CI runs each target for a few seconds (make fuzz-ci); make fuzz runs
 // them longer. Plain go test runs the seeds below, the audit's cases
@@ -46,7 +48,8 @@ func FuzzSlidingWindowLog(f *testing.F)     { fuzzScript(f, "sliding_window_log"
 
 // fuzzLimit knows, per script, what a limit means for the checks.
 type fuzzLimit struct {
-	// base is a valid limit (ARGV before cost and now) to start from.
+	// base is a valid limit (ARGV before cost, now and deadline) to start
+	// from.
 	base []string
 	// horizon is the µs a limit's state stays meaningful: the time to fill,
 	// drain or pass a full burst, or the window (two for the counter).
@@ -140,7 +143,9 @@ func fuzzScript(f *testing.F, script string) {
 				continue
 			}
 			fz.advance(adv)
-			argv[len(argv)-1] = fuzzClock(argv[len(argv)-1], fz.w.lua.Now())
+			for i := max(0, len(argv)-2); i < len(argv); i++ {
+				argv[i] = fuzzClock(argv[i], fz.w.lua.Now())
+			}
 			fz.call(keys, argv)
 		}
 		fz.random(rand.New(rand.NewSource(seed)), 40)
@@ -272,7 +277,7 @@ func (fz *fuzzRun) call(keys, argv []string) {
 		return
 	}
 	n, _ := ints(argv)
-	lim, cost, now := n[:len(n)-2], n[len(n)-2], n[len(n)-1]
+	lim, cost, now := n[:len(n)-3], n[len(n)-3], n[len(n)-2]
 	server := fz.w.lua.Now()
 	own := now
 	if own == 0 {
@@ -287,24 +292,23 @@ func (fz *fuzzRun) call(keys, argv []string) {
 	if retry == -1 && max(cost, 1) <= fz.lim.most(lim) {
 		t.Fatalf("%v: retry_after -1 for a cost that can pass", argv)
 	}
-	// Waits and TTLs stay within the limit's horizon plus the bound, for
-	// state the scripts wrote themselves.
+	// Waits and TTLs stay within the limit's horizon plus the bound,
+	// whatever wrote the state (issue 15.2: a state dated further than any
+	// write dates one is refused).
 	horizon := fz.lim.horizon(lim)
-	if fz.fresh {
-		if wait := horizon + maxSkew + max(0, server-own); retry*1000 > wait+1000 || reset*1000 > wait+1000 {
-			t.Fatalf("%v at server %d: waits %v, past the horizon %d µs plus the bound", argv, server, reply, horizon)
-		}
-		if p := fz.w.lua.PTTL("k"); allowed == 1 && cost > 0 && p > (horizon+2*maxSkew)/1000+1 {
-			t.Fatalf("%v: PTTL %d ms, past the horizon %d µs plus twice the bound", argv, p, horizon)
-		}
+	if wait := horizon + maxSkew + max(0, server-own); retry*1000 > wait+1000 || reset*1000 > wait+1000 {
+		t.Fatalf("%v at server %d: waits %v, past the horizon %d µs plus the bound", argv, server, reply, horizon)
+	}
+	if p := fz.w.lua.PTTL("k"); allowed == 1 && cost > 0 && p > (horizon+2*maxSkew)/1000+1 {
+		t.Fatalf("%v: PTTL %d ms, past the horizon %d µs plus twice the bound", argv, p, horizon)
 	}
 	if retry > 0 {
 		fz.probeRetry(keys, argv, retry)
 	}
-	if fz.limit != nil && strings.Join(fz.limit, " ") != strings.Join(argv[:len(argv)-2], " ") {
+	if fz.limit != nil && strings.Join(fz.limit, " ") != strings.Join(argv[:len(argv)-3], " ") {
 		fz.changed = true
 	}
-	fz.limit = append([]string(nil), argv[:len(argv)-2]...)
+	fz.limit = append([]string(nil), argv[:len(argv)-3]...)
 	fz.latest = max(fz.latest, own)
 	if allowed == 1 && cost > 0 {
 		fz.admits = append(fz.admits, fuzzAdmit{sent: own, latest: fz.latest, cost: cost})
@@ -322,11 +326,12 @@ func (fz *fuzzRun) probeRetry(keys, argv []string, retry int64) {
 		c := fz.w.lua.Clone()
 		c.SetTime(min(maxTime, c.Now()+after*1000))
 		a := append([]string(nil), argv...)
-		if now, _ := strconv.ParseInt(a[len(a)-1], 10, 64); now != 0 {
+		a[len(a)-1] = "0" // the retry has a deadline of its own
+		if now, _ := strconv.ParseInt(a[len(a)-2], 10, 64); now != 0 {
 			if now+after*1000 > maxTime {
 				return
 			}
-			a[len(a)-1] = strconv.FormatInt(now+after*1000, 10)
+			a[len(a)-2] = strconv.FormatInt(now+after*1000, 10)
 		}
 		lives := c.get("k") != nil
 		got, err := c.Eval(fz.src, keys, a)
@@ -378,7 +383,12 @@ func (fz *fuzzRun) random(rng *rand.Rand, n int) {
 		case 2, 3:
 			cost = 1 + rng.Int63n(max(1, most/4))
 		}
-		argv := append(append([]string(nil), base...), strconv.FormatInt(cost, 10), now)
+		// Now and then a deadline just before, at or after the server's TIME.
+		deadline := "0"
+		if rng.Intn(10) == 0 {
+			deadline = strconv.FormatInt(fz.w.lua.Now()+rng.Int63n(3)-1, 10)
+		}
+		argv := append(append([]string(nil), base...), strconv.FormatInt(cost, 10), now, deadline)
 		if rng.Intn(25) == 0 {
 			// A changed limit: each number halved or doubled.
 			for j, a := range base {

@@ -30,20 +30,22 @@ func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
 	return func(span time.Duration) int { return burst + int(span.Microseconds()/t) }
 }
 
-// gcraStateRE is gcra.lua's state, '<tat><interval>/<lead>' in µs: the TAT
-// as exactly 16 digits, then two numbers without leading zeros.
-var gcraStateRE = regexp.MustCompile(`^([0-9]{16})([1-9][0-9]*)/([1-9][0-9]*)$`)
+// gcraStateRE is gcra.lua's state, 'g<tat><interval>/<more>' in µs: the
+// tag, the TAT as exactly 16 digits, then two numbers without leading zeros
+// (the lead less one interval).
+var gcraStateRE = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 
 // parseGCRA reads gcra.lua's state: the TAT, the interval it counts in and
 // its lead on the clock of the write that set it, in µs.
 func parseGCRA(s string) (tat, interval, lead int64, err error) {
 	m := gcraStateRE.FindStringSubmatch(s)
 	if m == nil {
-		return 0, 0, 0, fmt.Errorf("GCRA state %q is not <tat><interval>/<lead>", s)
+		return 0, 0, 0, fmt.Errorf("GCRA state %q is not g<tat><interval>/<more>", s)
 	}
 	if tat, err = strconv.ParseInt(m[1], 10, 64); err == nil {
 		if interval, err = strconv.ParseInt(m[2], 10, 64); err == nil {
 			lead, err = strconv.ParseInt(m[3], 10, 64)
+			lead += interval
 		}
 	}
 	return tat, interval, lead, err
@@ -101,7 +103,7 @@ func TestGCRAMatchesLeakyBucket(t *testing.T) {
 				for i, c := range l.sequence(rng, 200, 0) {
 					a.SetTime(c.at)
 					b.SetTime(c.at)
-					argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10))
+					argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10), "0")
 					ga, gb := evalReply(t, a, gcra, []string{"k"}, argv), evalReply(t, b, lb, []string{"k"}, argv)
 					if diff := cmp.Diff(gb, ga); diff != "" {
 						t.Fatalf("seed %d call %d %v: leaky_bucket (-) vs gcra (+):\n%s", seed, i, argv, diff)
@@ -173,12 +175,12 @@ func TestGCRAReachesItsBound(t *testing.T) {
 			if k == 0 {
 				cost = tc.burst
 			}
-			got := evalReply(t, r, src, []string{"k"}, append(args(cost), strconv.FormatInt(at, 10)))
+			got := evalReply(t, r, src, []string{"k"}, append(args(cost), strconv.FormatInt(at, 10), "0"))
 			if got[0] != int64(1) {
 				t.Fatalf("%+v: call %d at +%d µs denied: %v", tc, k, k*T, got)
 			}
 			// One µs earlier the next call would have been denied.
-			early := evalReply(t, r.Clone(), src, []string{"k"}, append(args(1), strconv.FormatInt(at+T-1, 10)))
+			early := evalReply(t, r.Clone(), src, []string{"k"}, append(args(1), strconv.FormatInt(at+T-1, 10), "0"))
 			if early[0] != int64(0) {
 				t.Fatalf("%+v: a call 1 µs before the next interval passed: %v", tc, early)
 			}
@@ -197,7 +199,7 @@ func TestGCRAKeyTrouble(t *testing.T) {
 	if _, err := r.Eval("redis.call('HSET', KEYS[1], 'tat', '1') return 1", []string{"k"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	argv := append(gcraArgs(5, 1, time.Second)(1), "0")
+	argv := append(gcraArgs(5, 1, time.Second)(1), "0", "0")
 	for _, tc := range []struct {
 		keys []string
 		want string
@@ -256,9 +258,9 @@ func TestGCRAKeyTTL(t *testing.T) {
 		r := New(scenario.T0)
 		args := gcraArgs(10, 1, time.Second)
 		if tc.first {
-			evalReply(t, r, src, []string{"k"}, append(args(1), "0"))
+			evalReply(t, r, src, []string{"k"}, append(args(1), "0", "0"))
 		}
-		got := evalReply(t, r, src, []string{"k"}, append(args(1), tc.now))
+		got := evalReply(t, r, src, []string{"k"}, append(args(1), tc.now, "0"))
 		want := make([]any, len(tc.want))
 		for i, v := range tc.want {
 			want[i] = v

@@ -9,13 +9,14 @@ func init() {
 	models["token_bucket"] = modelTokenBucket
 	models["leaky_bucket"] = modelLeakyBucket
 	models["gcra"] = modelGCRA
+	models["gcra_at_most"] = gcraModel(true)
 }
 
-// The scripts' string states, as patterns: a time as a fixed number of
-// digits, then numbers without leading zeros.
+// The scripts' string states, as patterns: the script's tag, a time as a
+// fixed number of digits, then numbers without leading zeros.
 var (
-	tokenBucketState = regexp.MustCompile(`^([0-9]{16})(0|[1-9][0-9]*)$`)
-	leakyBucketState = regexp.MustCompile(`^([0-9]{16})([1-9][0-9]*)/([1-9][0-9]*)$`)
+	tokenBucketState = regexp.MustCompile(`^-([0-9]{16})(0|[1-9][0-9]*)$`)
+	leakyBucketState = regexp.MustCompile(`^l([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 )
 
 func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
@@ -25,10 +26,11 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	period := a.int(2, "period", 1, 1e11)
 	cost := a.int(4, "cost", 0, 1e9)
 	now := a.int(5, "now", 0, maxTime)
+	deadline := a.int(6, "deadline", 0, maxTime)
 	if refill, _ := a.str(3); refill != "smooth" && refill != "interval" {
 		a.fail("BADARG refill must be 'smooth' or 'interval'")
 	}
-	if err := a.finish(keys, "bucket", 6); err != nil {
+	if err := a.finish(keys, "bucket", 7); err != nil {
 		return nil, err
 	}
 	smooth := argv[3] == "smooth"
@@ -45,14 +47,14 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if at(0, 0, capacity) > 1e15 {
 		return nil, ErrorReply("BADARG capacity/rate*period must be at most 1e15 µs (31 years)")
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
-	// '<ts><tokens>': ts as 16 digits, tokens without a leading zero.
-	st, err := stringState(r, keys[0], tokenBucketState, badState("a token bucket <ts><tokens>"))
-	if err == nil && st != nil && (st[0] > maxTime || st[1] > 1e9) {
-		err = ErrorReply(badState("a token bucket <ts><tokens>"))
+	// '-<ts><tokens>': ts as 16 digits, tokens without a leading zero.
+	st, err := stringState(r, keys[0], tokenBucketState, badState("a token bucket -<ts><tokens>"))
+	if err == nil && st != nil && (st[0] > latest(r) || st[1] > 1e9) {
+		err = ErrorReply(badState("a token bucket -<ts><tokens>"))
 	}
 	if err != nil {
 		return nil, err
@@ -91,7 +93,7 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	}
 	held -= cost
 	full := at(held, mark, capacity)
-	writeString(r, keys[0], ttl(r, full, caller), fmt.Sprintf("%016d%d", mark, held))
+	writeString(r, keys[0], ttl(r, full, caller), fmt.Sprintf("-%016d%d", mark, held))
 	return []int64{1, held, 0, ms(full - own)}, nil
 }
 
@@ -102,7 +104,8 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	period := a.int(2, "period", 1, 1e11)
 	cost := a.int(3, "cost", 0, 1e9)
 	now := a.int(4, "now", 0, maxTime)
-	if err := a.finish(keys, "bucket", 5); err != nil {
+	deadline := a.int(5, "deadline", 0, maxTime)
+	if err := a.finish(keys, "bucket", 6); err != nil {
 		return nil, err
 	}
 	if rate > period*1000 {
@@ -113,15 +116,18 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if full > 1e15 {
 		return nil, ErrorReply("BADARG capacity*period/rate must be at most 1e15 µs (31 years)")
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
-	// '<ts><unit>/<level>': ts as 16 digits, then two numbers without
-	// leading zeros.
-	st, err := stringState(r, keys[0], leakyBucketState, badState("a leaky bucket <ts><unit>/<level>"))
-	if err == nil && st != nil && (st[0] > maxTime || st[1] > 1e14 || st[2] > 1e15) {
-		err = ErrorReply(badState("a leaky bucket <ts><unit>/<level>"))
+	// 'l<ts><unit>/<more>': ts as 16 digits, then two numbers without
+	// leading zeros; the level is unit + more.
+	st, err := stringState(r, keys[0], leakyBucketState, badState("a leaky bucket l<ts><unit>/<more>"))
+	if err == nil && st != nil {
+		st[2] += st[1]
+		if st[0] > latest(r) || st[1] > 1e14 || st[2] > 1e15 {
+			err = ErrorReply(badState("a leaky bucket l<ts><unit>/<more>"))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -158,18 +164,35 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 		return []int64{1, remaining, 0, reset}, nil
 	}
 	water += cost * unit
-	writeString(r, keys[0], ttl(r, now+water, caller), fmt.Sprintf("%016d%d/%d", now, unit, water))
+	writeString(r, keys[0], ttl(r, now+water, caller), fmt.Sprintf("l%016d%d/%d", now, unit, water-unit))
 	return []int64{1, remaining - cost, 0, ms(now + water - own)}, nil
 }
 
-func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
+var modelGCRA = gcraModel(false)
+
+// gcraModel is gcra.lua restated, or with atMost gcra_at_most.lua: the
+// same state and judgement, and a call of n that takes what is left, up to
+// n, instead of a cost that passes whole or not at all.
+func gcraModel(atMost bool) model {
+	return func(r *Redis, keys, argv []string) ([]int64, error) {
+		return gcra(r, keys, argv, atMost)
+	}
+}
+
+func gcra(r *Redis, keys, argv []string, atMost bool) ([]int64, error) {
 	a := args{argv: argv}
 	burst := a.int(0, "burst", 1, 1e9)
 	rate := a.int(1, "rate", 1, 1e9)
 	period := a.int(2, "period", 1, 1e11)
-	cost := a.int(3, "cost", 0, 1e9)
+	var cost int64
+	if atMost {
+		cost = a.int(3, "n", 1, 1e9)
+	} else {
+		cost = a.int(3, "cost", 0, 1e9)
+	}
 	now := a.int(4, "now", 0, maxTime)
-	if err := a.finish(keys, "tat", 5); err != nil {
+	deadline := a.int(5, "deadline", 0, maxTime)
+	if err := a.finish(keys, "tat", 6); err != nil {
 		return nil, err
 	}
 	if rate > period*1000 {
@@ -180,7 +203,7 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	if tolerance > 1e15 {
 		return nil, ErrorReply("BADARG burst*period/rate must be at most 1e15 µs (31 years)")
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -194,12 +217,13 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 		if v.kind != "string" {
 			return nil, ErrorReply(wrongType)
 		}
-		// '<tat><interval>/<lead>': the TAT as 16 digits, the interval it
-		// counts in, and its lead on the clock of the write that set it.
+		// 'g<tat><interval>/<more>': the TAT as 16 digits, the interval it
+		// counts in, and its lead on the clock of the write that set it,
+		// less one interval.
 		tat, was, lead, err := parseGCRA(v.str)
 		at := tat - lead
-		if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > maxTime {
-			return nil, ErrorReply(badState("a GCRA state <tat><interval>/<lead>"))
+		if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > latest(r) {
+			return nil, ErrorReply(badState("a GCRA state g<tat><interval>/<more>"))
 		}
 		// The lead on the last write's clock in intervals of the current
 		// rate: whole ones exactly, a part one rounded up, then no more than
@@ -218,6 +242,13 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	if ahead > 0 {
 		reset = wait(ahead)
 	}
+	if atMost {
+		// What is left, up to n; nothing left waits for one.
+		if left(ahead) == 0 {
+			return []int64{0, 0, wait(ahead + interval - tolerance), reset}, nil
+		}
+		cost = min(cost, left(ahead))
+	}
 	want := max(cost, 1)
 	switch {
 	case want > burst:
@@ -229,7 +260,10 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	}
 	theo += cost * interval
 	ahead += cost * interval
-	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("%016d%d/%d", theo, interval, ahead),
+	r.data[keys[0]] = &value{kind: "string", str: fmt.Sprintf("g%016d%d/%d", theo, interval, ahead-interval),
 		expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
+	if atMost {
+		return []int64{cost, left(ahead), 0, wait(ahead)}, nil
+	}
 	return []int64{1, left(ahead), 0, wait(ahead)}, nil
 }

@@ -105,16 +105,24 @@ func (a *args) err() error {
 }
 
 // clock is the prologue's clock: the instant to judge at, and whether it is
-// the caller's.
-func clock(r *Redis, now int64) (int64, bool, error) {
+// the caller's; a caller clock too far from TIME is BADARG, and then a
+// deadline that TIME has reached is EXPIRED.
+func clock(r *Redis, now, deadline int64) (int64, bool, error) {
+	if now != 0 && (now < r.now-maxSkew || now > r.now+maxSkew) {
+		return 0, false, ErrorReply(fmt.Sprintf("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", maxSkew, now))
+	}
+	if deadline > 0 && r.now >= deadline {
+		return 0, false, ErrorReply(fmt.Sprintf("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", r.now, deadline))
+	}
 	if now == 0 {
 		return r.now, false, nil
 	}
-	if now < r.now-maxSkew || now > r.now+maxSkew {
-		return 0, false, ErrorReply(fmt.Sprintf("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", maxSkew, now))
-	}
 	return now, true, nil
 }
+
+// latest is the latest instant a write can date state at: its clock, no
+// more than maxSkew past TIME.
+func latest(r *Redis) int64 { return r.now + maxSkew }
 
 const (
 	wrongType = "WRONGTYPE the key holds another type of value; it is left untouched"

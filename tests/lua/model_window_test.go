@@ -14,11 +14,11 @@ func init() {
 	models["sliding_window_log"] = modelSlidingWindowLog
 }
 
-// The scripts' string states, as patterns: a time as a fixed number of
-// digits, then numbers without leading zeros.
+// The scripts' string states, as patterns: the script's tag, a time as a
+// fixed number of digits, then numbers without leading zeros.
 var (
-	fixedWindowState          = regexp.MustCompile(`^([0-9]{13})([1-9][0-9]*)$`)
-	slidingWindowCounterState = regexp.MustCompile(`^([0-9]{13})(0|[1-9][0-9]*)/([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+	fixedWindowState          = regexp.MustCompile(`^1([0-9]{13})([1-9][0-9]*)$`)
+	slidingWindowCounterState = regexp.MustCompile(`^c([0-9]{13})(0|[1-9][0-9]*)/([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 )
 
 func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
@@ -27,18 +27,19 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	window := a.int(1, "window", 1, 1e11)
 	cost := a.int(2, "cost", 0, 1e9)
 	now := a.int(3, "now", 0, maxTime)
-	if err := a.finish(keys, "counter", 4); err != nil {
+	deadline := a.int(4, "deadline", 0, maxTime)
+	if err := a.finish(keys, "counter", 5); err != nil {
 		return nil, err
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
-	// '<t><n>': t, the newest counted call's ms, as 13 digits, then n
+	// '1<t><n>': t, the newest counted call's ms, as 13 digits, then n
 	// without a leading zero.
-	st, err := stringState(r, keys[0], fixedWindowState, badState("a fixed window <t><n>"))
-	if err == nil && st != nil && (st[0] > maxTime/1000 || st[1] > 1e9) {
-		err = ErrorReply(badState("a fixed window <t><n>"))
+	st, err := stringState(r, keys[0], fixedWindowState, badState("a fixed window 1<t><n>"))
+	if err == nil && st != nil && (st[0]*1000 > latest(r) || st[1] > 1e9) {
+		err = ErrorReply(badState("a fixed window 1<t><n>"))
 	}
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 		return []int64{1, limit - n, 0, reset}, nil
 	}
 	n += cost
-	writeString(r, keys[0], ttl(r, end, caller), fmt.Sprintf("%013d%d", max(t, now)/1000, n))
+	writeString(r, keys[0], ttl(r, end, caller), fmt.Sprintf("1%013d%d", max(t, now)/1000, n))
 	return []int64{1, limit - n, 0, ms(end - now)}, nil
 }
 
@@ -82,22 +83,23 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	window := a.int(1, "window", 1, 1e11)
 	cost := a.int(2, "cost", 0, 1e9)
 	now := a.int(3, "now", 0, maxTime)
-	if err := a.finish(keys, "counts", 4); err != nil {
+	deadline := a.int(4, "deadline", 0, maxTime)
+	if err := a.finish(keys, "counts", 5); err != nil {
 		return nil, err
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
-	// '<s><d>/<cur>/<prev>': s, the current count's window's start in ms, as
-	// 13 digits, then the ms from s to its newest call and the counts,
+	// 'c<s><d>/<cur>/<prev>': s, the current count's window's start in ms,
+	// as 13 digits, then the ms from s to its newest call and the counts,
 	// without leading zeros.
-	what := badState("a sliding window counter <s><d>/<cur>/<prev>")
+	what := badState("a sliding window counter c<s><d>/<cur>/<prev>")
 	st, err := stringState(r, keys[0], slidingWindowCounterState, what)
 	if err == nil && st != nil {
 		// In µs: s, t, cur, prev.
 		st = []int64{st[0] * 1000, (st[0] + st[1]) * 1000, st[2], st[3]}
-		if st[1] > maxTime || st[1]-st[0] >= 1e14 || st[2] > 1e9 || st[3] > 2e9 {
+		if st[1] > latest(r) || st[1]-st[0] >= 1e14 || st[2] > 1e9 || st[3] > 2e9 {
 			err = ErrorReply(what)
 		}
 	}
@@ -173,16 +175,17 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	if cost == 0 {
 		return []int64{1, remaining, 0, reset}, nil
 	}
-	writeString(r, keys[0], ttl(r, start+2*W, caller), fmt.Sprintf("%013d%d/%d/%d", start/1000, max(t, at)/1000-start/1000, c+cost, p))
+	writeString(r, keys[0], ttl(r, start+2*W, caller), fmt.Sprintf("c%013d%d/%d/%d", start/1000, max(t, at)/1000-start/1000, c+cost, p))
 	return []int64{1, remaining - cost, 0, ms(start + 2*W - now)}, nil
 }
 
-var memberRE = regexp.MustCompile(`^(0|[1-9][0-9]*)-([1-9][0-9]*)$`)
+var memberRE = regexp.MustCompile(`^(0|[1-9][0-9]*):([1-9][0-9]*)$`)
 
 // logTime is the time of a log member, or false when it is not a member the
-// script writes: '<us>-<n>' scored by <us>, n from 1 to 10000.
-func logTime(name string, score float64) (int64, bool) {
-	if score != math.Trunc(score) || score < 0 || score > maxTime || math.Signbit(score) {
+// script writes: '<us>:<n>' scored by <us>, no later than latest, n from 1
+// to 10000.
+func logTime(name string, score float64, latest int64) (int64, bool) {
+	if score != math.Trunc(score) || score < 0 || score > float64(latest) || math.Signbit(score) {
 		return 0, false
 	}
 	at := int64(score)
@@ -200,10 +203,11 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 	window := a.int(1, "window", 1, 1e11)
 	cost := a.int(2, "cost", 0, 1e9)
 	now := a.int(3, "now", 0, maxTime)
-	if err := a.finish(keys, "log", 4); err != nil {
+	deadline := a.int(4, "deadline", 0, maxTime)
+	if err := a.finish(keys, "log", 5); err != nil {
 		return nil, err
 	}
-	now, caller, err := clock(r, now)
+	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +234,8 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 		// Only the oldest and the newest member are checked (and below, the
 		// one a wait is read from): reading them all would cost O(limit).
 		var ok1, ok2 bool
-		_, ok1 = logTime(log[0].name, log[0].score)
-		last, ok2 = logTime(log[len(log)-1].name, log[len(log)-1].score)
+		_, ok1 = logTime(log[0].name, log[0].score, latest(r))
+		last, ok2 = logTime(log[len(log)-1].name, log[len(log)-1].score, latest(r))
 		if len(log) > 10000 || !ok1 || !ok2 {
 			return nil, notLog
 		}
@@ -258,13 +262,19 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 	case live+want > limit:
 		// The (limit-want+1)-th newest member must leave first.
 		m := log[len(log)-int(limit-want+1)]
-		at, ok := logTime(m.name, m.score)
+		at, ok := logTime(m.name, m.score, latest(r))
 		if !ok {
 			return nil, notLog
 		}
 		return []int64{0, remaining, ms(at + W - own), reset}, nil
 	case cost == 0:
 		return []int64{1, remaining, 0, reset}, nil
+	}
+	// Every member that left the window is checked before any is removed.
+	for _, m := range log[:first] {
+		if _, ok := logTime(m.name, m.score, latest(r)); !ok {
+			return nil, notLog
+		}
 	}
 	z := map[string]float64{}
 	var n int64
@@ -275,7 +285,7 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 		}
 	}
 	for i := int64(1); i <= cost; i++ {
-		z[fmt.Sprintf("%d-%d", now, n+i)] = float64(now)
+		z[fmt.Sprintf("%d:%d", now, n+i)] = float64(now)
 	}
 	r.data[keys[0]] = &value{kind: "zset", zset: z, expireAt: r.now + 1000*max(1, ms(ttl(r, now+W, caller)))}
 	return []int64{1, remaining - cost, 0, ms(now + W - own)}, nil

@@ -28,21 +28,32 @@ import (
 // ("string <value>", "hash f v", "zset score member", "list", "" for
 // none). calls is one call a line: the µs the server's clock moves first,
 // then ARGV split by tabs; "adv#n" sends n keys (0 to 17, the last
-// repeated when n > 4), else one key per three numbers after cost and now;
-// a clock "~n" is the server's plus n. seed draws 40 more calls at the last
-// limits accepted.
+// repeated when n > 4), else one key per three numbers after cost, now and the deadline;
+// a clock or a deadline (ARGV[2] and ARGV[3]) written "~n" is the server's
+// clock plus n. seed draws 40 more calls at the last limits accepted.
 func FuzzMulti(f *testing.F) {
 	t0 := strconv.FormatInt(scenario.T0, 10)
 	line := func(adv string, argv ...string) string { return adv + "\t" + strings.Join(argv, "\t") }
 	two := []string{"2", "1", "1000", "3", "3", "60000"}
-	with := func(cost, now string, lims ...string) []string { return append([]string{cost, now}, lims...) }
+	with := func(cost, now string, lims ...string) []string { return append([]string{cost, now, "0"}, lims...) }
+	due := func(cost, now, deadline string, lims ...string) []string {
+		return append([]string{cost, now, deadline}, lims...)
+	}
 	for i, s := range []struct{ state, calls string }{
 		{"", line("0", with("1", "0", two...)...)},
 		{"", strings.Join([]string{line("0", with("1", "0", two...)...), line("0", with("1", "0", two...)...), line("0", with("1", "0", two...)...), line("1000000", with("1", "~0", two...)...)}, "\n")},
 		{"", line("0", with("3", "0", "1000000000", "999999937", "100000000000", "9", "999999937", "100000000000")...)},
-		{"string\t" + t0 + "200000/200000\nstring\talice", line("0", with("1", "0", two...)...)},
+		{"string\t" + scenario.GCRAState(scenario.T0+200000, 200000, 200000) + "\nstring\talice", line("0", with("1", "0", two...)...)},
+		// gcra's untagged state of the last version, a leaky bucket's, and
+		// a state dated past TIME + 60 s.
+		{"string\t" + t0 + "200000/200000", line("0", with("1", "0", two...)...)},
+		{"\nstring\t" + scenario.LeakyBucketState(scenario.T0, 200000, 200000), line("0", with("1", "0", two...)...)},
+		{"\nstring\t" + scenario.GCRAState(scenario.T0+60000001+1000000, 1000000, 1000000), line("0", with("1", "0", two...)...)},
+		// Issue 15.4: deadlines passed, reached and not yet reached.
+		{"", strings.Join([]string{line("0", due("1", "0", "~-1", two...)...), line("0", due("1", "0", "~0", two...)...),
+			line("0", due("1", "0", "~1", two...)...), line("0", due("1", "~-5", "~1000", two...)...)}, "\n")},
 		{"\nhash\tn\t1", line("0", with("0", "0", two...)...)},
-		{"", strings.Join([]string{line("0#0", "1", "0"), line("0#17", with("1", "0", two...)...), line("0#5", with("1", "0", two...)...),
+		{"", strings.Join([]string{line("0#0", "1", "0", "0"), line("0#17", with("1", "0", two...)...), line("0#5", with("1", "0", two...)...),
 			line("0", with("1e0", "0", two...)...), line("0", with("1", "~60000001", two...)...), line("0", with("1", "0", "2", "1001", "1")...)}, "\n")},
 		// A late caller, then an early one, on three limits.
 		{"", strings.Join([]string{line("0", with("2", "~10000000", "5", "5", "1000", "4", "3", "1", "10", "7", "300")...),
@@ -72,10 +83,10 @@ func FuzzMulti(f *testing.F) {
 			d, _ := strconv.ParseInt(adv, 10, 64)
 			fz.advance(d)
 			argv := fields[1:]
-			if len(argv) > 1 {
-				argv[1] = fuzzClock(argv[1], fz.w.lua.Now())
+			for i := 1; i < min(3, len(argv)); i++ {
+				argv[i] = fuzzClock(argv[i], fz.w.lua.Now()) // the clock, the deadline
 			}
-			keys := max(1, min(4, (len(argv)-2)/3))
+			keys := max(1, min(4, (len(argv)-3)/3))
 			if n != "" {
 				keys, _ = strconv.Atoi(n)
 				keys = max(0, min(17, keys))
@@ -125,7 +136,7 @@ type multiFuzz struct {
 	t       *testing.T
 	w       *twin
 	fresh   bool     // every key started empty
-	limits  []string // ARGV after cost and now of the last call accepted
+	limits  []string // ARGV after cost, now and deadline of the last call accepted
 	changed bool     // the limits changed between accepted calls
 	admits  []fuzzAdmit
 	latest  int64
@@ -179,7 +190,7 @@ func (fz *multiFuzz) call(keys, argv []string) {
 	if longest > 0 {
 		fz.probe(keys, argv, longest, binding)
 	}
-	lims := argv[2:]
+	lims := argv[3:]
 	if fz.limits != nil && strings.Join(fz.limits, " ") != strings.Join(lims, " ") {
 		fz.changed = true
 	}
@@ -204,6 +215,7 @@ func (fz *multiFuzz) probe(keys, argv []string, wait, binding int64) {
 		c := fz.w.lua.Clone()
 		c.SetTime(min(maxTime, c.Now()+after*1000))
 		a := append([]string(nil), argv...)
+		a[2] = "0" // the retry has a deadline of its own
 		if now, _ := strconv.ParseInt(a[1], 10, 64); now != 0 {
 			if now+after*1000 > maxTime {
 				return
@@ -247,7 +259,11 @@ func (fz *multiFuzz) random(rng *rand.Rand, n int) {
 			now = strconv.FormatInt(fz.w.lua.Now()+rng.Int63n(2*maxSkew+1)-maxSkew, 10)
 		}
 		cost := strconv.FormatInt(rng.Int63n(most+2), 10)
-		fz.call(multiKeys(len(lims)/3), append([]string{cost, now}, lims...))
+		deadline := "0"
+		if rng.Intn(10) == 0 {
+			deadline = strconv.FormatInt(fz.w.lua.Now()+rng.Int63n(3)-1, 10)
+		}
+		fz.call(multiKeys(len(lims)/3), append([]string{cost, now, deadline}, lims...))
 	}
 }
 

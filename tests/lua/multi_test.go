@@ -30,6 +30,7 @@ func multiOf(gcra model) model {
 		a := args{argv: argv}
 		cost := a.int(0, "cost", 0, 1e9)
 		now := a.int(1, "now", 0, maxTime)
+		deadline := a.int(2, "deadline", 0, maxTime)
 		n := len(keys)
 		if n == 0 || n > 16 {
 			a.fail(fmt.Sprintf("BADARG takes 1 to 16 keys, one per limit, got %d", n))
@@ -47,14 +48,14 @@ func multiOf(gcra model) model {
 				}
 				return a.int(j, fmt.Sprintf("%s of limit %d", what, i+1), lo, hi)
 			}
-			lims[i] = lim{elem(3*i+2, "burst", 1, 1e9), elem(3*i+3, "rate", 1, 1e9), elem(3*i+4, "period", 1, 1e11)}
+			lims[i] = lim{elem(3*i+3, "burst", 1, 1e9), elem(3*i+4, "rate", 1, 1e9), elem(3*i+5, "period", 1, 1e11)}
 			if j, ok := seen[keys[i]]; ok {
 				a.fail(fmt.Sprintf("BADARG keys %d and %d are the same key: each limit needs its own", j, i+1))
 			}
 			seen[keys[i]] = i + 1
 		}
-		if len(argv) != 2+3*n {
-			a.fail(fmt.Sprintf("BADARG takes %d key(s) and %d arguments, got %d and %d", n, 2+3*n, n, len(argv)))
+		if len(argv) != 3+3*n {
+			a.fail(fmt.Sprintf("BADARG takes %d key(s) and %d arguments, got %d and %d", n, 3+3*n, n, len(argv)))
 		}
 		if err := a.err(); err != nil {
 			return nil, err
@@ -67,12 +68,12 @@ func multiOf(gcra model) model {
 				return nil, ErrorReply(fmt.Sprintf("BADARG burst*period/rate of limit %d must be at most 1e15 µs (31 years)", i+1))
 			}
 		}
-		if _, _, err := clock(r, now); err != nil {
+		if _, _, err := clock(r, now, deadline); err != nil {
 			return nil, err
 		}
 		s := func(v int64) string { return strconv.FormatInt(v, 10) }
 		ask := func(rr *Redis, i int, c int64) ([]int64, error) {
-			return gcra(rr, keys[i:i+1], []string{s(lims[i].burst), s(lims[i].rate), s(lims[i].period), s(c), argv[1]})
+			return gcra(rr, keys[i:i+1], []string{s(lims[i].burst), s(lims[i].rate), s(lims[i].period), s(c), argv[1], "0"})
 		}
 		reply := []int64{1, 0}
 		worst := int64(0)
@@ -86,7 +87,7 @@ func multiOf(gcra model) model {
 				case "WRONGTYPE":
 					return nil, ErrorReply(fmt.Sprintf("WRONGTYPE key %d holds another type of value; no key is written", i+1))
 				case "BADSTATE":
-					return nil, ErrorReply(fmt.Sprintf("BADSTATE key %d is not a GCRA state <tat><interval>/<lead>; no key is written", i+1))
+					return nil, ErrorReply(fmt.Sprintf("BADSTATE key %d is not a GCRA state g<tat><interval>/<more>; no key is written", i+1))
 				}
 				return nil, err
 			}
@@ -156,7 +157,7 @@ func multiRun(w *twin, rng *rand.Rand, calls int, lims [][3]int64) {
 			now = strconv.FormatInt(server+rng.Int63n(2*maxSkew+1)-maxSkew, 10)
 		}
 		var keys []string
-		argv := []string{strconv.Itoa(rng.Intn(4)), now}
+		argv := []string{strconv.Itoa(rng.Intn(4)), now, "0"}
 		for i, l := range lims {
 			if rng.Intn(3) == 0 {
 				continue
@@ -227,7 +228,7 @@ func TestMultiIsExact(t *testing.T) {
 					now = strconv.FormatInt(min(maxTime, server+rng.Int63n(2*maxSkew+1)-maxSkew), 10)
 				}
 				cost := []int64{0, 1, lims[0][0], rng.Int63n(lims[0][0] + 2)}[rng.Intn(4)]
-				argv := []string{strconv.FormatInt(cost, 10), now}
+				argv := []string{strconv.FormatInt(cost, 10), now, "0"}
 				var keys []string
 				for j, l := range lims {
 					keys = append(keys, fmt.Sprintf("k%d:{x}", j))
@@ -266,7 +267,7 @@ func TestMultiNeverOverAdmits(t *testing.T) {
 				latest = max(latest, sent)
 				r.SetTime(max(r.Now(), latest-jitter))
 				cost := int64(rng.Intn(4))
-				argv := []string{strconv.FormatInt(cost, 10), strconv.FormatInt(sent, 10)}
+				argv := []string{strconv.FormatInt(cost, 10), strconv.FormatInt(sent, 10), "0"}
 				var keys []string
 				var which []int
 				for i, l := range lims {
@@ -322,7 +323,7 @@ func TestMultiArgumentNames(t *testing.T) {
 		return out
 	}
 	argv := func(n int) []string {
-		out := []string{"1", "0"}
+		out := []string{"1", "0", "0"}
 		for i := 0; i < n; i++ {
 			out = append(out, "5", "5", "1000")
 		}
@@ -330,16 +331,16 @@ func TestMultiArgumentNames(t *testing.T) {
 	}
 	r := New(scenario.T0)
 	for _, n := range []int{1, 3, 16} {
-		for j := 2; j < 2+3*n; j++ {
-			what := []string{"burst", "rate", "period"}[(j-2)%3]
+		for j := 3; j < 3+3*n; j++ {
+			what := []string{"burst", "rate", "period"}[(j-3)%3]
 			hi := map[string]string{"burst": "1000000000", "rate": "1000000000", "period": "100000000000"}[what]
 			a := argv(n)
 			a[j] = "x"
-			want := fmt.Sprintf("BADARG %s of limit %d must be an integer from 1 to %s, got 'x'", what, (j-2)/3+1, hi)
+			want := fmt.Sprintf("BADARG %s of limit %d must be an integer from 1 to %s, got 'x'", what, (j-3)/3+1, hi)
 			expectBadArg(t, r, src, keys(n), a, want)
 		}
 	}
-	expectBadArg(t, r, src, nil, []string{"1", "0"}, "BADARG takes 1 to 16 keys, one per limit, got 0")
+	expectBadArg(t, r, src, nil, []string{"1", "0", "0"}, "BADARG takes 1 to 16 keys, one per limit, got 0")
 	expectBadArg(t, r, src, keys(17), argv(17), "BADARG takes 1 to 16 keys, one per limit, got 17")
 	for _, dup := range [][2]int{{1, 2}, {1, 3}, {2, 16}, {15, 16}} {
 		k := keys(16)
@@ -366,7 +367,7 @@ func TestMultiStateAtAnyKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []string{"a:{s}", "b:{s}", "c:{s}"}
-	argv := []string{"1", "0", "5", "5", "1000", "5", "5", "1000", "5", "5", "1000"}
+	argv := []string{"1", "0", "0", "5", "5", "1000", "5", "5", "1000", "5", "5", "1000"}
 	for bad := range keys {
 		for _, v := range []*value{
 			{kind: "string", str: "alice"},
@@ -413,7 +414,7 @@ func TestMultiDenialIsTheLongestWait(t *testing.T) {
 		keys := []string{"a:{w}", "b:{w}", "c:{w}"}
 		for c := 0; c < 100; c++ {
 			r.SetTime(r.Now() + rng.Int63n(200_000))
-			argv := []string{strconv.Itoa(1 + rng.Intn(3)), "0"}
+			argv := []string{strconv.Itoa(1 + rng.Intn(3)), "0", "0"}
 			for _, l := range multiLimits[:3] {
 				argv = append(argv, strconv.FormatInt(l[0], 10), strconv.FormatInt(l[1], 10), strconv.FormatInt(l[2], 10))
 			}

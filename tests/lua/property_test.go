@@ -33,7 +33,7 @@ type call struct {
 
 func (l limiter) run(t *testing.T, r *Redis, src string, c *call) {
 	t.Helper()
-	argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10))
+	argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10), "0")
 	reply, err := r.Eval(src, []string{"k"}, argv)
 	if err != nil {
 		t.Fatalf("%s %v: %v", l.name, argv, err)

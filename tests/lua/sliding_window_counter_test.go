@@ -95,7 +95,7 @@ func TestSlidingWindowCounterMatchesModel(t *testing.T) {
 					default:
 						cost = rng.Int63n(cfg.limit/4 + 2)
 					}
-					w.call([]string{"k"}, scenario.Args(cfg.limit, cfg.window, cost, now))
+					w.call([]string{"k"}, scenario.Args(cfg.limit, cfg.window, cost, now, 0))
 				}
 			}
 		}
@@ -119,7 +119,7 @@ func TestSlidingWindowCounterWorstCase(t *testing.T) {
 	total := 0
 	for now := first; now <= first+W; {
 		r.SetTime(now)
-		got, err := r.Eval(src, []string{"k"}, scenario.Args(limit, window, 1, now))
+		got, err := r.Eval(src, []string{"k"}, scenario.Args(limit, window, 1, now, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,9 +150,9 @@ func TestSlidingWindowCounterLaggingServerClock(t *testing.T) {
 	at := func(ms int64) string { return strconv.FormatInt(scenario.T0+ms*1000, 10) }
 	// The caller is 600 ms ahead: 1400 ms left for it, 2000 ms for the
 	// server, plus the 60 s grace of a caller clock.
-	windowStep(t, r, src, scenario.Args(2, 1000, 2, at(600)), windowReply(1, 0, 0, 1400), 62000)
+	windowStep(t, r, src, scenario.Args(2, 1000, 2, at(600), 0), windowReply(1, 0, 0, 1400), 62000)
 	r.SetTime(scenario.T0 + 1_500_000)
 	// At 1.9 s prev=2 weighs ceil(0.2) = 1; the server is at 1.5 s.
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1900)), windowReply(1, 0, 0, 1100), 61500)
-	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1950)), windowReply(0, 0, 50, 1050), 61500)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1900), 0), windowReply(1, 0, 0, 1100), 61500)
+	windowStep(t, r, src, scenario.Args(2, 1000, 1, at(1950), 0), windowReply(0, 0, 50, 1050), 61500)
 }

@@ -75,7 +75,7 @@ func TestSlidingWindowLogMemoryIsBounded(t *testing.T) {
 				at -= rng.Int63n(tc.maxGap.Microseconds() + 1) // a late caller
 			}
 			r.SetTime(max(r.Now(), at))
-			argv := scenario.Args(tc.limit, tc.window, rng.Intn(tc.maxCost+1), at)
+			argv := scenario.Args(tc.limit, tc.window, rng.Intn(tc.maxCost+1), at, 0)
 			reply, err := r.Eval(src, []string{"log"}, argv)
 			if err != nil {
 				t.Fatal(err)
@@ -115,7 +115,7 @@ func TestSlidingWindowLogLargeCosts(t *testing.T) {
 		{1, []any{int64(1), int64(0), int64(0), int64(1000)}},
 		{1, []any{int64(0), int64(0), int64(1000), int64(1000)}},
 	} {
-		got, err := r.Eval(src, []string{"log"}, scenario.Args(10000, time.Second, st.cost, 0))
+		got, err := r.Eval(src, []string{"log"}, scenario.Args(10000, time.Second, st.cost, 0, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestSlidingWindowLogLargeCosts(t *testing.T) {
 	}
 	// One second later all 10000 leave together and make room again.
 	r.SetTime(scenario.T0 + 1000000)
-	got, err := r.Eval(src, []string{"log"}, scenario.Args(10000, time.Second, 10000, 0))
+	got, err := r.Eval(src, []string{"log"}, scenario.Args(10000, time.Second, 10000, 0, 0))
 	if err != nil || got.([]any)[0] != int64(1) {
 		t.Fatalf("got (%v, %v), want an admit", got, err)
 	}
@@ -217,7 +217,7 @@ func TestSlidingWindowLogMatchesModel(t *testing.T) {
 					// clock, and 60 s more for a caller clock, in whole ms.
 					expireAt = r.Now() + (now+w-r.Now()+maxSkew+999)/1000*1000
 				}
-				got, err := r.Eval(src, []string{"k"}, append(l.args(c.cost), strconv.FormatInt(c.at, 10)))
+				got, err := r.Eval(src, []string{"k"}, append(l.args(c.cost), strconv.FormatInt(c.at, 10), "0"))
 				if err != nil {
 					t.Fatal(err)
 				}

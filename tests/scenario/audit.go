@@ -69,7 +69,7 @@ func init() {
 				Name: "audit 8: lenient numbers and extra arguments are refused",
 				Keys: key("8"),
 				Steps: append(lenient(s.args, spec.CostArg),
-					Step{Args: append(s.args(1), "0"), Now: "extra", Err: fmt.Sprintf("BADARG takes 1 key(s) and %d arguments, got 1 and %d", len(s.args(1))+1, len(s.args(1))+2)},
+					Step{Args: append(s.args(1), "0"), Now: "0", Deadline: "extra", Err: fmt.Sprintf("BADARG takes 1 key(s) and %d arguments, got 1 and %d", len(s.args(1))+2, len(s.args(1))+3)},
 					Step{Args: s.args(1), Want: s.first, TTL: []int64{s.ttl}},
 				),
 			},
@@ -128,7 +128,7 @@ func init() {
 			Name: "audit 7: corrupt state is refused and left as it is",
 			Keys: []string{"fw:{audit7}"},
 			Preset: func(t0 int64) []Preset {
-				return []Preset{{Key: "fw:{audit7}", Type: "string", Vals: []string{fmt.Sprintf("%013dnan", t0/1000)}}}
+				return []Preset{{Key: "fw:{audit7}", Type: "string", Vals: []string{fmt.Sprintf("1%013dnan", t0/1000)}}}
 			},
 			Steps: []Step{
 				{Args: fw(3, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
@@ -146,7 +146,7 @@ func init() {
 			Keys: []string{"tb:{audit4}"},
 			Preset: func(t0 int64) []Preset {
 				return []Preset{{Key: "tb:{audit4}", Type: "string", TTL: 86400000,
-					Vals: []string{fmt.Sprintf("%016d0", t0-12890000009)}}}
+					Vals: []string{TokenBucketState(t0-12890000009, 0)}}}
 			},
 			Steps: []Step{
 				{Args: tb(10000000, 9999999, 24*time.Hour, 1491898), Want: R(false, 1491897, 1, 73510009)},
@@ -161,7 +161,7 @@ func init() {
 			Keys: []string{"tb:{audit4b}"},
 			Preset: func(t0 int64) []Preset {
 				return []Preset{{Key: "tb:{audit4b}", Type: "string", TTL: 86400000,
-					Vals: []string{fmt.Sprintf("%016d0", t0-1000000001)}}}
+					Vals: []string{TokenBucketState(t0-1000000001, 0)}}}
 			},
 			Steps: []Step{
 				{Args: tb(1000000000, 999999999, 100000000000*ms, 10000), Want: R(false, 9999, 1, 99999000100)},
@@ -219,21 +219,21 @@ func init() {
 	}
 	str := func(key, v string) Preset { return Preset{Key: key, Type: "string", Vals: []string{v}} }
 	foreign("token_bucket", 4, tb(5, 1, sec, 1), "string", alice("tb:{a6}"), alice("tb:{b6}", "tokens", "5", "ts", "1767225600000000"), list("tb:{c6}"),
-		str("tb:{d6}", "alice"), str("tb:{e6}", "1767225600000000alice"))
+		str("tb:{d6}", "alice"), str("tb:{e6}", "-1767225600000000alice"))
 	foreign("leaky_bucket", 3, Args(5, 1, sec, 1), "string", alice("lb:{a6}"), alice("lb:{b6}", "level", "0", "ts", "1767225600000000", "unit", "200000"), list("lb:{c6}"),
-		str("lb:{d6}", "alice"), str("lb:{e6}", "1767225600000000200000/alice"))
+		str("lb:{d6}", "alice"), str("lb:{e6}", "l1767225600000000200000/alice"))
 	foreign("fixed_window", 2, fw(5, sec, 1), "string", alice("fw:{a6}"), alice("fw:{b6}", "n", "1", "t", "1767225600000000"), list("fw:{c6}"),
-		str("fw:{d6}", "alice"), str("fw:{e6}", "1767225600000alice"))
+		str("fw:{d6}", "alice"), str("fw:{e6}", "11767225600000alice"))
 	foreign("sliding_window_counter", 2, fw(5, sec, 1), "string", alice("swc:{a6}"),
 		alice("swc:{b6}", "s", "1767225600000000", "t", "1767225600000000", "cur", "1", "prev", "0"), list("swc:{c6}"),
-		str("swc:{d6}", "alice"), str("swc:{e6}", "17672256000000/1/alice"))
+		str("swc:{d6}", "alice"), str("swc:{e6}", "c17672256000000/1/alice"))
 	foreign("sliding_window_log", 2, fw(5, sec, 1), "zset",
 		Preset{Key: "swl:{a6}", Type: "zset", Vals: []string{"1", "alice", "2", "bob"}},
 		// Newest member ours, oldest not.
-		Preset{Key: "swl:{b6}", Type: "zset", Vals: []string{"1", "alice", "1767225600000000", "1767225600000000-1"}},
+		Preset{Key: "swl:{b6}", Type: "zset", Vals: []string{"1", "alice", "1767225600000000", LogMember(1767225600000000, 1)}},
 		list("swl:{c6}"))
 	foreign("gcra", 3, Args(5, 1, sec, 1), "string",
 		Preset{Key: "gcra:{a6}", Type: "string", Vals: []string{"alice"}},
-		Preset{Key: "gcra:{b6}", Type: "string", Vals: []string{"1767225600000000/200000/alice"}},
+		Preset{Key: "gcra:{b6}", Type: "string", Vals: []string{"g1767225600000000200000/alice"}},
 		list("gcra:{c6}"))
 }

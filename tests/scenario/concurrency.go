@@ -118,7 +118,7 @@ func init() {
 				{Args: Args("acquire", "b", 2, 86400001), Err: "BADARG ttl"},
 				{Args: Args("renew", "a", 2, "1e3"), Err: "BADARG ttl"},
 				{Args: c("acquire", "b", 2, sec), Now: "x", Err: "BADARG now"},
-				{Args: Args("acquire", "b", 2, 1000, 0), Err: "BADARG takes 1 key(s) and 5 arguments, got 1 and 6"},
+				{Args: Args("acquire", "b", 2, 1000, 0), Err: "BADARG takes 1 key(s) and 6 arguments, got 1 and 7"},
 				{At: 0, Args: c("release", "a", 2, sec), Want: R(true, 2, 0, 0), TTL: []int64{NoKey}},
 			},
 		},

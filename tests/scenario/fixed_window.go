@@ -113,7 +113,7 @@ func init() {
 			Keys: []string{"fw:{f}"},
 			Steps: []Step{
 				{At: 0, Args: fw(5, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
-				{Args: Args(5, 1000), Err: "BADARG now must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: Args(5, 1000), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
 				{Args: Args("abc", 1000, 1), Err: "BADARG limit must be an integer from 1 to 1000000000, got 'abc'"},
 				{Args: Args("nan", 1000, 1), Err: "BADARG limit must be an integer from 1 to 1000000000, got 'nan'"},
 				{Args: Args("inf", 1000, 1), Err: "BADARG limit"},

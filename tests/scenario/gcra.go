@@ -134,7 +134,7 @@ func init() {
 			Strings: map[string]string{"gcra:{wrong}": "x"},
 			Steps: []Step{
 				{At: 0, Args: g(5, 1, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
-				{Args: Args(5, 1, 1000), Err: "BADARG now must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: Args(5, 1, 1000), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
 				{Args: Args("abc", 1, 1000, 1), Err: "BADARG burst must be an integer from 1 to 1000000000, got 'abc'"},
 				{Args: Args("nan", 1, 1000, 1), Err: "BADARG burst"},
 				{Args: Args("inf", 1, 1000, 1), Err: "BADARG burst"},

@@ -1,12 +1,9 @@
 package scenario
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // multi's steps: Args are cost, then burst, rate and period of each limit
-// (the clock goes between them, at ARGV[2]); a reply is allowed, the limit
+// (the clock and the deadline go between them, at ARGV[2] and ARGV[3]); a reply is allowed, the limit
 // that binds a denial, then remaining, retry after and reset after of each
 // limit (M).
 func init() {
@@ -97,7 +94,7 @@ func init() {
 			// As gcra.lua at 3 per s leaves a key after one call: its TAT is
 			// 1 s ahead. (A long TTL, so a real server keeps it for the run.)
 			Preset: func(t0 int64) []Preset {
-				return []Preset{{Key: "rl:gcra:{e}", Type: "string", Vals: []string{fmtState(t0+1000000, 1000000, t0)}, TTL: 60000}}
+				return []Preset{{Key: "rl:gcra:{e}", Type: "string", Vals: []string{GCRAState(t0+1000000, 1000000, 1000000)}, TTL: 60000}}
 			},
 			Steps: []Step{
 				{At: 0, Args: m(0, lim{3, 1, sec}, lim{10, 10, 24 * time.Hour}), Want: M(true, 0, 2, 0, 1000, 10, 0, 0), TTL: []int64{60000, NoKey}},
@@ -117,7 +114,7 @@ func init() {
 				{Args: Args(1, 2, "1e3", 1000, 3, 3, 60000), Err: "BADARG rate of limit 1 must be an integer from 1 to 1000000000, got '1e3'"},
 				{Args: Args(1, 2, 1, 1000, 3, 3, "1.5"), Err: "BADARG period of limit 2 must be an integer from 1 to 100000000000, got '1.5'"},
 				{Args: Args(1, 2, 1, 1000, 3, 3), Err: "BADARG period of limit 2 must be an integer from 1 to 100000000000, got nothing"},
-				{Args: Args(1, 2, 1, 1000, 3, 3, 60000, 1), Err: "BADARG takes 2 key(s) and 8 arguments, got 2 and 9"},
+				{Args: Args(1, 2, 1, 1000, 3, 3, 60000, 1), Err: "BADARG takes 2 key(s) and 9 arguments, got 2 and 10"},
 				{Args: Args(1, 2, 1, 1000, 5, 1001, 1), Err: "BADARG rate of limit 2 must be at most one per µs (period*1000)"},
 				{Args: Args(1, 1000000000, 1, 1001, 3, 3, 60000), Err: "BADARG burst*period/rate of limit 1 must be at most 1e15 µs (31 years)"},
 				{At: 0, Args: m(0, perSec, perMin), Want: M(true, 0, 1, 0, 1000, 2, 0, 20000), TTL: []int64{1000, 20000}},
@@ -150,11 +147,4 @@ func init() {
 			},
 		},
 	)
-}
-
-// fmtState is gcra.lua's state '<tat><interval>/<lead>': the TAT as 16
-// digits, the interval it counts in, and the TAT's lead on the clock of
-// the write that set it, at, all in µs.
-func fmtState(tat, interval, at int64) string {
-	return fmt.Sprintf("%016d%d/%d", tat, interval, tat-at)
 }

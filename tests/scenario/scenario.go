@@ -32,7 +32,8 @@ type Spec struct {
 	CostArg int
 	// NowArg, when above 0, is the index of the caller clock in ARGV
 	// (multi's comes before its variadic limits); otherwise it is the
-	// last ARGV. A step's Args leave it out either way.
+	// last ARGV but one. The deadline follows it in every script. A step's
+	// Args leave both out.
 	NowArg int
 }
 
@@ -41,8 +42,11 @@ func (sp Spec) ClockIndex(argv []string) int {
 	if sp.NowArg > 0 {
 		return sp.NowArg
 	}
-	return len(argv) - 1
+	return len(argv) - 2
 }
+
+// DeadlineIndex is the index of the deadline in a step's whole ARGV.
+func (sp Spec) DeadlineIndex(argv []string) int { return sp.ClockIndex(argv) + 1 }
 
 // Peek reports whether a step only looks: a cost of 0.
 func (sc Scenario) Peek(st Step) bool {
@@ -88,8 +92,14 @@ type Step struct {
 	Skew time.Duration
 	Args []string // ARGV without the trailing clock argument
 	Now  string   // when set, sent verbatim as the clock argument
-	Want []int64  // the reply, for steps that succeed
-	Err  string   // the error reply's prefix, for steps that fail
+	// Deadline, when set, is sent verbatim as the deadline argument.
+	// Otherwise DeadlineIn, when not 0, sends the server's clock at the
+	// step plus DeadlineIn (before it when negative); otherwise the step
+	// sends 0 (none). A real server's tier reads its own clock for it.
+	Deadline   string
+	DeadlineIn time.Duration
+	Want       []int64 // the reply, for steps that succeed
+	Err        string  // the error reply's prefix, for steps that fail
 	// TTL, when set, holds each key's PTTL in ms after the step (NoKey for
 	// a key that must not exist). A write's TTL runs to the instant its state
 	// is spent by the server's clock (reset_after with the server's clock);
@@ -125,12 +135,20 @@ func (sc Scenario) Argv(st Step) []string { return sc.ArgvFrom(T0, st) }
 
 // ArgvFrom is Argv for a run that starts at base instead of T0.
 func (sc Scenario) ArgvFrom(base int64, st Step) []string {
+	deadline := st.Deadline
+	switch {
+	case deadline != "":
+	case st.DeadlineIn != 0:
+		deadline = fmt.Sprintf("%d", st.ServerAtFrom(base)+st.DeadlineIn.Microseconds())
+	default:
+		deadline = "0"
+	}
 	i := specs[sc.Script].NowArg
 	if i <= 0 || i > len(st.Args) {
-		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st))
+		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st), deadline)
 	}
 	out := append([]string(nil), st.Args[:i]...)
-	out = append(out, sc.NowArgFrom(base, st))
+	out = append(out, sc.NowArgFrom(base, st), deadline)
 	return append(out, st.Args[i:]...)
 }
 

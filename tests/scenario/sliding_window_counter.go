@@ -123,7 +123,7 @@ func init() {
 			Keys: []string{"swc:{f}"},
 			Steps: []Step{
 				{At: 0, Args: swc(5, sec, 1), Want: R(true, 4, 0, 2000), TTL: []int64{2000}},
-				{Args: Args(5, 1000), Err: "BADARG now must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: Args(5, 1000), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
 				{Args: Args("abc", 1000, 1), Err: "BADARG limit must be an integer from 1 to 1000000000, got 'abc'"},
 				{Args: Args("nan", 1000, 1), Err: "BADARG limit must be an integer from 1 to 1000000000, got 'nan'"},
 				{Args: Args("inf", 1000, 1), Err: "BADARG limit"},

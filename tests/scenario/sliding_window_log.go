@@ -108,7 +108,7 @@ func init() {
 			Strings: map[string]string{"swl:{wrong}": "x"},
 			Steps: []Step{
 				{At: 0, Args: swl(5, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
-				{Args: Args(5, 1000), Err: "BADARG now must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: Args(5, 1000), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
 				{Args: Args("abc", 1000, 1), Err: "BADARG limit must be an integer from 1 to 10000, got 'abc'"},
 				{Args: Args("", 1000, 1), Err: "BADARG limit must be an integer from 1 to 10000, got ''"},
 				{Args: Args("nan", 1000, 1), Err: "BADARG limit"},

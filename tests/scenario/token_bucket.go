@@ -104,7 +104,7 @@ func init() {
 			Strings: map[string]string{"tb:{wrong}": "x"},
 			Steps: []Step{
 				{At: 0, Args: tb(5, 1, sec, "smooth", 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
-				{Args: Args(5, 1, 1000, "smooth"), Err: "BADARG now must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: Args(5, 1, 1000, "smooth"), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
 				{Args: Args("abc", 1, 1000, "smooth", 1), Err: "BADARG capacity must be an integer from 1 to 1000000000, got 'abc'"},
 				{Args: Args("nan", 1, 1000, "smooth", 1), Err: "BADARG capacity"},
 				{Args: Args("inf", 1, 1000, "smooth", 1), Err: "BADARG capacity"},

@@ -46,6 +46,12 @@ type Tier struct {
 	// State is where the runner presets and reads keys and reads TIME; a
 	// go-redis client of the same server (Scripts itself where it is one).
 	State redis.Cmdable
+	// Typed, when set, is the typed API instead of ratelimit over the
+	// go-redis bindings: generated bindings for another client (see
+	// Reflected). Sentinels are its package's error sentinels by code
+	// (BADARG, WRONGTYPE, BADSTATE), which typed errors must match.
+	Typed     func(ctx context.Context, script string, keys, argv []string) ([]any, error)
+	Sentinels map[string]error
 }
 
 // TTLSlack is how many ms a real server's clock may move during a step.
@@ -233,7 +239,13 @@ func preset(ctx context.Context, c redis.Cmdable, p scenario.Preset) error {
 func (s *stepper) send(argv []string) (reply any, viaTyped bool, err error) {
 	ctx := context.Background()
 	if Canonical(argv) {
-		got, err := typed[s.sc.Script](ctx, s.typedC, s.keys, &rawArgs{vals: argv, ok: true})
+		var got []any
+		var err error
+		if s.tr.Typed != nil {
+			got, err = s.tr.Typed(ctx, s.sc.Script, s.keys, argv)
+		} else {
+			got, err = typed[s.sc.Script](ctx, s.typedC, s.keys, &rawArgs{vals: argv, ok: true})
+		}
 		if err != ErrNotTyped {
 			s.paths.typed++
 			s.paths.byScript[s.sc.Script]++
@@ -261,10 +273,15 @@ func (s *stepper) step(i int, st scenario.Step) {
 	if st.Now == "" && s.sc.CallerClock && s.shift != 0 {
 		argv[scenario.SpecOf(s.sc.Script).ClockIndex(argv)] = fmt.Sprint(scenario.T0 + s.shift + st.At.Microseconds())
 	}
+	if st.Deadline == "" && st.DeadlineIn != 0 {
+		// The deadline counts from the server's clock: on a real server,
+		// its TIME as last read (the run is ahead of it by realLead).
+		argv[scenario.SpecOf(s.sc.Script).DeadlineIndex(argv)] = fmt.Sprint(s.ref.Now() + st.DeadlineIn.Microseconds())
+	}
 	before := s.dump()
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
 	got, viaTyped, err := s.send(argv)
-	wrote := err == nil && !s.sc.Peek(st) && ints(got)[0] == 1
+	wrote := err == nil && !s.sc.Peek(st) && ints(got)[0] > 0
 	if !wrote {
 		// An error, a denial and a peek leave every key as it was.
 		if after := s.dump(); after != before {
@@ -278,7 +295,11 @@ func (s *stepper) step(i int, st scenario.Step) {
 		// Through the typed API, declared error codes come back as
 		// sentinels. (miniredis wraps a command's error inside a script
 		// differently, so only the real servers are held to it for WRONGTYPE.)
-		want := map[string]error{"BADARG": bindings.ErrBadArg, "WRONGTYPE": bindings.ErrWrongType, "BADSTATE": bindings.ErrBadState}[strings.Fields(wantErr.Error())[0]]
+		sentinels := s.tr.Sentinels
+		if sentinels == nil {
+			sentinels = map[string]error{"BADARG": bindings.ErrBadArg, "WRONGTYPE": bindings.ErrWrongType, "BADSTATE": bindings.ErrBadState, "EXPIRED": bindings.ErrExpired}
+		}
+		want := sentinels[strings.Fields(wantErr.Error())[0]]
 		if viaTyped && want != nil && !errors.Is(err, want) {
 			t.Fatalf("step %d %v: %s: errors.Is(%v, %v) is false", i, argv, s.tr.Name, err, want)
 		}

@@ -23,6 +23,7 @@ var Scripts = map[string]*redis.Script{
 	"sliding_window_counter": bindings.SlidingWindowCounterScript,
 	"leaky_bucket":           bindings.LeakyBucketScript,
 	"gcra":                   bindings.GCRAScript,
+	"gcra_at_most":           bindings.GCRAAtMostScript,
 	"multi":                  bindings.MultiScript,
 	"concurrency":            bindings.ConcurrencyScript,
 }
@@ -63,7 +64,8 @@ type typedCall func(ctx context.Context, c redis.Scripter, keys []string, a *raw
 // shape says where a script's ARGV holds what a ratelimit.Limit says: the
 // burst (for the window scripts, the limit, which is the rate too), the
 // rate, the period, the token bucket's refill, and the cost. The caller
-// clock follows the cost. The mapping itself is ratelimit's (scripts.go);
+// clock follows the cost, and the deadline the clock: ratelimit sends its
+// context's deadline, so a step with a deadline of its own goes raw. The mapping itself is ratelimit's (scripts.go);
 // this only reads a step's ARGV back into a Limit.
 type shape struct {
 	alg                               ratelimit.Algorithm
@@ -87,6 +89,7 @@ func init() {
 	}
 	typed["multi"] = viaMulti
 	typed["concurrency"] = viaLeases
+	typed["gcra_at_most"] = viaAtMost
 }
 
 // viaRatelimit makes one call as a ratelimit user would: a Limiter for the
@@ -108,10 +111,10 @@ func viaRatelimit(sh shape) typedCall {
 			a.ok = false
 		}
 		limit := ratelimit.Limit{Burst: a.int(sh.burst), Rate: a.int(sh.rate), Period: a.ms(sh.period)}
-		cost, now := a.int(sh.cost), a.int(sh.cost+1)
+		cost, now, deadline := a.int(sh.cost), a.int(sh.cost+1), a.int(sh.cost+2)
 		prefix, tag, found := strings.Cut(key, "{")
 		tag = strings.TrimSuffix(tag, "}")
-		if !a.ok || len(a.vals) != sh.cost+2 || !found || tag == "" {
+		if !a.ok || len(a.vals) != sh.cost+3 || deadline != 0 || !found || tag == "" {
 			return nil, ErrNotTyped
 		}
 		opts := []ratelimit.Option{ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix)}
@@ -161,8 +164,8 @@ func reply(d ratelimit.Decision) []any {
 // the Decision's parts, the binding limit being the first denial with the
 // longest wait.
 func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
-	cost, now := a.int(0), a.int(1)
-	if len(keys) == 0 || len(a.vals) != 2+3*len(keys) {
+	cost, now, deadline := a.int(0), a.int(1), a.int(2)
+	if len(keys) == 0 || len(a.vals) != 3+3*len(keys) || deadline != 0 {
 		return nil, ErrNotTyped
 	}
 	var opts []ratelimit.Option
@@ -174,7 +177,7 @@ func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) 
 	for i, key := range keys {
 		prefix, t, found := strings.Cut(key, "{")
 		t = strings.TrimSuffix(t, "}")
-		limit := ratelimit.Limit{Burst: a.int(2 + 3*i), Rate: a.int(3 + 3*i), Period: a.ms(4 + 3*i)}
+		limit := ratelimit.Limit{Burst: a.int(3 + 3*i), Rate: a.int(4 + 3*i), Period: a.ms(5 + 3*i)}
 		if !a.ok || !found || (i > 0 && t != tag) || t == "" {
 			return nil, ErrNotTyped
 		}
@@ -227,11 +230,9 @@ func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) 
 // lease ids, so it cannot replay a table's. What the bindings refuse before
 // sending (an op that is no word, numbers out of bounds) is ErrNotTyped.
 func viaLeases(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
-	p := bindings.ConcurrencyParams{Op: bindings.ConcurrencyOp(a.str(0)), Lease: a.str(1), Limit: a.int(2), TTL: a.ms(3), Now: time.UnixMicro(a.int(4))}
-	if a.int(4) == 0 {
-		p.Now = time.Time{}
-	}
-	if len(keys) != 1 || !a.ok || len(a.vals) != 5 {
+	p := bindings.ConcurrencyParams{Op: bindings.ConcurrencyOp(a.str(0)), Lease: a.str(1), Limit: a.int(2), TTL: a.ms(3),
+		Now: instant(a.int(4)), Deadline: instant(a.int(5))}
+	if len(keys) != 1 || !a.ok || len(a.vals) != 6 {
 		return nil, ErrNotTyped
 	}
 	r, err := bindings.Concurrency(ctx, c, keys[0], p)
@@ -246,6 +247,31 @@ func viaLeases(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs)
 	return []any{allowed, r.Remaining, r.RetryAfter.Milliseconds(), r.ResetAfter.Milliseconds()}, err
 }
 
+// viaAtMost makes one call of gcra_at_most.lua through the generated
+// typed API (bindings.GCRAAtMost): ratelimit has no such call.
+func viaAtMost(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
+	p := bindings.GCRAAtMostParams{Burst: a.int(0), Rate: a.int(1), Period: a.ms(2), N: a.int(3),
+		Now: instant(a.int(4)), Deadline: instant(a.int(5))}
+	if len(keys) != 1 || !a.ok || len(a.vals) != 6 {
+		return nil, ErrNotTyped
+	}
+	r, err := bindings.GCRAAtMost(ctx, c, keys[0], p)
+	var ae *bindings.ArgError
+	if errors.As(err, &ae) {
+		return nil, ErrNotTyped
+	}
+	return []any{r.Taken, r.Remaining, r.RetryAfter.Milliseconds(), r.ResetAfter.Milliseconds()}, err
+}
+
+// instant is a unix_us argument as the typed API takes it: 0 is the zero
+// time.
+func instant(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
+}
+
 // ErrNotTyped is what a typed call returns for arguments the typed API
 // cannot express (or refuses before sending): the step then goes raw.
 var ErrNotTyped = errors.New("arguments the typed API cannot express")
@@ -256,6 +282,11 @@ func scriptErrorText(err error) string {
 	var se *bindings.ScriptError
 	if errors.As(err, &se) {
 		return se.Code + " " + se.Message
+	}
+	// Another client's bindings (see Reflected): their *ScriptError reads
+	// "x.lua: CODE message" too.
+	if _, text, ok := strings.Cut(err.Error(), ".lua: "); ok {
+		return text
 	}
 	return err.Error()
 }

@@ -13,17 +13,19 @@ import (
 const chartCallers = 64
 
 var colors = map[string]string{
-	"floor":      "#555555",
-	"ours":       "#1f77b4",
-	"ours_ap":    "#17becf",
-	"ours_cache": "#2ca02c",
-	"peer":       "#b0b0b0",
+	"floor":        "#555555",
+	"ours":         "#1f77b4",
+	"ours_ap":      "#17becf",
+	"ours_rueidis": "#9467bd",
+	"ours_cache":   "#2ca02c",
+	"peer":         "#b0b0b0",
 }
 
 var legend = []struct{ kind, label string }{
 	{"floor", "EVALSHA return 1 (floor)"},
 	{"ours", "redlimit"},
 	{"ours_ap", "redlimit over AutoPipeline"},
+	{"ours_rueidis", "redlimit over rueidis / valkey-go"},
 	{"ours_cache", "redlimit with the deny cache"},
 	{"peer", "peers"},
 }
@@ -57,7 +59,8 @@ func chart(r *results) string {
 		top, rowH, bottom   = 78.0, 17.0, 56.0
 	)
 	width := labelW + float64(len(scenarios))*(panelW+gap)
-	height := top + float64(len(impls))*rowH + bottom
+	decisionsH := top + float64(len(impls))*rowH + 24
+	height := decisionsH + httpHeight(r, rowH) + bottom
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -116,6 +119,7 @@ func chart(r *results) string {
 		one := x0 + x(1)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.1f" stroke="#000" stroke-width="1.5"/>`+"\n", one, top-4, one, top+float64(len(impls))*rowH)
 	}
+	httpPanel(&b, r, decisionsH, labelW, math.Min(2*panelW, width-labelW-170), rowH)
 	ly := height - 22
 	lx := 10.0
 	for _, l := range legend {
@@ -131,4 +135,65 @@ func tick(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64) + "×"
 	}
 	return strconv.FormatFloat(v, 'g', 2, 64) + "×"
+}
+
+// httpKind is how the chart colours an HTTP row.
+func httpKind(row string) string {
+	switch {
+	case row == "bare":
+		return "floor"
+	case strings.HasPrefix(row, "ulule"):
+		return "peer"
+	case strings.Contains(row, "cache"):
+		return "ours_cache"
+	case strings.HasSuffix(row, "_ap"):
+		return "ours_ap"
+	case strings.Contains(row, "rueidis"):
+		return "ours_rueidis"
+	}
+	return "ours"
+}
+
+func httpHeight(r *results, rowH float64) float64 {
+	if len(r.httpRows) == 0 {
+		return 0
+	}
+	return 40 + float64(len(r.httpRows))*rowH
+}
+
+// httpPanel draws TestHTTP's requests/s as a share of the bare handler's,
+// on a linear scale from 0, below the decision panels.
+func httpPanel(b *strings.Builder, r *results, y0, labelW, w, rowH float64) {
+	bare, ok := r.httpMedian("bare", "rps")
+	if len(r.httpRows) == 0 || !ok || bare <= 0 {
+		return
+	}
+	top := y0 + 30
+	fmt.Fprintf(b, `<text x="10" y="%.0f" font-size="14" font-weight="bold">Behind a hello-world net/http handler (wrk, 64 connections): requests per second as a share of the bare handler's</text>`+"\n", y0+12)
+	hi := 1.0
+	for _, row := range r.httpRows {
+		if v, ok := r.httpMedian(row, "rps"); ok {
+			hi = math.Max(hi, v/bare)
+		}
+	}
+	for _, m := range []float64{0, 0.25, 0.5, 0.75, 1} {
+		xx := labelW + m/hi*w
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.1f" stroke="#cccccc"/>`+"\n", xx, top-4, xx, top+float64(len(r.httpRows))*rowH)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#666">%s</text>`+"\n", xx, top+float64(len(r.httpRows))*rowH+14, strconv.FormatFloat(m, 'f', -1, 64)+"×")
+	}
+	for i, row := range sortBy(r.httpRows, httpOrder) {
+		v, ok := r.httpMedian(row, "rps")
+		if !ok {
+			continue
+		}
+		y := top + float64(i)*rowH
+		label := fmt.Sprintf("%.0f/s", v)
+		if p, ok := r.httpMedian(httpPeer(row), "rps"); ok && p > 0 && row != "bare" && !strings.HasPrefix(row, "ulule") {
+			label += fmt.Sprintf(", %s ulule's", ratio(v/p))
+		}
+		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n", labelW-8, y+12, html.EscapeString(row))
+		bw := math.Max(v/bare/hi*w, 1)
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="%s"><title>%s: %.0f requests/s</title></rect>`+"\n", labelW, y+2, bw, rowH-4, colors[httpKind(row)], html.EscapeString(row), v)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" fill="#222" font-size="10">%s</text>`+"\n", labelW+bw+3, y+12, html.EscapeString(label))
+	}
 }

@@ -30,6 +30,7 @@ var sections = []struct {
 	{"memory", memorySection},
 	{"anatomy", anatomySection},
 	{"accuracy", accuracySection},
+	{"http", httpSection},
 }
 
 func main() {
@@ -56,8 +57,8 @@ func run(raw, md, svg string) error {
 	if err != nil {
 		return err
 	}
-	if len(r.decision) == 0 {
-		return fmt.Errorf("%s has no BenchmarkDecision results", raw)
+	if err := complete(r); err != nil {
+		return fmt.Errorf("%s: %w", raw, err)
 	}
 	if svg != "" {
 		if err := os.WriteFile(svg, []byte(chart(r)), 0o644); err != nil {

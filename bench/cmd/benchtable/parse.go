@@ -21,6 +21,17 @@ type results struct {
 	anatomy     map[string][]float64
 	anatomyRows []string
 	env         map[string][]string // key -> every value seen, in order
+	// http holds TestHTTP's metrics of each row, one sample a round;
+	// httpRows its rows in the order they first appear.
+	http     map[string]map[string][]float64
+	httpRows []string
+	// expect counts the "# bench-expect KIND k=v..." lines: each pass
+	// announces every row it is about to run, so a row that a pass
+	// announced and did not report (a crash, a filter, a failed run) is
+	// missing, not silently left out of the tables (see complete).
+	expect map[string]int
+	// seen counts the results of each row, in the keys of expect.
+	seen map[string]int
 }
 
 // row is one decision benchmark: BenchmarkDecision/scenario=S/g=G/impl=I,
@@ -42,12 +53,39 @@ func parse(in io.Reader) (*results, error) {
 		memory:   map[string]map[string][]float64{},
 		anatomy:  map[string][]float64{},
 		env:      map[string][]string{},
+		http:     map[string]map[string][]float64{},
+		expect:   map[string]int{},
+		seen:     map[string]int{},
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
+		case strings.HasPrefix(line, "# bench-expect "):
+			r.expect[strings.TrimPrefix(line, "# bench-expect ")]++
+		case strings.HasPrefix(line, "HTTP "):
+			m := map[string]string{}
+			for _, f := range strings.Fields(strings.TrimPrefix(line, "HTTP ")) {
+				k, v, _ := strings.Cut(f, "=")
+				m[k] = v
+			}
+			name := m["row"]
+			if name == "" {
+				return nil, fmt.Errorf("cannot read %q", line)
+			}
+			if r.http[name] == nil {
+				r.http[name] = map[string][]float64{}
+				r.httpRows = append(r.httpRows, name)
+			}
+			for _, k := range httpMetrics {
+				v, err := strconv.ParseFloat(m[k], 64)
+				if err != nil {
+					return nil, fmt.Errorf("cannot read %s in %q", k, line)
+				}
+				r.http[name][k] = append(r.http[name][k], v)
+			}
+			r.seen["http row="+name]++
 		case strings.HasPrefix(line, "# bench-env "):
 			k, v, _ := strings.Cut(strings.TrimPrefix(line, "# bench-env "), "=")
 			r.env[k] = append(r.env[k], v)
@@ -63,6 +101,7 @@ func parse(in io.Reader) (*results, error) {
 				r.decision[rw] = map[string][]float64{}
 			}
 			addMetrics(r.decision[rw], fields[2:])
+			r.seen[rw.expectKey()]++
 		case strings.HasPrefix(line, "BenchmarkMemory/impl="):
 			// Name, iterations, then at least one value and its unit.
 			fields := strings.Fields(line)
@@ -77,6 +116,7 @@ func parse(in io.Reader) (*results, error) {
 				r.memory[impl] = map[string][]float64{}
 			}
 			addMetrics(r.memory[impl], fields[2:])
+			r.seen["memory impl="+impl]++
 		case strings.HasPrefix(line, "ANATOMY "):
 			// The row's name comes last and may hold spaces.
 			fields, name, _ := strings.Cut(strings.TrimPrefix(line, "ANATOMY "), "row=")
@@ -133,6 +173,14 @@ func addMetrics(m map[string][]float64, fields []string) {
 			m[fields[i+1]] = append(m[fields[i+1]], v)
 		}
 	}
+}
+
+// httpMetrics are the numbers every HTTP line carries.
+var httpMetrics = []string{"rps", "p50-us", "p99-us", "srv-cpu-us/req", "requests", "non2xx"}
+
+// expectKey is how the benchmarks announce the row (see results.expect).
+func (rw row) expectKey() string {
+	return fmt.Sprintf("decision scenario=%s g=%d impl=%s", rw.scenario, rw.g, rw.impl)
 }
 
 func parseDecisionName(name string) (row, bool) {

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// check is one line of the targets table: a target of issue 10 at one
-// setting of this run.
+// check is one line of the targets table: a target of issue 17 (or one of
+// issue 10's that still holds: the deny cache, allocations) at one setting
+// of this run.
 type check struct {
 	target, setting, got, bound string
 	met                         bool
@@ -45,82 +46,95 @@ func targets(r *results) []check {
 		out = append(out, c)
 	}
 
-	// Lever 1: the scripts' command time.
+	// Issue 17, 1: the server cost of a decision.
 	for _, s := range scenarios {
 		for _, a := range []string{"gcra", "token_bucket"} {
-			if v, ok := r.get(s, g, "redlimit_"+a, "srv-cmd-us/op"); ok {
-				atMost("Redis µs per decision: GCRA and token bucket ≤ 4", s+", "+a, v, 4, " µs")
+			for _, client := range []string{"_ap", "_rueidis"} {
+				if v, ok := r.get(s, g, "redlimit_"+a+client, "srv-cpu-us/op"); ok {
+					atMost("Redis CPU per decision over a pipelining client: GCRA and token bucket ≤ 6 µs", s+", "+a+client, v, 6, " µs")
+				}
 			}
 		}
 	}
 	for _, s := range scenarios {
-		ulule, ok := r.get(s, g, "ulule_limiter", "srv-cmd-us/op")
+		ulule, ok := r.get(s, g, "ulule_limiter", "srv-cpu-us/op")
 		if !ok {
 			continue
 		}
 		worst, worstV := "", 0.0
 		for _, a := range algorithms {
-			if a == "sliding_window_log" {
-				continue
-			}
-			if v, ok := r.get(s, g, "redlimit_"+a, "srv-cmd-us/op"); ok && v > worstV {
+			if v, ok := r.get(s, g, "redlimit_"+a, "srv-cpu-us/op"); ok && v > worstV {
 				worst, worstV = a, v
 			}
 		}
 		if worst != "" {
-			atMost("Redis µs per decision: every script but the sliding log ≤ ulule's", s+", worst: "+worst, worstV, ulule, " µs")
+			atMost("Redis CPU per decision unpipelined: every script ≤ ulule's", s+", worst: "+worst, worstV, ulule, " µs")
+		}
+		if u, ok := r.perSecond(s, g, "ulule_limiter"); ok {
+			for _, a := range []string{"gcra", "fixed_window"} {
+				if v, ok := r.perSecond(s, g, "redlimit_"+a); ok {
+					atLeast("decisions/s unpipelined: GCRA and fixed window ≥ ulule's", s+", "+a, v/u, 1)
+				}
+			}
 		}
 	}
 
-	// Lever 1: memory per key.
-	if ulule, ok := median(r.memory["ulule_limiter"]["info-B/key"]); ok {
-		for _, a := range algorithms {
-			v, ok := median(r.memory["redlimit_"+a]["info-B/key"])
-			if !ok || a == "sliding_window_log" {
-				continue
-			}
-			bound, target := 1.2*ulule, "memory per key ≤ 1.2× ulule's (sliding log excepted)"
-			if a == "gcra" || a == "fixed_window" {
-				bound, target = ulule, "memory per key: GCRA and fixed window ≤ ulule's"
-			}
-			atMost(target, a, v, bound, " B")
+	// Issue 17, 2: memory per key.
+	ulule, uok := median(r.memory["ulule_limiter"]["info-B/key"])
+	rr, rok := median(r.memory["redis_rate"]["info-B/key"])
+	if v, ok := median(r.memory["redlimit_gcra"]["info-B/key"]); ok {
+		if rok {
+			atMost("memory per key: GCRA ≤ redis_rate's", "gcra", v, rr, " B")
+		}
+		if uok {
+			atMost("memory per key: GCRA ≤ 1.2× ulule's", "gcra", v, 1.2*ulule, " B")
 		}
 	}
 
-	// The floor, unpipelined.
-	for _, s := range scenarios {
-		worst, worstV := "", 0.0
-		for _, a := range algorithms {
-			if v, ok := r.vsFloor(s, g, "redlimit_"+a); ok && (worst == "" || v < worstV) {
-				worst, worstV = a, v
-			}
-		}
-		if worst != "" {
-			atLeast("unpipelined at 64 goroutines: ≥ 0.95× the floor's decisions/s", s+", slowest: "+worst, worstV, 0.95)
-		}
-	}
-
-	// AutoPipeline against redis_rate.
+	// Issue 17, 3: over rueidis and valkey-go, against redis_rate.
 	for _, s := range scenarios {
 		rr, ok := r.perSecond(s, g, "redis_rate")
+		rr99, ok99 := r.get(s, g, "redis_rate", "p99-us")
 		if !ok {
 			continue
 		}
 		worst, worstV := "", 0.0
 		for _, a := range algorithms {
-			if v, ok := r.perSecond(s, g, "redlimit_"+a+"_ap"); ok && (worst == "" || v < worstV) {
+			if v, ok := r.perSecond(s, g, "redlimit_"+a+"_rueidis"); ok && (worst == "" || v < worstV) {
 				worst, worstV = a, v
 			}
 		}
-		if v, ok := r.perSecond(s, g, "redlimit_gcra_ap"); ok {
-			atLeast("AutoPipeline at 64 goroutines: ≥ 3× redis_rate's decisions/s", s+", gcra", v/rr, 3)
+		for _, impl := range []string{"redlimit_gcra_rueidis", "redlimit_gcra_valkey"} {
+			if v, ok := r.perSecond(s, g, impl); ok {
+				atLeast("over rueidis / valkey-go at 64 goroutines: ≥ 3× redis_rate's decisions/s", s+", "+strings.TrimPrefix(impl, "redlimit_"), v/rr, 3)
+			}
+			if v, ok := r.get(s, g, impl, "p99-us"); ok && ok99 {
+				c := check{target: "over rueidis / valkey-go: p99 below redis_rate's", setting: s + ", " + strings.TrimPrefix(impl, "redlimit_"),
+					got: fmt.Sprintf("%.0f µs", v), bound: fmt.Sprintf("< %.0f µs", rr99), met: v < rr99}
+				if !c.met {
+					c.miss = over(v, rr99)
+				}
+				out = append(out, c)
+			}
 		}
 		if worst != "" && worst != "gcra" {
-			atLeast("AutoPipeline at 64 goroutines: ≥ 3× redis_rate's decisions/s", s+", slowest: "+worst, worstV/rr, 3)
+			atLeast("over rueidis / valkey-go at 64 goroutines: ≥ 3× redis_rate's decisions/s", s+", slowest: "+worst+"_rueidis", worstV/rr, 3)
 		}
 	}
 
-	// The deny cache under a flood.
+	// Issue 17, 4: behind a real HTTP handler, against ulule's middleware.
+	if u, ok := r.httpMedian("ulule", "rps"); ok && u > 0 {
+		if v, ok := r.httpMedian("redlimit", "rps"); ok {
+			atLeast("HTTP requests/s: ≥ 1.0× ulule's unpipelined", "redlimit", v/u, 1)
+		}
+		for _, row := range []string{"redlimit_ap", "redlimit_rueidis"} {
+			if v, ok := r.httpMedian(row, "rps"); ok {
+				atLeast("HTTP requests/s: ≥ 2× ulule's pipelined", row, v/u, 2)
+			}
+		}
+	}
+
+	// Issue 10: the deny cache under a flood.
 	for _, gc := range []int{1, 16, 64} {
 		rr, ok := r.perSecond("hot-deny", gc, "redis_rate")
 		if !ok {
@@ -154,7 +168,7 @@ func targets(r *results) []check {
 		}
 	}
 
-	// Allocations against redis_rate, at every scenario and caller count.
+	// Issue 10: allocations against redis_rate, at every scenario and caller count.
 	_, gs := r.groups()
 	for _, s := range scenarios {
 		for _, unit := range []string{"allocs/op", "B/op"} {

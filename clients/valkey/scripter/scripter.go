@@ -1,4 +1,4 @@
-// Code generated from clients/rueidis/scripter/scripter.go by TestSameAsRueidis (go test -update). DO NOT EDIT.
+// Code generated from clients/rueidis/scripter/scripter.go by clients/valkey/internal/samesource (go test -update). DO NOT EDIT.
 
 // Package scripter runs redlimit over valkey-go: New turns a valkey.Client
 // into a go-redis redis.Scripter, which ratelimit.New and the generated

@@ -1,4 +1,4 @@
-// Code generated from clients/rueidis/scripter/scripter_test.go by TestSameAsRueidis (go test -update). DO NOT EDIT.
+// Code generated from clients/rueidis/scripter/scripter_test.go by clients/valkey/internal/samesource (go test -update). DO NOT EDIT.
 
 package scripter_test
 

@@ -249,6 +249,7 @@ async function init() {
   $('reset').addEventListener('click', () => withButtons(reset));
   syncForm();
   initCompare();
+  initFeatures();
   document.body.dataset.ready = 'true';
   poll();
 }

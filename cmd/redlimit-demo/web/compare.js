@@ -37,6 +37,10 @@ async function runCompare() {
   try {
     resp = await fetch('/api/compare?' + cmpParams(), { cache: 'no-store' });
   } catch (_) {
+    if (id !== compare.asked) return;
+    $('cmp-lanes').removeAttribute('aria-busy');
+    $('cmp-error').textContent = 'The demo server does not answer: is it still running?';
+    $('cmp-error').hidden = false;
     return;
   }
   if (id !== compare.asked) return; // a newer run was asked for
@@ -168,6 +172,7 @@ function initCompare() {
     if ($('cmp-lanes').clientWidth !== width) {
       width = $('cmp-lanes').clientWidth;
       drawCompare();
+      drawTwo();
       draw();
     }
   });

@@ -65,6 +65,12 @@
 //     number of milliseconds from 1 ms to 1e11 ms (ErrRate). A Limit of 0
 //     refuses every request without a round trip, as ulule's counting
 //     does.
+//   - A call carries its context's deadline: one that Redis runs at or
+//     after it (go-redis sending it again after a read timeout, a server
+//     that stalled with it queued) counts nothing and fails with an error
+//     matching bindings.ErrExpired, where ulule counts it. The deadline is an
+//     instant on this process's clock judged by Redis's TIME: keep the two
+//     clocks in step (NTP holds them within milliseconds).
 //   - The client is any go-redis v9 client (Client, ClusterClient, Ring,
 //     UniversalClient): this store needs script calls and DEL, not ulule's
 //     Get, Set, Watch and SetNX.

@@ -205,3 +205,40 @@ func TestRefused(t *testing.T) {
 		t.Errorf("refused calls left %d keys", n)
 	}
 }
+
+// A call Redis runs after its caller's deadline counts nothing: here the
+// server stalls (SIGSTOP) with the call queued until the deadline passes.
+func TestDeadline(t *testing.T) {
+	srv := redisserver.New(t)
+	// No retry: one call, one EXPIRED.
+	rdb := libredis.NewClient(&libredis.Options{Addr: srv.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	store := newStore(t, rdb)
+	rate := limiter.Rate{Limit: 10, Period: time.Hour}
+	peer.Room(t, time.Hour)
+	bg := context.Background()
+	srv.Pause()
+	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.Increment(ctx, "k", 3, rate)
+		done <- err
+	}()
+	<-ctx.Done()
+	if err := <-done; err == nil {
+		t.Fatal("Increment on a stalled server returned no error")
+	}
+	srv.Resume()
+	// The queued call runs once the server resumes: wait until Redis has
+	// answered it EXPIRED, then nothing may be counted.
+	for i := 0; !strings.Contains(rdb.Info(bg, "errorstats").Val(), "errorstat_EXPIRED:count=1"); i++ {
+		if i == 1000 {
+			t.Fatalf("Redis never answered the queued call EXPIRED:\n%s", rdb.Info(bg, "errorstats").Val())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, err := store.Peek(bg, "k", rate); err != nil || got.Remaining != 10 {
+		t.Errorf("after the expired call: %+v, %v; want all 10 left", got, err)
+	}
+}

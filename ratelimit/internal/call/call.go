@@ -137,11 +137,41 @@ var PolicyOf func(fallback any) Policy
 // ClockRefused marks the scripts' refusal of a caller clock more than 60 s
 // from the server's TIME as ErrInvalid: only the server can tell, so a
 // constructor cannot refuse it, and no failure policy may hide a wrong
-// clock.
-func ClockRefused(err error) error {
+// clock. The scripts' EXPIRED (a call Redis ran at or after its deadline,
+// which changed nothing) is ErrUnavailable when the caller of ctx, the
+// call's own context, has given up on this process's clock: an answer that
+// came too late, as a timeout whose timer has not fired yet. Otherwise the
+// caller still waits although Redis's TIME has passed its deadline: Redis's
+// clock runs ahead of this process's, which no failure policy may hide
+// either (ErrInvalid).
+func ClockRefused(ctx context.Context, err error) error {
 	var se *bindings.ScriptError
-	if errors.As(err, &se) && se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0") {
+	switch {
+	case !errors.As(err, &se):
+	case se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0"):
 		return fmt.Errorf("%w: the caller clock is more than 60 s from the server's: %w", ErrInvalid, err)
+	case se.Code != "EXPIRED":
+	case callerGaveUp(ctx):
+		return fmt.Errorf("%w: the answer came after the deadline: %w", ErrUnavailable, err)
+	default:
+		return fmt.Errorf("%w: Redis ran the call past its deadline by its TIME while this process still waited: its clock is ahead of this one's: %w", ErrInvalid, err)
 	}
 	return err
+}
+
+// Deadline is when ctx's caller stops waiting (its deadline, or a
+// limiter's timeout, which WithTimeout runs under one), sent with every
+// call that writes: a call Redis runs at or after it answers EXPIRED and
+// counts nothing, so a request its caller gave up on (a timeout, a failure
+// policy that answered meanwhile, go-redis sending it again after a read
+// timeout, a server that stalled with it queued) never counts. The zero
+// time sends none. It is an instant on this process's clock, judged by
+// Redis's TIME, so a skew between the two moves it: a clock s ahead of
+// Redis's lets a call count up to s after its caller gave up, and one s
+// behind refuses calls in the last s before their deadline (ClockRefused
+// reports those as ErrInvalid). Keep the clocks in step (NTP holds them
+// within milliseconds), as a caller clock needs anyway.
+func Deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
 }

@@ -13,8 +13,8 @@
 // probeEvery, asks the node about the key (and, on a cluster, asks for the
 // slot map again). Calls on other nodes never wait. Once the node answers,
 // or the slot map names another master for the key, calls go to Redis
-// again. With every breaker closed the guard costs one atomic load per
-// call.
+// again. With every breaker closed the guard costs an atomic load per call
+// (and, on a cluster, a look at the slot map: which node the call goes to).
 package guard
 
 import (
@@ -115,13 +115,18 @@ func (g *guard) node(ctx context.Context, key string) (string, *redis.Client) {
 	return c.Options().Addr, c
 }
 
-// before fails a call at once when its node's breaker is open, starting a
-// probe when one is due.
-func (g *guard) before(ctx context.Context, key string) error {
-	if g.nopen.Load() == 0 || key == "" {
-		return nil
+// before returns the address of key's node, as the slot map says before
+// the call (after may run once the map has moved on), and fails the call
+// at once when that node's breaker is open, starting a probe when one is
+// due.
+func (g *guard) before(ctx context.Context, key string) (string, error) {
+	if key == "" {
+		return "", nil
 	}
 	addr, c := g.node(ctx, key)
+	if g.nopen.Load() == 0 {
+		return addr, nil
+	}
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -132,7 +137,7 @@ func (g *guard) before(ctx context.Context, key string) error {
 	}
 	b := g.open[addr]
 	if b == nil {
-		return nil
+		return addr, nil
 	}
 	b.lastCall = now
 	if !b.probing && !now.Before(b.probeAt) && c != nil {
@@ -144,16 +149,13 @@ func (g *guard) before(ctx context.Context, key string) error {
 		// and none for 200 ms after the last.
 		g.cluster.ReloadState(ctx)
 	}
-	return &nodeDownError{addr: addr, err: b.err}
+	return addr, &nodeDownError{addr: addr, err: b.err}
 }
 
-// after opens the node's breaker when a call failed for want of the node.
-func (g *guard) after(ctx context.Context, key string, err error) {
-	if err == nil || key == "" || !nodeFailed(err) {
-		return
-	}
-	addr, _ := g.node(ctx, key)
-	if addr == "" {
+// after opens the breaker of addr, the node a call went to, when the call
+// failed for want of the node.
+func (g *guard) after(ctx context.Context, addr string, err error) {
+	if err == nil || addr == "" || !nodeFailed(err) {
 		return
 	}
 	now := time.Now()
@@ -177,7 +179,17 @@ func (g *guard) probe(addr string, c *redis.Client, key string) {
 	if g.cluster != nil {
 		g.cluster.ReloadState(ctx)
 	}
-	err := c.WithTimeout(probeTimeout).Exists(ctx, key).Err()
+	// A client of its own, not the node's: once PoolSize dials have
+	// failed, a go-redis pool answers every dial with the last error until
+	// its own redial, once a second, succeeds, and a probe through it would
+	// report the node down for up to a second after it is back.
+	// (PoolSize 2: its one dial failing then starts no redial of its own.)
+	o := *c.Options()
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxRetries = 2, 0, 0, -1
+	o.ReadTimeout, o.WriteTimeout, o.DialTimeout = probeTimeout, probeTimeout, probeTimeout
+	pc := redis.NewClient(&o)
+	err := pc.Exists(ctx, key).Err()
+	pc.Close()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.open[addr]
@@ -249,14 +261,15 @@ func (g *guard) retryReadOnly(ctx context.Context, err error, call func() error)
 // do runs one call whose first key is key through the guard. (Process
 // spells it out, so that a decision allocates no closure.)
 func (g *guard) do(ctx context.Context, key string, call func() error) error {
-	if err := g.before(ctx, key); err != nil {
+	addr, err := g.before(ctx, key)
+	if err != nil {
 		return err
 	}
-	err := call()
+	err = call()
 	if readOnly(err) {
 		err = g.retryReadOnly(ctx, err, call)
 	}
-	g.after(ctx, key, err)
+	g.after(ctx, addr, err)
 	return err
 }
 
@@ -278,15 +291,16 @@ func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
 		Process(context.Context, redis.Cmder) error
 	})
 	key := firstKey(cmd.Args())
-	if err := c.g.before(ctx, key); err != nil {
+	addr, err := c.g.before(ctx, key)
+	if err != nil {
 		cmd.SetErr(err)
 		return err
 	}
-	err := p.Process(ctx, cmd)
+	err = p.Process(ctx, cmd)
 	if readOnly(err) {
 		err = c.g.retryReadOnly(ctx, err, func() error { return p.Process(ctx, cmd) })
 	}
-	c.g.after(ctx, key, err)
+	c.g.after(ctx, addr, err)
 	return err
 }
 

@@ -1,0 +1,98 @@
+package scenario
+
+import "time"
+
+// gcra_at_most's steps: Args are burst, rate, period and n (the clock and
+// the deadline last); a reply is taken, remaining, retry after and reset
+// after.
+func init() {
+	a := func(burst, rate int, period time.Duration, n int) []string {
+		return Args(burst, rate, period, n)
+	}
+	// T is a reply of gcra_at_most: taken, remaining, retry after and
+	// reset after in ms.
+	T := func(taken, remaining, retryMs, resetMs int64) []int64 {
+		return []int64{taken, remaining, retryMs, resetMs}
+	}
+	sec, ms := time.Second, time.Millisecond
+	register(Spec{Script: "gcra_at_most", CostArg: -1},
+		Scenario{
+			Name: "takes what is left, up to n, or nothing",
+			Keys: []string{"gam:{a}"},
+			// T = 100 ms, burst 5: the TAT may run at most 500 ms ahead.
+			Steps: []Step{
+				{At: 0, Args: a(5, 10, sec, 3), Want: T(3, 2, 0, 300), TTL: []int64{300}},
+				// 2 left: n = 5 takes them.
+				{At: 0, Args: a(5, 10, sec, 5), Want: T(2, 0, 0, 500), TTL: []int64{500}},
+				// None left: nothing taken, and one passes in one interval.
+				{At: 0, Args: a(5, 10, sec, 1), Want: T(0, 0, 100, 500), TTL: []int64{500}},
+				// 350 ms ahead: 1 whole request left.
+				{At: 150 * ms, Args: a(5, 10, sec, 4), Want: T(1, 0, 0, 450), TTL: []int64{450}},
+				// n far above burst is no error: nothing left, 50 ms to wait.
+				{At: 150 * ms, Args: a(5, 10, sec, 1000000000), Want: T(0, 0, 50, 450), TTL: []int64{450}},
+				// The TAT (600 ms) passed: a full burst, no more.
+				{At: 2 * sec, Args: a(5, 10, sec, 7), Want: T(5, 0, 0, 500), TTL: []int64{500}},
+			},
+		},
+		Scenario{
+			Name: "gcra.lua's state is the same limit, and a changed one applies from its last write",
+			Keys: []string{"gam:{b}"},
+			// As gcra.lua at 1 per s leaves a key after one call: its TAT is
+			// 1 s ahead, written at t0.
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "gam:{b}", Type: "string", Vals: []string{GCRAState(t0+1000000, 1000000, 1000000)}, TTL: 60000}}
+			},
+			Steps: []Step{
+				// 2 per s: the one interval ahead is one of 500 ms now.
+				{At: 0, Args: a(3, 2, sec, 9), Want: T(2, 0, 0, 1500), TTL: []int64{1500}},
+				{At: 0, Args: a(3, 2, sec, 9), Want: T(0, 0, 500, 1500), TTL: []int64{1500}},
+			},
+		},
+		Scenario{
+			Name:        "a caller clock: waits count from it, the key lives Grace longer",
+			Keys:        []string{"gam:{c}"},
+			CallerClock: true,
+			Steps: []Step{
+				{At: 10 * sec, Args: a(2, 1, sec, 2), Want: T(2, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				// Stamped 9 s: the TAT is 3 s ahead of it.
+				{At: 9 * sec, Args: a(2, 1, sec, 1), Want: T(0, 0, 2000, 3000), TTL: []int64{Grace + 2000}},
+				{At: 11 * sec, Args: a(2, 1, sec, 2), Want: T(1, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+			},
+		},
+		Scenario{
+			Name:    "bad input and foreign state are errors and change nothing",
+			Keys:    []string{"gam:{d}"},
+			Strings: map[string]string{"gam:{d}": TokenBucketState(T0, 5)},
+			Steps: []Step{
+				{Args: a(5, 10, sec, 0), Err: "BADARG n must be an integer from 1 to 1000000000, got '0'", TTL: []int64{-1}},
+				{Args: Args(5, 10, 1000), Now: "1", Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: append(a(5, 10, sec, 1), "0"), Now: "0", Deadline: "0", Err: "BADARG takes 1 key(s) and 6 arguments, got 1 and 7"},
+				{Args: a(5, 1001, ms, 1), Err: "BADARG rate must be at most one per µs (period*1000)"},
+				{Args: a(1000000000, 1, 1001*ms, 1), Err: "BADARG burst*period/rate must be at most 1e15 µs (31 years)"},
+				{Args: a(5, 10, sec, 1), Now: "x", Err: "BADARG now"},
+				{Args: a(5, 10, sec, 1), DeadlineIn: -sec, Err: "EXPIRED", TTL: []int64{-1}},
+				// A token bucket's state is not GCRA's.
+				{Args: a(5, 10, sec, 1), Err: "BADSTATE", TTL: []int64{-1}},
+			},
+		},
+		Scenario{
+			Name: "issue 15.4: a call run at or after its deadline takes nothing",
+			Keys: []string{"gam:{e}"},
+			Steps: []Step{
+				{Args: a(5, 10, sec, 3), DeadlineIn: -sec, Err: "EXPIRED", TTL: []int64{NoKey}},
+				{Args: a(5, 10, sec, 3), DeadlineIn: 10 * sec, Want: T(3, 2, 0, 300), TTL: []int64{300}},
+				{Args: a(5, 10, sec, 3), DeadlineIn: -time.Microsecond, Err: "EXPIRED", TTL: []int64{300}},
+			},
+		},
+		Scenario{
+			Name: "issue 15.2: a state dated past TIME + 60 s is refused and left as it is",
+			Keys: []string{"gam:{far}"},
+			Preset: func(t0 int64) []Preset {
+				return []Preset{{Key: "gam:{far}", Type: "string", Vals: []string{GCRAState(t0+60000001+100000, 100000, 100000)}, TTL: 86400000}}
+			},
+			Steps: []Step{
+				{Args: a(5, 10, sec, 1), Err: "BADSTATE", TTL: []int64{86400000}},
+			},
+		},
+	)
+}

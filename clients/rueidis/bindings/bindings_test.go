@@ -118,7 +118,7 @@ func TestCalls(t *testing.T) {
 
 	addrs := redisserver.NewCluster(t)
 	cc := open(t, addrs)
-	if _, err := bindings.Multi(ctx, cc, []string{"{a}x", "{b}y"}, bindings.MultiParams{Cost: 1, Limits: []int64{1, 1, 1000, 1, 1, 1000}}); err == nil || !rueidisErr(err, "CROSSSLOT") {
+	if _, err := bindings.Multi(ctx, cc, []string{"{a}x", "{b}y"}, bindings.MultiParams{Cost: 1, Limits: []bindings.MultiLimit{{Burst: 1, Rate: 1, Period: time.Second}, {Burst: 1, Rate: 1, Period: time.Second}}}); err == nil || !rueidisErr(err, "CROSSSLOT") {
 		t.Errorf("keys of two slots: %v, want CROSSSLOT", err)
 	}
 	if err := bindings.LoadAll(ctx, cc); err != nil {

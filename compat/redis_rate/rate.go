@@ -97,7 +97,7 @@ func (l Limiter) AllowN(ctx context.Context, key string, limit Limit, n int) (*R
 		// cost itself always fits.
 	case r.Allowed:
 		res.Allowed = n
-	case r.RetryAfter < 0:
+	case r.RetryAfter == bindings.GCRARetryAfterNever:
 		res.RetryAfter = Never
 	default:
 		res.RetryAfter = r.RetryAfter

@@ -47,7 +47,8 @@ test-lua:
 	$(GO) test ./tests/lua/...
 
 # Every fuzz target: the scripts (tests/lua), luagen's header parser, lint
-# and generator (gen), and the key builder (ratelimit), found by go test
+# and generator (gen), the key builder (ratelimit/internal/key) and the
+# Forwarded parser (ratelimit/clientip), their targets found by go test
 # -list so a new target cannot be left out. go test -fuzz takes one target
 # at a time; plain go test runs their seeds. fuzz-ci is the bounded run CI
 # makes; make fuzz runs 50 times longer; FUZZTIME sets the budget per target either
@@ -58,7 +59,7 @@ test-lua:
 # longer there. 2000 inputs is 0.3-12 s a target on an idle 2-core machine.
 # A failing input lands in the package's testdata/fuzz and from then on
 # runs in every go test.
-FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key
+FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key ./ratelimit/clientip
 
 fuzz-ci: FUZZTIME ?= 2000x
 fuzz-ci: fuzz-run

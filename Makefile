@@ -6,9 +6,11 @@ GO ?= go
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
 # demo page in headless Chromium (chromedp), go-redis's AutoPipeliner,
-# ratelimit over rueidis and valkey-go, and the framework adapters (gin,
-# Echo, chi, Fiber, gRPC, OpenTelemetry).
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel
+# ratelimit over rueidis and valkey-go, the framework adapters (gin,
+# Echo, chi, Fiber, gRPC, OpenTelemetry), and the drop-in modules for
+# redis_rate and ulule users, which run those projects' own test suites on
+# a real Redis.
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel compat/redis_rate compat/ulule
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -28,7 +30,7 @@ test:
 
 .PHONY: test-tools
 test-tools:
-	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers SKIP (apt-get install -y redis-server)"
+	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers and the compat modules (redis_rate, ulule) SKIP (apt-get install -y redis-server)"
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "$$REDLIMIT_CHROMIUM" ] || echo "*** no chromium on PATH: the browser test SKIPS (apt-get install -y chromium)"
 	@/usr/bin/python3 -c 'import redis' 2>/dev/null || python3 -c 'import redis' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with redis-py: the Python example's tests SKIP (apt-get install -y python3-redis)"
 	@/usr/bin/python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with FastAPI, httpx and uvicorn: the FastAPI example's tests SKIP (apt-get install -y python3-fastapi python3-httpx python3-uvicorn)"
@@ -45,7 +47,8 @@ test-lua:
 	$(GO) test ./tests/lua/...
 
 # Every fuzz target: the scripts (tests/lua), luagen's header parser, lint
-# and generator (gen), and the key builder (ratelimit), found by go test
+# and generator (gen), the key builder (ratelimit/internal/key) and the
+# Forwarded parser (ratelimit/clientip), their targets found by go test
 # -list so a new target cannot be left out. go test -fuzz takes one target
 # at a time; plain go test runs their seeds. fuzz-ci is the bounded run CI
 # makes; make fuzz runs 50 times longer; FUZZTIME sets the budget per target either
@@ -56,7 +59,7 @@ test-lua:
 # longer there. 2000 inputs is 0.3-12 s a target on an idle 2-core machine.
 # A failing input lands in the package's testdata/fuzz and from then on
 # runs in every go test.
-FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key
+FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key ./ratelimit/clientip
 
 fuzz-ci: FUZZTIME ?= 2000x
 fuzz-ci: fuzz-run

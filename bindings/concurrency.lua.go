@@ -5,6 +5,7 @@ package bindings
 
 import (
 	"context"
+	"regexp"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,19 +30,21 @@ const (
 	ConcurrencyOpRelease ConcurrencyOp = "release"
 )
 
+var concurrencyLeasePattern = regexp.MustCompile("^(?:^[A-Za-z0-9_-]{1,64}$)$")
+
 // ConcurrencyParams holds the arguments (ARGV) of concurrency.lua.
 type ConcurrencyParams struct {
 	// Op (ARGV[1]): take a lease, extend one, or end one
 	Op ConcurrencyOp
-	// Lease (ARGV[2]): the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
+	// Lease (ARGV[2], matching ^[A-Za-z0-9_-]{1,64}$): the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
 	Lease string
 	// Limit (ARGV[3], [1..10000]): most leases live at once
 	Limit int64
 	// TTL (ARGV[4], sent in whole milliseconds, [1..86400000]): how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
 	TTL time.Duration
-	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
 	Deadline time.Time
 }
 
@@ -126,11 +129,11 @@ func (b *Batch) Concurrency(leases string, p ConcurrencyParams) *Pending[Concurr
 func concurrencyCall(leases string, p ConcurrencyParams) *call {
 	e := newEncoder(concurrencyInfo, []string{leases})
 	e.enum("op", string(p.Op), "acquire", "renew", "release")
-	e.string(p.Lease)
+	e.pattern("lease", p.Lease, concurrencyLeasePattern)
 	e.int("limit", p.Limit, between(1, 10000))
 	e.ms("ttl", p.TTL, between(1, 86400000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -196,11 +199,11 @@ const concurrencySource = `--- Caps the requests in flight per key: at most limi
 --- call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
---- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
+--- @arg    lease        string/^[A-Za-z0-9_-]{1,64}$/  the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
 --- @arg    limit        int[1..10000]     most leases live at once
 --- @arg    ttl          ms[1..86400000]   how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
 --- @return allowed      bool              acquire: the lease is held; renew: it was live and now lives ttl from now; release: it was live and is gone
 --- @return remaining    int[0..]          leases that could still be taken now, never negative
 --- @return retry_after  ms[0..]           after a denied acquire, until enough leases expire for one more if none is released or renewed; else 0

@@ -29,9 +29,9 @@ type GCRAAtMostParams struct {
 	Period time.Duration
 	// N (ARGV[4], [1..1e9]): the most requests to take
 	N int64
-	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
 }
 
@@ -93,8 +93,8 @@ func gcraAtMostCall(tat string, p GCRAAtMostParams) *call {
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.int("n", p.N, between(1, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -137,8 +137,8 @@ const gcraAtMostSource = `--- GCRA's "take what is left, up to n" (go-redis/redi
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    n            int[1..1e9]       the most requests to take
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return taken        int[0..1e9]       requests counted: the least of n and what was left; 0 when none passes
 --- @return remaining    int[0..]          whole requests that would still pass now, after this call
 --- @return retry_after  ms[0..]           0 when something was taken; else until one request passes

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -489,6 +490,12 @@ func atLeast(lo int64) *intRange { return &intRange{lo: lo, hasLo: true} }
 
 func between(lo, hi int64) *intRange { return &intRange{lo: lo, hi: hi, hasLo: true, hasHi: true} }
 
+// or returns r that also holds the sentinels vals.
+func (r intRange) or(vals ...int64) *intRange {
+	r.also = vals
+	return &r
+}
+
 func (r *intRange) holds(n int64) bool {
 	if r == nil || (!r.hasLo || n >= r.lo) && (!r.hasHi || n <= r.hi) {
 		return true
@@ -567,8 +574,6 @@ func (d *decoder) bool(i int, name string) bool {
 	return false
 }
 
-func (e encoder) string(v string) { e.cl.addString(v) }
-
 func (e encoder) enum(name, v string, words ...string) {
 	for _, w := range words {
 		if v == w {
@@ -577,6 +582,15 @@ func (e encoder) enum(name, v string, words ...string) {
 		}
 	}
 	e.fail(name, strconv.Quote(v), "is not one of "+strings.Join(words, ", "))
+}
+
+// pattern sends v when the whole of it matches re (luagen compiles the
+// header's string/re/ as ^(?:re)$), and fails the call otherwise.
+func (e encoder) pattern(name, v string, re *regexp.Regexp) {
+	if !re.MatchString(v) {
+		e.fail(name, strconv.Quote(v), "does not match "+re.String())
+	}
+	e.cl.addString(v)
 }
 
 // duration sends v as an integer in unit. A v that is not a whole number of
@@ -659,4 +673,11 @@ func rest[T any](d *decoder, from, size int, name string, r *intRange, one func(
 		out = append(out, one(i))
 	}
 	return out
+}
+
+// count checks how many values, keys or records (what) a variadic got.
+func (e encoder) count(name, what string, n int, r *intRange) {
+	if !r.holds(int64(n)) {
+		e.fail(name, strconv.Itoa(n)+" "+what, "is a count out of range "+r.String())
+	}
 }

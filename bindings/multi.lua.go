@@ -19,16 +19,41 @@ func MultiSource() string { return multiSource }
 
 var multiInfo = &scriptMeta{file: "multi.lua", script: MultiScript}
 
+// MultiLimit is one record of @arg limits of multi.lua: its fields travel in this order, record after record.
+type MultiLimit struct {
+	// Burst is field 1 of each record, [1..1e9].
+	Burst int64
+	// Rate is field 2 of each record, [1..1e9].
+	Rate int64
+	// Period is field 3 of each record, sent in whole milliseconds, [1..1e11].
+	Period time.Duration
+}
+
+// MultiPerLimit is one record of @return per_limit of multi.lua: its fields travel in this order, record after record.
+type MultiPerLimit struct {
+	// Remaining is field 1 of each record, [0..].
+	Remaining int64
+	// RetryAfter is field 2 of each record, in milliseconds, [0..], or MultiPerLimitRetryAfterNever.
+	RetryAfter time.Duration
+	// ResetAfter is field 3 of each record, in milliseconds, [0..].
+	ResetAfter time.Duration
+}
+
+const (
+	// MultiPerLimitRetryAfterNever is the MultiPerLimit.RetryAfter that means never (-1 on the wire).
+	MultiPerLimitRetryAfterNever time.Duration = -1 * time.Millisecond
+)
+
 // MultiParams holds the arguments (ARGV) of multi.lua.
 type MultiParams struct {
 	// Cost (ARGV[1], [0..1e9]): requests this call counts for, against every limit; 0 only peeks
 	Cost int64
-	// Now (ARGV[2], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[2], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[3], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[3], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
-	// Limits (ARGV[4] onwards, [1..1e11]): per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
-	Limits []int64
+	// Limits (ARGV[4] onwards, [1..16] of them): per key in turn, as gcra.lua takes them
+	Limits []MultiLimit
 }
 
 // MultiResult is the reply of multi.lua.
@@ -37,8 +62,8 @@ type MultiResult struct {
 	Allowed bool
 	// Denied (reply element 2, [0..16]): the limit that binds a denial (1-based, KEYS order); 0 when allowed
 	Denied int64
-	// PerLimit (reply element 3 onwards, [-1..]): per key in turn: remaining, retry_after (ms; -1 when cost exceeds its burst) and reset_after (ms)
-	PerLimit []int64
+	// PerLimit (reply element 3 onwards, [1..16] of them): per key in turn; retry_after is never when cost exceeds its burst
+	PerLimit []MultiPerLimit
 }
 
 // Multi checks several limits on one request and counts it against all of them
@@ -98,11 +123,15 @@ func (b *Batch) Multi(keys []string, p MultiParams) *Pending[MultiResult] {
 
 func multiCall(keys []string, p MultiParams) *call {
 	e := newEncoder(multiInfo, keys)
+	e.count("keys", "keys", len(keys), between(1, 16))
 	e.int("cost", p.Cost, between(0, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
+	e.count("limits", "records", len(p.Limits), between(1, 16))
 	for _, v := range p.Limits {
-		e.int("limits", v, between(1, 100000000000))
+		e.int("burst", v.Burst, between(1, 1000000000))
+		e.int("rate", v.Rate, between(1, 1000000000))
+		e.ms("period", v.Period, between(1, 100000000000))
 	}
 	return e.call()
 }
@@ -110,9 +139,11 @@ func multiCall(keys []string, p MultiParams) *call {
 func multiDecode(v any) (MultiResult, error) {
 	d := newDecoder(multiInfo, v, 2, true)
 	r := MultiResult{
-		Allowed:  d.bool(0, "allowed"),
-		Denied:   d.int(1, "denied", between(0, 16)),
-		PerLimit: rest(&d, 2, 1, "per_limit", nil, func(i int) int64 { return d.int(i, "per_limit", atLeast(-1)) }),
+		Allowed: d.bool(0, "allowed"),
+		Denied:  d.int(1, "denied", between(0, 16)),
+		PerLimit: rest(&d, 2, 3, "per_limit", between(1, 16), func(i int) MultiPerLimit {
+			return MultiPerLimit{Remaining: d.int(i, "remaining", atLeast(0)), RetryAfter: d.ms(i+1, "retry_after", atLeast(0).or(-1)), ResetAfter: d.ms(i+2, "reset_after", atLeast(0))}
+		}),
 	}
 	if d.err != nil {
 		return MultiResult{}, d.err
@@ -155,14 +186,14 @@ const multiSource = `--- Checks several limits on one request and counts it agai
 --- State: per key, gcra.lua's string, '2<tat><interval>' or
 --- 'g<tat><interval>/<more>' in µs (see there); anything else at any key,
 --- of any type, is an error, and no key is written.
---- @key    ...keys       string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- @key    ...keys[1..16] string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
---- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline      unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
+--- @arg    now           unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline      unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    ...limits[1..16] (burst int[1..1e9], rate int[1..1e9], period ms[1..1e11])  per key in turn, as gcra.lua takes them
 --- @return allowed       bool
 --- @return denied        int[0..16]        the limit that binds a denial (1-based, KEYS order); 0 when allowed
---- @return ...per_limit  int[-1..]         per key in turn: remaining, retry_after (ms; -1 when cost exceeds its burst) and reset_after (ms)
+--- @return ...per_limit[1..16] (remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per key in turn; retry_after is never when cost exceeds its burst
 --- @error  BADARG        an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
 --- @error  EXPIRED       the server ran the call at or after its deadline; no key is written
 --- @error  WRONGTYPE     a key holds another type of value; no key is written

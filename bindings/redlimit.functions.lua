@@ -70,11 +70,11 @@ redis.register_function{
 --- call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
---- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
+--- @arg    lease        string/^[A-Za-z0-9_-]{1,64}$/  the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
 --- @arg    limit        int[1..10000]     most leases live at once
 --- @arg    ttl          ms[1..86400000]   how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
 --- @return allowed      bool              acquire: the lease is held; renew: it was live and now lives ttl from now; release: it was live and is gone
 --- @return remaining    int[0..]          leases that could still be taken now, never negative
 --- @return retry_after  ms[0..]           after a denied acquire, until enough leases expire for one more if none is released or renewed; else 0
@@ -404,11 +404,11 @@ redis.register_function{
 --- @arg    limit        int[1..1e9]       most cost admitted per window
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          cost still admitted in this window, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
@@ -672,11 +672,11 @@ redis.register_function{
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole requests that would still pass now, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
@@ -982,8 +982,8 @@ redis.register_function{
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    n            int[1..1e9]       the most requests to take
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return taken        int[0..1e9]       requests counted: the least of n and what was left; 0 when none passes
 --- @return remaining    int[0..]          whole requests that would still pass now, after this call
 --- @return retry_after  ms[0..]           0 when something was taken; else until one request passes
@@ -1308,11 +1308,11 @@ redis.register_function{
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole units that still fit, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
@@ -1602,14 +1602,14 @@ redis.register_function{
 --- State: per key, gcra.lua's string, '2<tat><interval>' or
 --- 'g<tat><interval>/<more>' in µs (see there); anything else at any key,
 --- of any type, is an error, and no key is written.
---- @key    ...keys       string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- @key    ...keys[1..16] string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
---- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline      unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
+--- @arg    now           unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline      unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    ...limits[1..16] (burst int[1..1e9], rate int[1..1e9], period ms[1..1e11])  per key in turn, as gcra.lua takes them
 --- @return allowed       bool
 --- @return denied        int[0..16]        the limit that binds a denial (1-based, KEYS order); 0 when allowed
---- @return ...per_limit  int[-1..]         per key in turn: remaining, retry_after (ms; -1 when cost exceeds its burst) and reset_after (ms)
+--- @return ...per_limit[1..16] (remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per key in turn; retry_after is never when cost exceeds its burst
 --- @error  BADARG        an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
 --- @error  EXPIRED       the server ran the call at or after its deadline; no key is written
 --- @error  WRONGTYPE     a key holds another type of value; no key is written
@@ -1980,11 +1980,11 @@ redis.register_function{
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          most cost admitted right now, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
@@ -2313,11 +2313,11 @@ redis.register_function{
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          units that still fit in the window, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
@@ -2652,11 +2652,11 @@ redis.register_function{
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
 --- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
---- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0       caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]               tokens left, never negative
---- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1               0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

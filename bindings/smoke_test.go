@@ -47,7 +47,7 @@ var smokes = map[string]smoke{
 		return r.Taken > 0, err
 	},
 	"multi.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
-		r, err := Multi(ctx, c, []string{key, key + ":day"}, MultiParams{Cost: 1, Now: now, Limits: []int64{1, 1, 1000, 10, 10, 86400000}})
+		r, err := Multi(ctx, c, []string{key, key + ":day"}, MultiParams{Cost: 1, Now: now, Limits: []MultiLimit{{Burst: 1, Rate: 1, Period: time.Second}, {Burst: 10, Rate: 10, Period: 24 * time.Hour}}})
 		return r.Allowed, err
 	},
 	"concurrency.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {

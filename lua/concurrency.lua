@@ -44,11 +44,11 @@
 --- call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
---- @arg    lease        string            the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
+--- @arg    lease        string/^[A-Za-z0-9_-]{1,64}$/  the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
 --- @arg    limit        int[1..10000]     most leases live at once
 --- @arg    ttl          ms[1..86400000]   how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none (a release can always go without one)
 --- @return allowed      bool              acquire: the lease is held; renew: it was live and now lives ttl from now; release: it was live and is gone
 --- @return remaining    int[0..]          leases that could still be taken now, never negative
 --- @return retry_after  ms[0..]           after a denied acquire, until enough leases expire for one more if none is released or renewed; else 0

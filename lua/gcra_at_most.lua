@@ -21,8 +21,8 @@
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    n            int[1..1e9]       the most requests to take
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return taken        int[0..1e9]       requests counted: the least of n and what was left; 0 when none passes
 --- @return remaining    int[0..]          whole requests that would still pass now, after this call
 --- @return retry_after  ms[0..]           0 when something was taken; else until one request passes

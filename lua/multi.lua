@@ -31,14 +31,14 @@
 --- State: per key, gcra.lua's string, '2<tat><interval>' or
 --- 'g<tat><interval>/<more>' in µs (see there); anything else at any key,
 --- of any type, is an error, and no key is written.
---- @key    ...keys       string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- @key    ...keys[1..16] string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
---- @arg    now           unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline      unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @arg    ...limits     int[1..1e11]      per key in turn: burst (1..1e9), rate (1..1e9) and period in ms (1..1e11), as gcra.lua takes them
+--- @arg    now           unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline      unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    ...limits[1..16] (burst int[1..1e9], rate int[1..1e9], period ms[1..1e11])  per key in turn, as gcra.lua takes them
 --- @return allowed       bool
 --- @return denied        int[0..16]        the limit that binds a denial (1-based, KEYS order); 0 when allowed
---- @return ...per_limit  int[-1..]         per key in turn: remaining, retry_after (ms; -1 when cost exceeds its burst) and reset_after (ms)
+--- @return ...per_limit[1..16] (remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per key in turn; retry_after is never when cost exceeds its burst
 --- @error  BADARG        an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
 --- @error  EXPIRED       the server ran the call at or after its deadline; no key is written
 --- @error  WRONGTYPE     a key holds another type of value; no key is written

@@ -50,11 +50,11 @@
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          most cost admitted right now, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until both counts weigh 0
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

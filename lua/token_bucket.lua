@@ -39,11 +39,11 @@
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
 --- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
---- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0       caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]               tokens left, never negative
---- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1               0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

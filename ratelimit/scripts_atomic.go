@@ -19,22 +19,21 @@ import (
 // returns one reply per limit: Allowed is whether that limit had room (the
 // request passed only when every one had).
 func runMulti(ctx context.Context, c redis.Scripter, keys []string, limits []Limit, cost int64, now time.Time) ([]reply, error) {
-	nums := make([]int64, 0, 3*len(limits))
-	for _, l := range limits {
-		nums = append(nums, l.Burst, l.Rate, l.Period.Milliseconds())
+	ls := make([]bindings.MultiLimit, len(limits))
+	for i, l := range limits {
+		ls[i] = bindings.MultiLimit{Burst: l.Burst, Rate: l.Rate, Period: l.Period}
 	}
-	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Deadline: call.Deadline(ctx), Limits: nums})
+	r, err := bindings.Multi(ctx, c, keys, bindings.MultiParams{Cost: cost, Now: now, Deadline: call.Deadline(ctx), Limits: ls})
 	if err != nil {
 		return nil, call.ClockRefused(ctx, err)
 	}
-	if len(r.PerLimit) != 3*len(limits) {
+	if len(r.PerLimit) != len(limits) {
 		return nil, &bindings.ReplyError{Script: "multi.lua", Element: 3, Name: "per_limit",
-			Want: fmt.Sprintf("%d numbers, three per limit", 3*len(limits)), Got: fmt.Sprintf("%d", len(r.PerLimit))}
+			Want: fmt.Sprintf("%d records, one per limit", len(limits)), Got: fmt.Sprintf("%d", len(r.PerLimit))}
 	}
 	out := make([]reply, len(limits))
-	for i := range out {
-		p := r.PerLimit[3*i : 3*i+3]
-		out[i] = reply{Allowed: p[1] == 0, Remaining: p[0], RetryAfter: time.Duration(p[1]) * time.Millisecond, ResetAfter: time.Duration(p[2]) * time.Millisecond}
+	for i, p := range r.PerLimit {
+		out[i] = reply{Allowed: p.RetryAfter == 0, Remaining: p.Remaining, RetryAfter: p.RetryAfter, ResetAfter: p.ResetAfter}
 	}
 	return out, nil
 }

@@ -341,9 +341,7 @@ export class Script {
     if (Number.isSafeInteger(v)) n = v;
     else if (typeof v === 'string' && INTEGER.test(v) && Number.isSafeInteger(Number(v))) n = Number(v);
     else fail('an integer');
-    let named = f.sentinels ?? [];
-    if (named.length === 0 && DURATIONS.has(t) && f.min === -1) named = [{ name: 'never', value: -1 }]; // a manifest whose headers predate sentinels
-    const s = named.find((x) => x.value === n);
+    const s = (f.sentinels ?? []).find((x) => x.value === n);
     if (s) {
       if (DURATIONS.has(t) && s.name === 'never') return NEVER;
       if (INSTANTS.has(t)) return null; // an instant's sentinel is 0, the zero time

@@ -145,7 +145,7 @@ test('variadic keys, arguments and returns', () => {
   entry.file = '../lua/gcra.lua';
   entry.keys = [{ name: 'first' }, { name: 'rest', variadic: true }];
   entry.args = [{ name: 'n', type: 'int', wire: '' }, { name: 'windows', type: 'ms', unit: 'milliseconds', wire: '', variadic: true }];
-  entry.returns = [{ name: 'allowed', type: 'bool', wire: '' }, { name: 'wait_each', type: 'ms', unit: 'milliseconds', min: -1, wire: '', variadic: true }];
+  entry.returns = [{ name: 'allowed', type: 'bool', wire: '' }, { name: 'wait_each', type: 'ms', unit: 'milliseconds', min: 0, sentinels: [{ name: 'never', value: -1 }], wire: '', variadic: true }];
   const s = new Script(entry, fileURLToPath(new URL('../../bindings', import.meta.url)), null);
   assert.deepEqual(s.encode(['a', 'b', 'c'], { n: 2, windows: [1000, 3_600_000] }), { keys: ['a', 'b', 'c'], argv: ['2', '1000', '3600000'] });
   assert.deepEqual(s.encode(['a'], { n: 2, windows: [] }).argv, ['2']);

@@ -400,8 +400,6 @@ class Script:
         else:
             fail("an integer")
         named = {x["value"]: x["name"] for x in f.get("sentinels", [])}
-        if not named and t in _DURATIONS and f.get("min") == -1:
-            named = {-1: "never"}  # a manifest whose headers predate sentinels
         if n in named:
             if t in _DURATIONS and named[n] == "never":
                 return NEVER

@@ -197,7 +197,7 @@ class ManifestTest(unittest.TestCase):
         s = copy.copy(self.bundle["gcra"])
         s.keys = [{"name": "first"}, {"name": "rest", "variadic": True}]
         s.args = [{"name": "n", "type": "int", "wire": ""}, {"name": "windows", "type": "ms", "unit": "milliseconds", "wire": "", "variadic": True}]
-        s.returns = [{"name": "allowed", "type": "bool", "wire": ""}, {"name": "waits", "type": "ms", "unit": "milliseconds", "min": -1, "wire": "", "variadic": True}]
+        s.returns = [{"name": "allowed", "type": "bool", "wire": ""}, {"name": "waits", "type": "ms", "unit": "milliseconds", "min": 0, "sentinels": [{"name": "never", "value": -1}], "wire": "", "variadic": True}]
         s.Reply = collections.namedtuple("R", ["allowed", "waits"])
         keys, argv = s.encode(["a", "b", "c"], {"n": 2, "windows": [dt.timedelta(seconds=1), dt.timedelta(hours=1)]})
         self.assertEqual((keys, argv), (["a", "b", "c"], ["2", "1000", "3600000"]))

@@ -1,6 +1,7 @@
 // Package redisserver starts throwaway redis-server processes on free
 // loopback ports for tests that run on a real server as well as on
-// miniredis: the generator's (gen, cmd/luagen) and ratelimit's.
+// miniredis: the generator's (gen, cmd/luagen) and ratelimit's, and for
+// the peers' own suites that compat/ runs (Main).
 //
 // Without redis-server on PATH a test that needs one is skipped, with a
 // message that says so, unless CI is set or REDLIMIT_REQUIRE_REDIS=1: then
@@ -9,6 +10,7 @@ package redisserver
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -110,32 +112,83 @@ func (s *Server) Resume() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
-	_, port, _ := net.SplitHostPort(s.Addr)
-	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}, s.extra...)
-	cmd := exec.Command("redis-server", args...)
-	log, err := os.OpenFile(filepath.Join(s.dir, "log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	cmd, err := launch(s.Addr, s.dir, s.extra)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	s.cmd = cmd
+}
+
+// launch starts redis-server on addr with its files in dir and returns
+// once it answers PING; on an error the process is stopped.
+func launch(addr, dir string, extra []string) (*exec.Cmd, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
+	cmd := exec.Command("redis-server", args...)
+	log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
 	}
 	defer log.Close() // the child keeps its own descriptor
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
+		return nil, err
 	}
-	s.cmd = cmd
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
 	for i := 0; ; i++ {
 		err := c.Ping(context.Background()).Err()
 		if err == nil {
-			return
+			return cmd, nil
 		}
 		if i == 200 {
-			out, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-			s.t.Fatalf("redis-server on %s did not answer PING: %v\n%s", s.Addr, err, out)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			out, _ := os.ReadFile(filepath.Join(dir, "log"))
+			return nil, fmt.Errorf("redis-server on %s did not answer PING: %v\n%s", addr, err, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Main is TestMain for a package whose tests all share one server and
+// cannot start it themselves (the peers' own suites in compat/, whose
+// helpers take no *testing.T): it starts a server, sets *addr to its
+// address, runs the tests, stops the server and returns the exit code.
+// Without redis-server it runs no test: under Required() it fails, and
+// otherwise it says loudly that nothing ran.
+func Main(m *testing.M, addr *string) int {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if Required() {
+			fmt.Fprintln(os.Stderr, "FAIL: redis-server is not on PATH, and a real Redis is required here (CI or REDLIMIT_REQUIRE_REDIS=1)")
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "*** SKIPPED: redis-server is not on PATH (apt-get install -y redis-server); NO test of this package ran")
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "redlimit-redis-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	*addr = l.Addr().String()
+	l.Close()
+	cmd, err := launch(*addr, dir, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	return m.Run()
 }
 
 // Maybe is Start for tests that also run without a real server: where

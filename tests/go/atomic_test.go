@@ -81,12 +81,12 @@ func TestMultiUnderLoad(t *testing.T) {
 					rng := rand.New(rand.NewSource(seed))
 					for i := 0; i < 40; i++ {
 						var ks []string
-						var nums []int64
+						var nums []bindings.MultiLimit
 						var which []int
 						for j, l := range lims {
 							if rng.Intn(3) > 0 {
 								ks = append(ks, keys[j])
-								nums = append(nums, l.burst, l.rate, l.periodMs)
+								nums = append(nums, bindings.MultiLimit{Burst: l.burst, Rate: l.rate, Period: time.Duration(l.periodMs) * time.Millisecond})
 								which = append(which, j)
 							}
 						}
@@ -158,7 +158,7 @@ func TestMultiCrossSlot(t *testing.T) {
 			break
 		}
 	}
-	_, err := bindings.Multi(ctx, c, []string{a, b}, bindings.MultiParams{Cost: 1, Limits: []int64{5, 5, 1000, 5, 5, 1000}})
+	_, err := bindings.Multi(ctx, c, []string{a, b}, bindings.MultiParams{Cost: 1, Limits: []bindings.MultiLimit{{Burst: 5, Rate: 5, Period: time.Second}, {Burst: 5, Rate: 5, Period: time.Second}}})
 	if err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("keys in two slots: %v, want CROSSSLOT", err)
 	}
@@ -371,7 +371,7 @@ func TestAtomicKeysExpire(t *testing.T) {
 			ctx := context.Background()
 			tag := strconv.FormatInt(time.Now().UnixNano(), 10)
 			keys := []string{"ea:{" + tag + "}", "eb:{" + tag + "}", "ec:{" + tag + "}"}
-			r, err := bindings.Multi(ctx, c, keys[:2], bindings.MultiParams{Cost: 1, Limits: []int64{2, 1, 200, 5, 5, 1000}})
+			r, err := bindings.Multi(ctx, c, keys[:2], bindings.MultiParams{Cost: 1, Limits: []bindings.MultiLimit{{Burst: 2, Rate: 1, Period: 200 * time.Millisecond}, {Burst: 5, Rate: 5, Period: time.Second}}})
 			if err != nil || !r.Allowed {
 				t.Fatalf("%v %v", r, err)
 			}

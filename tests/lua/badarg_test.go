@@ -9,6 +9,11 @@ import (
 	"github.com/redlimit/redlimit/tests/scenario"
 )
 
+// bad are the numbers no integer argument takes.
+var bad = []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "-1", "1e300", "2^53", " ",
+	"1e3", "1E3", "0x10", "0X1", " 5", "5 ", "\t5", "5\n", "+5", "5\x00junk", "1e-400", "007", "01", "-0",
+	"1.0", "5.", ".5", "0b1", "1_000", "١", "9007199254740993", "99999999999999999999999"}
+
 // TestEveryNumberRejectsBadInput goes by the header, not by the tables: for
 // every numeric argument of every script, every kind of bad value is a
 // BADARG reply naming that argument as the header does, and it changes
@@ -19,9 +24,6 @@ import (
 // BADARG too, and so are an extra argument, an extra key, and a call
 // without its key.
 func TestEveryNumberRejectsBadInput(t *testing.T) {
-	bad := []string{"", "abc", "nan", "-nan", "inf", "-inf", "1.5", "-1", "1e300", "2^53", " ",
-		"1e3", "1E3", "0x10", "0X1", " 5", "5 ", "\t5", "5\n", "+5", "5\x00junk", "1e-400", "007", "01", "-0",
-		"1.0", "5.", ".5", "0b1", "1_000", "١", "9007199254740993", "99999999999999999999999"}
 	for _, name := range scenario.Scripts() {
 		t.Run(name, func(t *testing.T) {
 			src, err := Source(name)
@@ -32,24 +34,19 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 			r, keys, good := firstWrite(t, name, src)
 			checked := map[string]bool{}
 			for i, arg := range header.Args {
-				var values []string
+				var values func(j int) []string // the bad values at ARGV position j
 				switch {
 				case len(arg.Enum) > 0:
 					// Any word but the declared ones, and the right word
 					// in another case or with a space.
-					values = []string{"", "0", "1", "nil", strings.ToUpper(arg.Enum[0]), " " + arg.Enum[0], arg.Enum[0] + "\x00"}
+					values = func(int) []string {
+						return []string{"", "0", "1", "nil", strings.ToUpper(arg.Enum[0]), " " + arg.Enum[0], arg.Enum[0] + "\x00"}
+					}
 				case arg.Type.IsInteger():
-					values = append([]string(nil), bad...)
-					if arg.Name != "cost" && arg.Name != "now" && arg.Name != "deadline" {
-						values = append(values, "0") // meaningless for every other number
-					}
-					// The header's bounds, one past each side.
-					if arg.Min != nil {
-						values = append(values, strconv.FormatInt(arg.Min.Int-1, 10))
-					}
-					if arg.Max != nil {
-						values = append(values, strconv.FormatInt(arg.Max.Int+1, 10))
-					}
+					values = func(int) []string { return badNumbers(arg) }
+				case arg.Type == gen.Record:
+					// multi's limits: each position is a field of a record.
+					values = func(j int) []string { return badNumbers(arg.Fields[(j-i)%len(arg.Fields)]) }
 				default:
 					continue
 				}
@@ -62,7 +59,7 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 					}
 				}
 				for _, j := range positions {
-					for _, v := range values {
+					for _, v := range values(j) {
 						argv := append([]string(nil), good...)
 						argv[j] = v
 						// A variadic argument's message names the element
@@ -156,4 +153,30 @@ func expectBadArg(t *testing.T, r *Redis, src string, keys, argv []string, prefi
 	if after := r.Snapshot(); !before.Equal(after) {
 		t.Errorf("%q changed state:\n%s->\n%s", argv, before, after)
 	}
+}
+
+// badNumbers are the values an integer field f refuses: the sweep's bad
+// numbers, 0 (meaningless for every number but cost, now and deadline),
+// and one past each bound, unless that is a sentinel (now's server_clock,
+// deadline's none: 0 means something).
+func badNumbers(f gen.Field) []string {
+	values := append([]string(nil), bad...)
+	if f.Name != "cost" && f.Name != "now" && f.Name != "deadline" {
+		values = append(values, "0")
+	}
+	sentinel := func(n int64) bool {
+		for _, s := range f.Sentinels {
+			if s.Value.Int == n {
+				return true
+			}
+		}
+		return false
+	}
+	if f.Min != nil && !sentinel(f.Min.Int-1) {
+		values = append(values, strconv.FormatInt(f.Min.Int-1, 10))
+	}
+	if f.Max != nil && !sentinel(f.Max.Int+1) {
+		values = append(values, strconv.FormatInt(f.Max.Int+1, 10))
+	}
+	return values
 }

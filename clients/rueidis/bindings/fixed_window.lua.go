@@ -18,9 +18,14 @@ var FixedWindowScript = rueidis.NewLuaScript(fixedWindowSource)
 func FixedWindowSource() string { return fixedWindowSource }
 
 // FixedWindowHash is the SHA1 of FixedWindowSource(), the hash EVALSHA and SCRIPT LOAD use.
-const FixedWindowHash = "f02577d776e720274bfb7b4b1073ba58861e3c2a"
+const FixedWindowHash = "2ba71e770aa97e6b3c335c003aef20f59d80fc30"
 
 var fixedWindowInfo = &scriptMeta{file: "fixed_window.lua", source: fixedWindowSource, hash: FixedWindowHash}
+
+const (
+	// FixedWindowRetryAfterNever is the FixedWindowResult.RetryAfter that means never (-1 on the wire).
+	FixedWindowRetryAfterNever time.Duration = -1 * time.Millisecond
+)
 
 // FixedWindowParams holds the arguments (ARGV) of fixed_window.lua.
 type FixedWindowParams struct {
@@ -30,9 +35,9 @@ type FixedWindowParams struct {
 	Window time.Duration
 	// Cost (ARGV[3], [0..1e9]): cost to count; 0 only peeks
 	Cost int64
-	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
 }
 
@@ -42,7 +47,7 @@ type FixedWindowResult struct {
 	Allowed bool
 	// Remaining (reply element 2, [0..]): cost still admitted in this window, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [0..], or FixedWindowRetryAfterNever): 0 when allowed; -1 when cost exceeds limit
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until the window ends; 0 when nothing is counted
 	ResetAfter time.Duration
@@ -111,8 +116,8 @@ func fixedWindowCall(counter string, p FixedWindowParams) *call {
 	e.int("limit", p.Limit, between(1, 1000000000))
 	e.ms("window", p.Window, between(1, 100000000000))
 	e.int("cost", p.Cost, between(0, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -121,7 +126,7 @@ func fixedWindowDecode(v any) (FixedWindowResult, error) {
 	r := FixedWindowResult{
 		Allowed:    d.bool(0, "allowed"),
 		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
 		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
@@ -172,11 +177,11 @@ const fixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- @arg    limit        int[1..1e9]       most cost admitted per window
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          cost still admitted in this window, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

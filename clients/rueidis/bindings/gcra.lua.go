@@ -18,9 +18,14 @@ var GCRAScript = rueidis.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "e99f59159c142922d1e43dd8e54287b641e5a511"
+const GCRAHash = "f1ce7e8a9b2a702e9db8f77abac3a85e1483755b"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
+
+const (
+	// GCRARetryAfterNever is the GCRAResult.RetryAfter that means never (-1 on the wire).
+	GCRARetryAfterNever time.Duration = -1 * time.Millisecond
+)
 
 // GCRAParams holds the arguments (ARGV) of gcra.lua.
 type GCRAParams struct {
@@ -32,9 +37,9 @@ type GCRAParams struct {
 	Period time.Duration
 	// Cost (ARGV[4], [0..1e9]): requests this call counts for; 0 only peeks
 	Cost int64
-	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
 }
 
@@ -44,7 +49,7 @@ type GCRAResult struct {
 	Allowed bool
 	// Remaining (reply element 2, [0..]): whole requests that would still pass now, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds burst
+	// RetryAfter (reply element 3, in milliseconds, [0..], or GCRARetryAfterNever): 0 when allowed; -1 when cost exceeds burst
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until the TAT is reached and a full burst passes again
 	ResetAfter time.Duration
@@ -124,8 +129,8 @@ func gcraCall(tat string, p GCRAParams) *call {
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.int("cost", p.Cost, between(0, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -134,7 +139,7 @@ func gcraDecode(v any) (GCRAResult, error) {
 	r := GCRAResult{
 		Allowed:    d.bool(0, "allowed"),
 		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
 		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
@@ -196,11 +201,11 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole requests that would still pass now, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds burst
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds burst
 --- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

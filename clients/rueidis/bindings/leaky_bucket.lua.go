@@ -18,9 +18,14 @@ var LeakyBucketScript = rueidis.NewLuaScript(leakyBucketSource)
 func LeakyBucketSource() string { return leakyBucketSource }
 
 // LeakyBucketHash is the SHA1 of LeakyBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const LeakyBucketHash = "afe3a793799ae8546567dd52df6f1d37b33d55fc"
+const LeakyBucketHash = "2687705d82f7cd899afcd18d9d2554df52f06ac4"
 
 var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", source: leakyBucketSource, hash: LeakyBucketHash}
+
+const (
+	// LeakyBucketRetryAfterNever is the LeakyBucketResult.RetryAfter that means never (-1 on the wire).
+	LeakyBucketRetryAfterNever time.Duration = -1 * time.Millisecond
+)
 
 // LeakyBucketParams holds the arguments (ARGV) of leaky_bucket.lua.
 type LeakyBucketParams struct {
@@ -32,9 +37,9 @@ type LeakyBucketParams struct {
 	Period time.Duration
 	// Cost (ARGV[4], [0..1e9]): units to pour; 0 only peeks
 	Cost int64
-	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
 }
 
@@ -44,7 +49,7 @@ type LeakyBucketResult struct {
 	Allowed bool
 	// Remaining (reply element 2, [0..]): whole units that still fit, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds capacity
+	// RetryAfter (reply element 3, in milliseconds, [0..], or LeakyBucketRetryAfterNever): 0 when allowed; -1 when cost exceeds capacity
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until the bucket is empty
 	ResetAfter time.Duration
@@ -120,8 +125,8 @@ func leakyBucketCall(bucket string, p LeakyBucketParams) *call {
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.int("cost", p.Cost, between(0, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -130,7 +135,7 @@ func leakyBucketDecode(v any) (LeakyBucketResult, error) {
 	r := LeakyBucketResult{
 		Allowed:    d.bool(0, "allowed"),
 		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
 		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
@@ -188,11 +193,11 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          whole units that still fit, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]           until the bucket is empty
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

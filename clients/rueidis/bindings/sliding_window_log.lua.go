@@ -18,9 +18,14 @@ var SlidingWindowLogScript = rueidis.NewLuaScript(slidingWindowLogSource)
 func SlidingWindowLogSource() string { return slidingWindowLogSource }
 
 // SlidingWindowLogHash is the SHA1 of SlidingWindowLogSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowLogHash = "ede82125e8fe9643683db80c012ca5947c35e7cf"
+const SlidingWindowLogHash = "c6f458b8a89514b28aa23e448e9dd1f895b8ab9f"
 
 var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", source: slidingWindowLogSource, hash: SlidingWindowLogHash}
+
+const (
+	// SlidingWindowLogRetryAfterNever is the SlidingWindowLogResult.RetryAfter that means never (-1 on the wire).
+	SlidingWindowLogRetryAfterNever time.Duration = -1 * time.Millisecond
+)
 
 // SlidingWindowLogParams holds the arguments (ARGV) of sliding_window_log.lua.
 type SlidingWindowLogParams struct {
@@ -30,9 +35,9 @@ type SlidingWindowLogParams struct {
 	Window time.Duration
 	// Cost (ARGV[3], [0..1e9]): units to admit; 0 only peeks
 	Cost int64
-	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
 }
 
@@ -42,7 +47,7 @@ type SlidingWindowLogResult struct {
 	Allowed bool
 	// Remaining (reply element 2, [0..]): units that still fit in the window, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [0..], or SlidingWindowLogRetryAfterNever): 0 when allowed; -1 when cost exceeds limit
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until the newest member leaves the window
 	ResetAfter time.Duration
@@ -114,8 +119,8 @@ func slidingWindowLogCall(log string, p SlidingWindowLogParams) *call {
 	e.int("limit", p.Limit, between(1, 10000))
 	e.ms("window", p.Window, between(1, 100000000000))
 	e.int("cost", p.Cost, between(0, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -124,7 +129,7 @@ func slidingWindowLogDecode(v any) (SlidingWindowLogResult, error) {
 	r := SlidingWindowLogResult{
 		Allowed:    d.bool(0, "allowed"),
 		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
 		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
@@ -178,11 +183,11 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- @arg    limit        int[1..10000]     most cost admitted within any window
 --- @arg    window       ms[1..1e11]       window length
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
---- @arg    now          unix_us[0..2^52]  caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]          units that still fit in the window, never negative
---- @return retry_after  ms[-1..]          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the newest member leaves the window
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

@@ -18,7 +18,7 @@ var TokenBucketScript = rueidis.NewLuaScript(tokenBucketSource)
 func TokenBucketSource() string { return tokenBucketSource }
 
 // TokenBucketHash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const TokenBucketHash = "009cf7a6daaaa2d8a4cb36ff13da97f32cb14399"
+const TokenBucketHash = "5ff88090a6837507e3b178537c324ff2c5269b90"
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", source: tokenBucketSource, hash: TokenBucketHash}
 
@@ -29,6 +29,11 @@ type TokenBucketRefill string
 const (
 	TokenBucketRefillSmooth   TokenBucketRefill = "smooth"
 	TokenBucketRefillInterval TokenBucketRefill = "interval"
+)
+
+const (
+	// TokenBucketRetryAfterNever is the TokenBucketResult.RetryAfter that means never (-1 on the wire).
+	TokenBucketRetryAfterNever time.Duration = -1 * time.Millisecond
 )
 
 // TokenBucketParams holds the arguments (ARGV) of token_bucket.lua.
@@ -43,9 +48,9 @@ type TokenBucketParams struct {
 	Refill TokenBucketRefill
 	// Cost (ARGV[5], [0..1e9]): tokens to take; 0 only peeks
 	Cost int64
-	// Now (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): caller clock, within 60 s of the server's TIME; 0 uses TIME
+	// Now (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[7], sent as whole microseconds since the epoch, rounded down; the zero time as 0, [0..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+	// Deadline (ARGV[7], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
 }
 
@@ -55,7 +60,7 @@ type TokenBucketResult struct {
 	Allowed bool
 	// Remaining (reply element 2, [0..]): tokens left, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [-1..]): 0 when allowed; -1 when cost exceeds capacity
+	// RetryAfter (reply element 3, in milliseconds, [0..], or TokenBucketRetryAfterNever): 0 when allowed; -1 when cost exceeds capacity
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until the bucket is full again
 	ResetAfter time.Duration
@@ -125,8 +130,8 @@ func tokenBucketCall(bucket string, p TokenBucketParams) *call {
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.enum("refill", string(p.Refill), "smooth", "interval")
 	e.int("cost", p.Cost, between(0, 1000000000))
-	e.unixUs("now", p.Now, between(0, 4503599627370496))
-	e.unixUs("deadline", p.Deadline, between(0, 4503599627370496))
+	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
+	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
 	return e.call()
 }
 
@@ -135,7 +140,7 @@ func tokenBucketDecode(v any) (TokenBucketResult, error) {
 	r := TokenBucketResult{
 		Allowed:    d.bool(0, "allowed"),
 		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(-1)),
+		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
 		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
 	}
 	if d.err != nil {
@@ -187,11 +192,11 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
 --- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
---- @arg    now          unix_us[0..2^52]       caller clock, within 60 s of the server's TIME; 0 uses TIME
---- @arg    deadline     unix_us[0..2^52]       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
+--- @arg    now          unix_us[1..2^52]|server_clock=0       caller clock, within 60 s of the server's TIME
+--- @arg    deadline     unix_us[1..2^52]|none=0       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 --- @return allowed      bool
 --- @return remaining    int[0..]               tokens left, never negative
---- @return retry_after  ms[-1..]               0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1               0 when allowed; -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]                until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed

@@ -44,7 +44,6 @@ func noRetries(t *testing.T, c redis.Scripter) redis.Scripter {
 	return out
 }
 
-
 // TestMultiUnderLoad: 64 goroutines send multi.lua random subsets of three
 // limits on one user's keys (one hash tag), with random costs, all at one
 // caller clock, so no capacity comes back during the run. Then each key's

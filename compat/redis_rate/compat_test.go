@@ -108,9 +108,13 @@ func TestRedisRateStateRefused(t *testing.T) {
 	if res, err := ours.Allow(ctx, "old", redis_rate.PerMinute(10)); err != nil || res.Allowed != 1 || res.Remaining != 9 {
 		t.Fatalf("after Reset: %+v, %v; want 1 allowed, 9 remaining", res, err)
 	}
+	// redis_rate cannot tell our state from its own, but never takes a
+	// request on it: redlimit's long form is a Lua error to it, and the
+	// short form GCRA keeps after one request (a number, which Redis keeps
+	// as an integer) a TAT decades ahead, which it denies.
 	mine, _ := rdb.Get(ctx, "rate:old").Result()
-	if res, err := theirs.Allow(ctx, "old", upstream.PerMinute(10)); err == nil {
-		t.Errorf("redis_rate on our state %q: %+v; want an error", mine, res)
+	if res, err := theirs.Allow(ctx, "old", upstream.PerMinute(10)); err == nil && res.Allowed != 0 {
+		t.Errorf("redis_rate on our state %q: %+v; want an error or a denial", mine, res)
 	}
 	if now, _ := rdb.Get(ctx, "rate:old").Result(); now != mine {
 		t.Errorf("redis_rate changed our state %q to %q", mine, now)

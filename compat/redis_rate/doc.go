@@ -22,8 +22,10 @@
 // The state of key k is one string at rate:<k> with a TTL, as in
 // redis_rate, but its value is redlimit's. A key that holds redis_rate's
 // state is refused with ErrBadState and left untouched (never read as
-// something it is not), and redis_rate answers redlimit's state with a Lua
-// error. So a migration starts every key fresh: stop redis_rate's writers,
+// something it is not), and redis_rate never takes a request on
+// redlimit's state: it answers it with a Lua error, or, for the short
+// state GCRA keeps after one request (a number), with a denial and a wait
+// of decades. So a migration starts every key fresh: stop redis_rate's writers,
 // then delete their keys (SCAN MATCH rate:* with UNLINK, or Limiter.Reset
 // per key) or let them expire, which takes at most a full burst's time
 // rounded up to a second. Do not run both on the same keys at once.

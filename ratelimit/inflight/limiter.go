@@ -269,7 +269,10 @@ func (l *Limiter) forget(k, id string, err error) {
 		defer cancel()
 		// Until it gets through: while the node is down the guard fails a
 		// call at once, and it lets calls through again within its probe
-		// interval of the node's return.
+		// interval of the node's return. The waits double from
+		// forgetEvery up to forgetAtMost, so an outage costs few tries and a
+		// return is met within forgetAtMost.
+		wait := forgetEvery
 		for {
 			now, err := call.Clock(l.clock)
 			if err == nil {
@@ -281,15 +284,19 @@ func (l *Limiter) forget(k, id string, err error) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(forgetEvery):
+			case <-time.After(wait):
 			}
+			wait = min(2*wait, forgetAtMost)
 		}
 	}()
 }
 
-// forgetEvery is how often a background release is sent again while it
-// fails.
-const forgetEvery = 50 * time.Millisecond
+// A background release that fails is sent again after forgetEvery, then
+// after twice as long each time, up to forgetAtMost.
+const (
+	forgetEvery  = 50 * time.Millisecond
+	forgetAtMost = 500 * time.Millisecond
+)
 
 const maxForgets = 64
 

@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci
+.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -94,6 +94,13 @@ check-generated:
 	$(GO) test ./gen -run 'Golden|Deterministic'
 	$(MAKE) --no-print-directory generate
 	@out="$$(git status --porcelain -- bindings gen/testdata $(addsuffix /bindings,$(CLIENT_BINDINGS)))" || { echo "check-generated needs git and a git checkout"; exit 1; }; if [ -n "$$out" ]; then echo "$$out"; echo "generated files are stale or untracked: run make generate and commit"; exit 1; fi
+
+# Every module's dependencies, fetched once before the tests (CI runs it,
+# so the list of modules lives here alone).
+download:
+	$(GO) mod download
+	cd bench && $(GO) mod download
+	for m in $(NESTED); do (cd $$m && $(GO) mod download) || exit 1; done
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed"; exit 1; }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,7 +20,7 @@ import (
 type Finding struct {
 	// Name says what was checked: "eviction", "memory", "persistence",
 	// "cluster-coverage", "full-coverage", "replicas", "functions",
-	// "retries", "version" or "config".
+	// "clock", "retries", "version" or "config".
 	Name string
 	// Severity is "critical" when limits are wrong or off now (slots no
 	// node serves, memory full, a library that is not redlimit's answering
@@ -44,7 +45,8 @@ func (f Finding) String() string {
 // cluster or ring) and of c itself, and returns what it finds that can
 // make limits reset silently, stop, or count a request twice: the eviction
 // policy, memory in use against maxmemory, persistence, the cluster's slot
-// coverage and replicas, the Functions library, the client's retries. No
+// coverage and replicas, the Functions library, each server's clock
+// against this process's, the client's retries. No
 // finding means none of those. It changes nothing. A server that refuses
 // CONFIG GET (managed services may) yields a "config" finding instead of
 // the checks that need it; an error means Redis could not be reached.
@@ -109,6 +111,14 @@ func checkNode(ctx context.Context, c *redis.Client, add func(Finding)) error {
 		add(Finding{"replicas", "warning", addr, "a master without replicas: if it crashes, its keys get no decision from Redis until it is back, and come back empty unless it persists"})
 	}
 	checkFunctions(ctx, c, addr, add)
+	sent := time.Now()
+	if now, err := c.Time(ctx).Result(); err == nil {
+		got := time.Now()
+		// The server read its clock somewhere between sent and got.
+		if f, ok := clockFinding(addr, now.Sub(sent.Add(got.Sub(sent)/2)), got.Sub(sent)/2); ok {
+			add(f)
+		}
+	}
 
 	policy, ok := config(ctx, c, "maxmemory-policy")
 	if !ok {
@@ -149,6 +159,34 @@ func checkNode(ctx context.Context, c *redis.Client, add func(Finding)) error {
 		add(Finding{"persistence", "warning", addr, "appendfsync no: a crash of the machine loses what the OS had not written (up to ~30 s of counts); appendfsync everysec loses at most about 2 s"})
 	}
 	return nil
+}
+
+// clockFinding judges a server clock that is off this process's by offset,
+// give or take uncertainty (half the TIME round trip). The scripts take
+// the server's TIME as now, and a caller clock (WithClock) only within 60 s
+// of it; a replica that takes over a master's keys judges the instants the
+// master wrote on its own clock. Off by more than a second, limits are off
+// by as much after a failover; by more than 60 s, caller clocks are refused
+// and a replica refuses the states it takes over (BADSTATE) until they
+// expire.
+func clockFinding(addr string, offset, uncertainty time.Duration) (Finding, bool) {
+	off := offset
+	if off < 0 {
+		off = -off
+	}
+	off -= uncertainty // what it is off by at least
+	if off <= time.Second {
+		return Finding{}, false
+	}
+	dir := "ahead of"
+	if offset < 0 {
+		dir = "behind"
+	}
+	what := fmt.Sprintf("TIME here is %s %s this process's clock", off.Round(time.Second), dir)
+	if off > 60*time.Second {
+		return Finding{"clock", "critical", addr, what + ": calls with WithClock are refused (the scripts allow a caller clock 60 s from TIME), and a replica whose clock differs as much from its master's refuses the states it takes over after a failover (BADSTATE); run NTP on every server"}, true
+	}
+	return Finding{"clock", "warning", addr, what + ": servers whose clocks differ by as much move each limit by as much when a replica takes over; run NTP on every server"}, true
 }
 
 // checkFunctions finds a redlimit library that is not this version's, and

@@ -83,7 +83,7 @@ type call struct {
 	err    error
 	finish func(*redis.Cmd) error // set by queue
 	keyBuf [1]string
-	argBuf [10]any // a call of 256 bytes in all
+	argBuf [12]any // a call of 288 bytes, a size class of Go's allocator: a key and 8 arguments fit (token_bucket.lua has 7)
 }
 
 // newEncoder starts a call with a copy of keys (so a literal slice of keys
@@ -103,6 +103,9 @@ func newEncoder(s *scriptMeta, keys []string) encoder {
 func (cl *call) addInt(n int64) { cl.args = append(cl.args, n) }
 
 func (cl *call) addString(s string) { cl.args = append(cl.args, s) }
+
+// addWord appends a string already boxed (enum's words).
+func (cl *call) addWord(w any) { cl.args = append(cl.args, w) }
 
 // router is a client that sends the package's calls its own way: the
 // FunctionsClient of luagen_functions.go, when the package has a Functions

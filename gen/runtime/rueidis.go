@@ -72,6 +72,9 @@ func (cl *call) addInt(n int64) { cl.args = append(cl.args, strconv.FormatInt(n,
 
 func (cl *call) addString(s string) { cl.args = append(cl.args, s) }
 
+// addWord appends one of enum's words.
+func (cl *call) addWord(w any) { cl.args = append(cl.args, w.(string)) }
+
 // command builds name (EVALSHA, EVAL, or their _RO forms) with body (the
 // hash or the script). Only the first key routes it: rueidis's builder
 // panics on keys of several slots in a cluster, where the server's

@@ -8,8 +8,9 @@ import (
 )
 
 // Check at start-up names what in Redis's configuration, or the client's,
-// would reset, stop or double-count limits. (miniredis has no CONFIG, so
-// here it can only say that; a real server gets every check.)
+// would reset, stop or double-count limits. (The examples' miniredis has
+// no CONFIG, so here Check can only say that, and its clock is set to a
+// fixed day, which Check finds too; a real server gets every check.)
 func ExampleCheck() {
 	rdb := exampleRedis()
 	findings, err := ratelimit.Check(context.Background(), rdb)
@@ -20,6 +21,7 @@ func ExampleCheck() {
 		fmt.Println(f.Severity, f.Name)
 	}
 	// Output:
+	// critical clock
 	// warning config
 	// warning retries
 }

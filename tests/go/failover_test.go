@@ -116,7 +116,11 @@ func TestClusterFailover(t *testing.T) {
 	cl.Masters[0].Stop()
 	replica := redis.NewClient(&redis.Options{Addr: cl.Replicas[0][0].Addr})
 	defer replica.Close()
-	promotedAt := waitRole(t, replica, "master", 30*time.Second)
+	// The promotion happened after stillReplica (when the last poll that
+	// found a replica was sent) and before promotedAt (when a poll found a
+	// master): a call that ended before the one was on a dead master, a
+	// call that began after the other on the promoted one.
+	stillReplica, promotedAt := waitInfoWindow(t, replica, "role:master", 30*time.Second)
 	time.Sleep(1500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -143,7 +147,7 @@ func TestClusterFailover(t *testing.T) {
 			if e.start.After(killAt) && end.Before(promotedAt) {
 				healthyDown = append(healthyDown, e.took)
 			}
-		case e.start.After(killAt) && end.Before(promotedAt):
+		case e.start.After(killAt) && end.Before(stillReplica):
 			if !e.fallback {
 				t.Errorf("a decision from Redis on the dead master, %v after the kill", e.start.Sub(killAt))
 			}
@@ -336,10 +340,24 @@ func waitRole(t *testing.T, c *redis.Client, role string, limit time.Duration) t
 
 func waitInfo(t *testing.T, c *redis.Client, line string, limit time.Duration) time.Time {
 	t.Helper()
+	_, at := waitInfoWindow(t, c, line, limit)
+	return at
+}
+
+// waitInfoWindow polls INFO replication until it shows line, and returns
+// when the last poll that did not show it was sent (the change came after
+// it) and when the poll that showed it answered (the change came before).
+func waitInfoWindow(t *testing.T, c *redis.Client, line string, limit time.Duration) (before, at time.Time) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		if info, err := c.Info(context.Background(), "replication").Result(); err == nil && strings.Contains(info, line+"\r\n") {
-			return time.Now()
+		sent := time.Now()
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, line+"\r\n") {
+			return before, time.Now()
+		}
+		if err == nil {
+			before = sent
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not report %s within %v", c.Options().Addr, line, limit)

@@ -20,10 +20,11 @@ func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(c
 //
 // Every admission is Redis's, so any number of waiters, in any number of
 // processes, never pass more than the limit. Waiters for one key in this
-// process queue in turn, so that only the first asks Redis; each wait is
-// the denial's RetryAfter plus a random jitter (up to an eighth of the wait
-// or of the limit's interval, Period/Rate, doubling with each denial up to
-// four intervals), so that processes woken together do not all ask at once.
+// process queue in turn, so that only the first asks Redis; a waiter with
+// the turn sleeps what is left of its last denial's RetryAfter plus a
+// random jitter (up to an eighth of that or of the limit's interval,
+// Period/Rate, doubling with each denial up to four intervals), so that
+// processes woken together do not all ask at once.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if l == nil {
 		return errNilLimiter
@@ -34,6 +35,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if err != nil || wait == 0 {
 		return err
 	}
+	// The wait runs from the denial, not from the turn: a waiter that
+	// queued for longer asks at once.
+	due := time.Now().Add(wait)
 	release, err := l.waits.enter(ctx, key)
 	if err != nil {
 		return err
@@ -41,6 +45,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	defer release()
 	interval := l.limit.Period / time.Duration(l.limit.Rate)
 	for attempt := 0; ; attempt++ {
+		wait = max(time.Until(due), 0)
 		wait += jitter(wait, interval, attempt)
 		if deadline, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(deadline))
@@ -55,6 +60,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 		if wait, err = l.try(ctx, key, n); err != nil || wait == 0 {
 			return err
 		}
+		due = time.Now().Add(wait)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/valkey-io/valkey-go"
 
+	rbindings "github.com/redlimit/redlimit/clients/rueidis/bindings"
 	rueidisscripter "github.com/redlimit/redlimit/clients/rueidis/scripter"
+	vbindings "github.com/redlimit/redlimit/clients/valkey/bindings"
 	valkeyscripter "github.com/redlimit/redlimit/clients/valkey/scripter"
 )
 
@@ -17,10 +19,15 @@ import (
 // the client pipelines concurrent callers' commands on shared connections.
 type otherClients struct {
 	rueidis, valkey redis.Scripter
-	// rueidisClient is the client itself, for the floor sent natively
-	// (floor_rueidis_native): set beside floor_rueidis, the adapter's own
-	// cost (building the command, decoding the reply).
+	// rueidisClient and valkeyClient are the clients themselves, for the
+	// floor sent natively (floor_rueidis_native: set beside floor_rueidis,
+	// the adapter's own cost, building the command and decoding the reply)
+	// and for GCRA through each client's own generated bindings
+	// (bindings_gcra_rueidis, bindings_gcra_valkey: set beside
+	// redlimit_gcra_rueidis and redlimit_gcra_valkey, what ratelimit and
+	// the adapter cost together).
 	rueidisClient rueidis.Client
+	valkeyClient  valkey.Client
 }
 
 func openOtherClients(b *testing.B, sent *sentCounter) otherClients {
@@ -36,15 +43,17 @@ func openOtherClients(b *testing.B, sent *sentCounter) otherClients {
 	b.Cleanup(vc.Close)
 	return otherClients{
 		rueidis:       counting{rueidisscripter.New(rc), sent},
-		valkey:        counting{valkeyscripter.New(vc), sent},
+		valkey:        counting{valkeyscripter.New(vc), sent}, // the same type: both are internal/scripting's
 		rueidisClient: rc,
+		valkeyClient:  vc,
 	}
 }
 
-// counting counts the scripts sent through a Scripter that is not a
-// go-redis client (whose hook counts them otherwise).
+// counting counts the scripts sent through an adapter (whose commands no
+// go-redis hook sees), and passes every method on, Process (the bindings'
+// way of sending) and Del included.
 type counting struct {
-	redis.Scripter
+	*rueidisscripter.Scripter
 	sent *sentCounter
 }
 
@@ -68,6 +77,11 @@ func (c counting) EvalShaRO(ctx context.Context, sha string, keys []string, args
 	return c.Scripter.EvalShaRO(ctx, sha, keys, args...)
 }
 
+func (c counting) Process(ctx context.Context, cmd redis.Cmder) error {
+	c.sent.addName(ctx, cmd.Name())
+	return c.Scripter.Process(ctx, cmd)
+}
+
 // nativeFloor is the floor sent through rueidis's own API: EVALSHA of
 // return 1 with the key, the reply read as an integer.
 func nativeFloor(c rueidis.Client, sent *sentCounter) limiter {
@@ -76,5 +90,30 @@ func nativeFloor(c rueidis.Client, sent *sentCounter) limiter {
 		sent.addName(ctx, "evalsha")
 		_, err := c.Do(ctx, c.B().Evalsha().Sha1(sha).Numkeys(1).Key(key).Build()).AsInt64()
 		return err == nil, false, err
+	}}
+}
+
+// ourKey is the Redis key ratelimit gives key under oursPrefix, for the
+// rows that call the bindings themselves: the same key, the same state.
+func ourKey(key string) string { return oursPrefix + "{" + key + "}" }
+
+// rueidisGCRA is gcra.lua through clients/rueidis/bindings, as ratelimit
+// sends it (the quota, a cost of 1, the server's clock, no deadline).
+func rueidisGCRA(c rueidis.Client, q quota, sent *sentCounter) limiter {
+	p := rbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Cost: 1}
+	return limiter{"bindings_gcra_rueidis", "rate", func(ctx context.Context, key string) (bool, bool, error) {
+		sent.addName(ctx, "evalsha")
+		r, err := rbindings.GCRA(ctx, c, ourKey(key), p)
+		return r.Allowed, false, err
+	}}
+}
+
+// valkeyGCRA is the same through clients/valkey/bindings.
+func valkeyGCRA(c valkey.Client, q quota, sent *sentCounter) limiter {
+	p := vbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Cost: 1}
+	return limiter{"bindings_gcra_valkey", "rate", func(ctx context.Context, key string) (bool, bool, error) {
+		sent.addName(ctx, "evalsha")
+		r, err := vbindings.GCRA(ctx, c, ourKey(key), p)
+		return r.Allowed, false, err
 	}}
 }

@@ -27,19 +27,19 @@ const outboundN = 100
 
 // outboundMargin is the recipe's margin (docs/recipes.md): its window is a
 // second and this much more, for the time from a decision to its call.
-const outboundMargin = 20 * time.Millisecond
+const outboundMargin = 50 * time.Millisecond
 
 // outboundRecipes are the ways to keep outboundN a second that TestOutbound
-// compares: the recipe, the same log with a wider margin and without one, and GCRA as the
-// background job's recipe sets it (a burst of 5), by default (a burst of
-// the rate) and paced (a burst of 1).
+// compares: the recipe, the same log with a narrower margin and without
+// one, and GCRA as the background job's recipe sets it (a burst of 5), by
+// default (a burst of the rate) and paced (a burst of 1).
 var outboundRecipes = []struct {
 	name  string
 	alg   ratelimit.Algorithm
 	limit ratelimit.Limit
 }{
-	{"log_1s_20ms", ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: outboundN, Period: time.Second + outboundMargin, Burst: outboundN}},
-	{"log_1s_50ms", ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: outboundN, Period: time.Second + 50*time.Millisecond, Burst: outboundN}},
+	{"log_1s_50ms", ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: outboundN, Period: time.Second + outboundMargin, Burst: outboundN}},
+	{"log_1s_20ms", ratelimit.SlidingWindowLog, ratelimit.Limit{Rate: outboundN, Period: time.Second + 20*time.Millisecond, Burst: outboundN}},
 	{"log_1s", ratelimit.SlidingWindowLog, ratelimit.PerSecond(outboundN)},
 	{"gcra_burst5", ratelimit.GCRA, ratelimit.PerSecond(outboundN).WithBurst(5)},
 	{"gcra_default", ratelimit.GCRA, ratelimit.PerSecond(outboundN)},
@@ -63,8 +63,9 @@ const outboundProcesses = 4
 // time from a call to the n-th after it, past the first n: a log admits in
 // bursts, so a count over a few seconds would be off by up to n); worst
 // the most calls in any second of call instants, which the third party
-// counts; late the calls made 20 ms or more after their command was sent
-// (the recipe's margin); decisions the Redis decisions per call.
+// counts; late the calls made 50 ms or more after their command was sent
+// (the recipe's margin: those may fall in a second the log did not count
+// them in); decisions the Redis decisions per call.
 func TestOutbound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: runs each recipe for 5 s")
@@ -78,7 +79,7 @@ func TestOutbound(t *testing.T) {
 			}
 			fmt.Printf("OUTBOUND row=%s round=%d n=%d calls=%d rate=%.1f worst=%d late=%d decisions=%.2f\n",
 				rc.name, round, outboundN, res.calls, res.rate, res.worst, res.late, res.decisions)
-			if rc.name == "log_1s_20ms" && res.worst > outboundN && res.late == 0 {
+			if rc.name == "log_1s_50ms" && res.worst > outboundN && res.late == 0 {
 				t.Errorf("%s: %d calls in one second, none of them late: the recipe promises at most %d", rc.name, res.worst, outboundN)
 			}
 		}

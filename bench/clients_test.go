@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -19,6 +20,9 @@ import (
 // the client pipelines concurrent callers' commands on shared connections.
 type otherClients struct {
 	rueidis, valkey redis.Scripter
+	// rueidisFlush is rueidis with MaxFlushDelay 20 µs: its writer waits
+	// that long after a write for more commands to send with the next.
+	rueidisFlush redis.Scripter
 	// rueidisClient and valkeyClient are the clients themselves, for the
 	// floor sent natively (floor_rueidis_native: set beside floor_rueidis,
 	// the adapter's own cost, building the command and decoding the reply)
@@ -36,6 +40,11 @@ func openOtherClients(b *testing.B, sent *sentCounter) otherClients {
 		b.Fatal(err)
 	}
 	b.Cleanup(rc.Close)
+	rf, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, MaxFlushDelay: 20 * time.Microsecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(rf.Close)
 	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}})
 	if err != nil {
 		b.Fatal(err)
@@ -43,6 +52,7 @@ func openOtherClients(b *testing.B, sent *sentCounter) otherClients {
 	b.Cleanup(vc.Close)
 	return otherClients{
 		rueidis:       counting{rueidisscripter.New(rc), sent},
+		rueidisFlush:  counting{rueidisscripter.New(rf), sent},
 		valkey:        counting{valkeyscripter.New(vc), sent}, // the same type: both are internal/scripting's
 		rueidisClient: rc,
 		valkeyClient:  vc,

@@ -118,7 +118,8 @@ func BenchmarkDecision(b *testing.B) {
 		// redlimit's rows: each variant is the six scripts (or those it
 		// names) as ratelimit runs them over one client. rueidis and
 		// valkey-go pipeline by default; over valkey-go (the rueidis adapter
-		// under another import path), GCRA and the token bucket.
+		// under another import path), GCRA and the token bucket; GCRA over
+		// rueidis with a MaxFlushDelay of 20 µs.
 		coalescing := []string{"gcra", "token_bucket"} // the algorithms that coalesce
 		variants := []ourVariant{
 			{plain, c, false, nil},
@@ -126,6 +127,7 @@ func BenchmarkDecision(b *testing.B) {
 			{withCache, c, false, nil},
 			{variant{suffix: "_rueidis"}, other.rueidis, true, nil},
 			{variant{suffix: "_valkey"}, other.valkey, true, coalescing},
+			{variant{suffix: "_flush20us_rueidis"}, other.rueidisFlush, true, []string{"gcra"}},
 		}
 		if withoutCoalescing != nil {
 			variants = append(variants,

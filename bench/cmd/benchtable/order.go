@@ -28,7 +28,7 @@ var implOrder = func() []string {
 				out = append(out, "redlimit_"+a+"_nocoalesce")
 			}
 			if suffix == "_rueidis" && a == "gcra" {
-				out = append(out, "redlimit_gcra_nocoalesce_rueidis")
+				out = append(out, "redlimit_gcra_nocoalesce_rueidis", "redlimit_gcra_flush20us_rueidis")
 			}
 		}
 	}

@@ -69,6 +69,7 @@ type yamlDescriptor struct {
 }
 
 type yamlFile struct {
+	keyLine     int // the line of the key whose value is being read
 	name        string
 	domain      string
 	domainLine  int
@@ -169,6 +170,7 @@ func (f *yamlFile) fields(m *yaml.Node, where string, handlers map[string]func(*
 			f.warnings = append(f.warnings, fmt.Sprintf("%s:%d: '%s' means nothing in %s and is ignored", f.name, k.Line, k.Value, where))
 			continue
 		}
+		f.keyLine = k.Line
 		if err := h(v); err != nil {
 			return err
 		}
@@ -230,7 +232,7 @@ func (f *yamlFile) rule(m *yaml.Node) (*yamlRule, error) {
 	if m.Kind != yaml.MappingNode {
 		return nil, f.errf(m, "error loading config file: cannot unmarshal %s into a rate_limit", describe(m))
 	}
-	r := &yamlRule{line: m.Line}
+	r := &yamlRule{line: f.keyLine}
 	err := f.fields(m, "a rate_limit", map[string]func(*yaml.Node) error{
 		"requests_per_unit": func(n *yaml.Node) error {
 			v, err := f.uint(n, 32)

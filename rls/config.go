@@ -23,7 +23,7 @@ var validKeys = map[string]bool{
 	"unlimited": true, "shadow_mode": true, "quota_mode": true, "name": true,
 	"replaces": true, "detailed_metric": true, "value_to_metric": true,
 	"share_threshold": true,
-	"algorithm": true, "burst": true, // this server's extension
+	"algorithm":       true, "burst": true, // this server's extension
 }
 
 // A ConfigError is a configuration refused: the file, the line (0 when it
@@ -59,13 +59,13 @@ type yamlRule struct {
 
 // yamlDescriptor is one entry of a descriptors list.
 type yamlDescriptor struct {
-	line                                                    int
-	key, value                                              string
-	rule                                                    *yamlRule
-	descriptors                                             []yamlDescriptor
-	shadowMode, quotaMode, detailedMetric, valueToMetric    bool
-	shareThreshold                                          bool
-	shareThresholdLine                                      int
+	line                                                 int
+	key, value                                           string
+	rule                                                 *yamlRule
+	descriptors                                          []yamlDescriptor
+	shadowMode, quotaMode, detailedMetric, valueToMetric bool
+	shareThreshold                                       bool
+	shareThresholdLine                                   int
 }
 
 type yamlFile struct {

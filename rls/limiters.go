@@ -79,6 +79,7 @@ func newLimiters(rdb redis.Scripter, o limiterOptions) (*limiters, error) {
 // A limiter decides for one rule.
 type limiter struct {
 	l     *ratelimit.Limiter
+	name  string // the algorithm and period: limiters of one name share keys
 	burst int64
 }
 
@@ -104,7 +105,7 @@ func (ls *limiters) bind(r *Rule) error {
 	if err != nil {
 		return fmt.Errorf("rate_limit of %d per %s (algorithm %s, burst %d): %v", r.RequestsPerUnit, periodName(r.Period), r.Algorithm, limit.Burst, strings.TrimPrefix(err.Error(), ratelimit.ErrInvalid.Error()+": "))
 	}
-	r.lim = &limiter{l: l, burst: limit.Burst}
+	r.lim = &limiter{l: l, name: r.Algorithm + ":" + periodName(r.Period) + ":", burst: limit.Burst}
 	return nil
 }
 

@@ -20,12 +20,12 @@ import (
 // calls in flight.
 type Service struct {
 	rlpb.UnimplementedRateLimitServiceServer
-	lims    *limiters
-	config  atomic.Pointer[Config]
+	lims   *limiters
+	config atomic.Pointer[Config]
 	// noConfig says why no configuration serves, before the first loads.
 	noConfig atomic.Pointer[noConfig]
-	metrics *metrics // nil without Prometheus
-	opts    serviceOptions
+	metrics  *metrics // nil without Prometheus
+	opts     serviceOptions
 }
 
 // serviceOptions are the environment's settings for answers.
@@ -296,11 +296,12 @@ func (s *Service) decideAll(ctx context.Context, req *rlpb.RateLimitRequest, ms 
 
 func (s *Service) canDeny(r *Rule) bool { return !r.ShadowMode && !r.QuotaMode }
 
-// run decides descriptors which (hits 0 looks), at once when there are
-// several.
+// run decides descriptors which (hits 0 looks): descriptors with one key
+// in the order of the request, as the reference counts them (it sends them
+// in one pipeline), and different keys at once.
 func (s *Service) run(ctx context.Context, req *rlpb.RateLimitRequest, ms []*match, which []int, hits []uint64, outs []outcome) error {
-	one := func(i int) error {
-		o, err := ms[i].rule.lim.decide(ctx, key(req.Domain, req.Descriptors[i].Entries, ms[i].values), hits[i])
+	one := func(i int, key string) error {
+		o, err := ms[i].rule.lim.decide(ctx, key, hits[i])
 		if err != nil {
 			return describeError(i, err)
 		}
@@ -308,15 +309,33 @@ func (s *Service) run(ctx context.Context, req *rlpb.RateLimitRequest, ms []*mat
 		return nil
 	}
 	if len(which) == 1 {
-		return one(which[0])
+		i := which[0]
+		return one(i, key(req.Domain, req.Descriptors[i].Entries, ms[i].values))
 	}
-	errs := make([]error, len(which))
+	var groups [][]int
+	keys := make(map[string]int, len(which))
+	names := make([]string, len(ms))
+	for _, i := range which {
+		k := ms[i].rule.lim.name + key(req.Domain, req.Descriptors[i].Entries, ms[i].values)
+		names[i] = k
+		if g, ok := keys[k]; ok {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		keys[k] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	errs := make([]error, len(ms))
 	var wg sync.WaitGroup
-	for j, i := range which {
+	for _, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[j] = one(i)
+			for _, i := range g {
+				if errs[i] = one(i, names[i][len(ms[i].rule.lim.name):]); errs[i] != nil {
+					return
+				}
+			}
 		}()
 	}
 	wg.Wait()

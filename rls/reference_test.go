@@ -145,11 +145,40 @@ type refServer struct {
 	client rlpb.RateLimitServiceClient
 	http   string
 	log    *logBuffer
+	cmd    *exec.Cmd
+	root   string        // RUNTIME_ROOT
+	exited chan struct{} // closed when the process has exited
 }
 
 // startReference runs the reference with the files in config on Redis at
 // redisAddr, with env added to what it needs, and waits until it answers.
 func startReference(t testing.TB, redisAddr string, config map[string]string, env map[string]string) *refServer {
+	t.Helper()
+	rs := launchReference(t, redisAddr, config, env)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, err := rs.healthcheck()
+		if code == 200 {
+			return rs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reference did not become healthy in 20 s: %v\n%s", err, rs.log)
+		}
+	}
+}
+
+// healthcheck is the reference's /healthcheck status code.
+func (rs *refServer) healthcheck() (int, error) {
+	resp, err := http.Get("http://" + rs.http + "/healthcheck")
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// launchReference starts the reference as startReference does, without
+// waiting for it. RUNTIME_SUBDIRECTORY set to "-" in env is left unset.
+func launchReference(t testing.TB, redisAddr string, config map[string]string, env map[string]string) *refServer {
 	t.Helper()
 	bin := referenceBinary(t)
 	root := t.TempDir()
@@ -173,25 +202,24 @@ func startReference(t testing.TB, redisAddr string, config map[string]string, en
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	if env["RUNTIME_SUBDIRECTORY"] == "-" {
+		var kept []string
+		for _, kv := range cmd.Env {
+			if !strings.HasPrefix(kv, "RUNTIME_SUBDIRECTORY=") {
+				kept = append(kept, kv)
+			}
+		}
+		cmd.Env = kept
+	}
 	lb := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = lb, lb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	rs := &refServer{http: "127.0.0.1:" + ports[0], log: lb}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get("http://" + rs.http + "/healthcheck")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the reference did not become healthy in 20 s: %v\n%s", err, lb)
-		}
-	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	rs := &refServer{http: "127.0.0.1:" + ports[0], log: lb, cmd: cmd, root: root, exited: exited}
 	conn, err := grpc.NewClient("127.0.0.1:"+ports[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -203,13 +203,13 @@ func TestRedisStoppedAndRestarted(t *testing.T) {
 // limit is passed.
 func TestClusterMasterKilled(t *testing.T) {
 	c := redisserver.NewReplicated(t, 3, 1, "--cluster-node-timeout", "1000")
-	ts := startServer(t, strings.Join(c.Addrs(), ","), map[string]string{"r.yaml": withLimit("20")}, map[string]string{"REDIS_TYPE": "cluster", "REDIS_TIMEOUT": "300ms"})
+	ts := startServer(t, strings.Join(c.Addrs(), ","), map[string]string{"r.yaml": withLimit("8")}, map[string]string{"REDIS_TYPE": "cluster", "REDIS_TIMEOUT": "300ms"})
 	values := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	admitted := map[string]int{}
 	var late, unavailable int
 	deadline := time.Now().Add(20 * time.Second)
-	killed := false
-	for round := 0; time.Now().Before(deadline); round++ {
+	killed, recovered := false, 0
+	for round := 0; time.Now().Before(deadline) && recovered < 10; round++ {
 		if round == 5 {
 			c.Masters[0].Stop()
 			killed = true
@@ -232,23 +232,21 @@ func TestClusterMasterKilled(t *testing.T) {
 				t.Fatalf("an error other than UNAVAILABLE: %v", err)
 			}
 		}
-		if killed && all && round > 8 {
-			break // every key answers again: the replica took over
+		if killed && all && round > 5 {
+			recovered++ // every key answers again: the replica took over
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	for v, n := range admitted {
-		if n > 20 {
-			t.Errorf("%s: %d admitted, want at most 20 (the replica took over the count)", v, n)
+		if n > 8 {
+			t.Errorf("%s: %d admitted, want at most 8 (the replica took over the count)", v, n)
 		}
 	}
 	if late > 0 || unavailable == 0 {
 		t.Errorf("%d answers took more than 1.5 s, %d were UNAVAILABLE: want none, and some (the dead master's keys)", late, unavailable)
 	}
 	t.Logf("%d UNAVAILABLE during the failover; admitted %v", unavailable, admitted)
-	for _, v := range values {
-		if _, err := ts.client.ShouldRateLimit(context.Background(), req("r", []string{"k", v})); err != nil {
-			t.Errorf("%s after the failover: %v", v, err)
-		}
+	if recovered < 10 {
+		t.Errorf("the cluster did not answer every key again in 20 s")
 	}
 }

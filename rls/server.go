@@ -37,13 +37,15 @@ type Server struct {
 	svc    *Service
 	health *healthState
 	rdb    redis.UniversalClient
-	log    *slog.Logger
-	grpc   *grpc.Server
-	https  []*http.Server
-	addrs  map[string]string
-	cancel context.CancelFunc
-	errc   chan error
-	wg     sync.WaitGroup
+	// closeScripter closes what the limiters send through (pipeliner).
+	closeScripter func()
+	log           *slog.Logger
+	grpc          *grpc.Server
+	https         []*http.Server
+	addrs         map[string]string
+	cancel        context.CancelFunc
+	errc          chan error
+	wg            sync.WaitGroup
 }
 
 // Start starts the server that s describes and returns once it listens.
@@ -58,13 +60,19 @@ func Start(ctx context.Context, s Settings, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	lims, err := newLimiters(rdb, limiterOptions{prefix: s.CacheKeyPrefix, timeout: s.RedisTimeout, onFailure: s.OnRedisFailure, denyCache: s.denyCacheEntries()})
+	scripter, closeScripter, err := pipeliner(rdb, s)
 	if err != nil {
 		rdb.Close()
 		return nil, err
 	}
+	lims, err := newLimiters(scripter, limiterOptions{prefix: s.CacheKeyPrefix, timeout: s.RedisTimeout, onFailure: s.OnRedisFailure, denyCache: s.denyCacheEntries()})
+	if err != nil {
+		closeScripter()
+		rdb.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	srv := &Server{rdb: rdb, log: log, health: newHealth(), addrs: map[string]string{}, cancel: cancel, errc: make(chan error, 4)}
+	srv := &Server{rdb: rdb, closeScripter: closeScripter, log: log, health: newHealth(), addrs: map[string]string{}, cancel: cancel, errc: make(chan error, 4)}
 	srv.svc = &Service{lims: lims, opts: serviceOptions{
 		headers: s.Headers, limitHeader: s.LimitHeader, remainingHeader: s.RemainingHeader, resetHeader: s.ResetHeader,
 		nearLimitRatio: s.NearLimitRatio, globalShadowMode: s.ShadowMode, globalQuotaMode: s.QuotaMode, now: time.Now,
@@ -214,7 +222,34 @@ func (srv *Server) Close() {
 		_ = hs.Shutdown(ctx)
 	}
 	srv.wg.Wait()
+	srv.closeScripter()
 	srv.rdb.Close()
+}
+
+// pipeliner is what the limiters send their scripts through: go-redis's
+// AutoPipeliner over rdb, which sends the calls of concurrent requests in
+// one write (REDIS_PIPELINE_WINDOW waits that long for more), unless
+// REDLIMIT_AUTOPIPELINE is false.
+func pipeliner(rdb redis.UniversalClient, s Settings) (redis.Scripter, func(), error) {
+	if !s.AutoPipeline {
+		return rdb, func() {}, nil
+	}
+	opts := redis.DefaultAutoPipelineOptions()
+	opts.MaxFlushDelay = s.PipelineWindow
+	var ap *redis.AutoPipeliner
+	var err error
+	switch c := rdb.(type) {
+	case *redis.Client:
+		ap, err = c.AutoPipelineWithOptions(opts)
+	case *redis.ClusterClient:
+		ap, err = c.AutoPipelineWithOptions(opts)
+	default:
+		return rdb, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("the AutoPipeliner: %w", err)
+	}
+	return ap, func() { _ = ap.Close() }, nil
 }
 
 // watchRedis reports Redis healthy once it answers, logs what

@@ -72,6 +72,13 @@ type Settings struct {
 	// "local:<share>" (limits in this process at share of each limit).
 	OnRedisFailure string
 
+	// AutoPipeline (REDLIMIT_AUTOPIPELINE, true by default) sends the
+	// scripts of concurrent requests to Redis together, in one write;
+	// PipelineWindow (REDIS_PIPELINE_WINDOW, 0 by default) waits that long
+	// for more before a write.
+	AutoPipeline   bool
+	PipelineWindow time.Duration
+
 	// Ignored lists the reference's variables that are set and that this
 	// server does not support; Run logs them in one line.
 	Ignored []string
@@ -127,7 +134,7 @@ LIMIT_RESPONSE_HEADERS_ENABLED LIMIT_LIMIT_HEADER LIMIT_REMAINING_HEADER LIMIT_R
 HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED REDIS_SOCKET_TYPE REDIS_TYPE REDIS_URL REDIS_POOL_SIZE
 REDIS_AUTH REDIS_TLS REDIS_TLS_CLIENT_CERT REDIS_TLS_CLIENT_KEY REDIS_TLS_CACERT
 REDIS_TLS_SKIP_HOSTNAME_VERIFICATION REDIS_SENTINEL_AUTH REDIS_HEALTH_CHECK_ACTIVE_CONNECTION
-REDIS_TIMEOUT SHADOW_MODE QUOTA_MODE MERGE_DOMAIN_CONFIG`) {
+REDIS_TIMEOUT REDIS_PIPELINE_WINDOW SHADOW_MODE QUOTA_MODE MERGE_DOMAIN_CONFIG`) {
 		accepted[v] = true
 	}
 }
@@ -172,6 +179,7 @@ func LoadSettings(lookup func(string) (string, bool)) (Settings, error) {
 		RedisTLSSkipHost: r.bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false),
 		RedisTimeout:     r.duration("REDIS_TIMEOUT", 10*time.Second), RedisHealthCheck: r.bool("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false),
 		OnRedisFailure: r.str("REDLIMIT_ON_REDIS_FAILURE", "error"),
+		AutoPipeline:   r.bool("REDLIMIT_AUTOPIPELINE", true), PipelineWindow: r.duration("REDIS_PIPELINE_WINDOW", 0),
 	}
 	r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false) // checked, no effect: a denial never counts
 	r.bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)      // checked, no effect: the server always starts

@@ -226,26 +226,20 @@ func (srv *Server) Close() {
 	srv.rdb.Close()
 }
 
-// pipeliner is what the limiters send their scripts through: go-redis's
-// AutoPipeliner over rdb, which sends the calls of concurrent requests in
-// one write (REDIS_PIPELINE_WINDOW waits that long for more), unless
-// REDLIMIT_AUTOPIPELINE is false.
+// pipeliner is what the limiters send their scripts through: for a
+// single Redis, go-redis's AutoPipeliner over rdb, which sends the calls
+// of concurrent requests in one write (REDIS_PIPELINE_WINDOW waits that
+// long for more), unless REDLIMIT_AUTOPIPELINE is false. A Cluster or
+// Sentinel client is used as it is: ratelimit's failover guard (a READONLY
+// resend, a slot map reloaded after a failover) wraps the client, not an
+// AutoPipeliner over it.
 func pipeliner(rdb redis.UniversalClient, s Settings) (redis.Scripter, func(), error) {
-	if !s.AutoPipeline {
+	if !s.AutoPipeline || s.RedisType != "single" {
 		return rdb, func() {}, nil
 	}
 	opts := redis.DefaultAutoPipelineOptions()
 	opts.MaxFlushDelay = s.PipelineWindow
-	var ap *redis.AutoPipeliner
-	var err error
-	switch c := rdb.(type) {
-	case *redis.Client:
-		ap, err = c.AutoPipelineWithOptions(opts)
-	case *redis.ClusterClient:
-		ap, err = c.AutoPipelineWithOptions(opts)
-	default:
-		return rdb, func() {}, nil
-	}
+	ap, err := rdb.(*redis.Client).AutoPipelineWithOptions(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the AutoPipeliner: %w", err)
 	}

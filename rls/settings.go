@@ -73,7 +73,9 @@ type Settings struct {
 	OnRedisFailure string
 
 	// AutoPipeline (REDLIMIT_AUTOPIPELINE, true by default) sends the
-	// scripts of concurrent requests to Redis together, in one write;
+	// scripts of concurrent requests to a single Redis together, in one
+	// write (Cluster and Sentinel clients go through ratelimit's failover
+	// guard instead);
 	// PipelineWindow (REDIS_PIPELINE_WINDOW, 0 by default) waits that long
 	// for more before a write.
 	AutoPipeline   bool

@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci download
+.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo rls screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -9,8 +9,10 @@ GO ?= go
 # ratelimit over rueidis and valkey-go, the framework adapters (gin,
 # Echo, chi, Fiber, gRPC, OpenTelemetry), and the drop-in modules for
 # redis_rate and ulule users, which run those projects' own test suites on
-# a real Redis.
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel compat/redis_rate compat/ulule
+# a real Redis, and the Envoy rate limit service (rls), whose tests build
+# envoyproxy/ratelimit through the module proxy (about two minutes on a
+# fresh cache) and run it side by side.
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel compat/redis_rate compat/ulule rls
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -121,6 +123,12 @@ bench:
 # for a real one). Ctrl-C stops it.
 demo:
 	$(GO) run ./cmd/redlimit-demo
+
+# The Envoy rate limit service (docs/envoy.md) on an embedded miniredis
+# with an example configuration; it prints an Envoy snippet and requests
+# to try. Ctrl-C stops it.
+rls:
+	cd rls && $(GO) run ./cmd/redlimit-rls -demo
 
 # Refresh docs/demo.png, the README's screenshot: the compare view on the
 # boundary attack, as the browser test draws it at desktop size.

@@ -32,7 +32,7 @@ test:
 
 .PHONY: test-tools
 test-tools:
-	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers and the compat modules (redis_rate, ulule) SKIP (apt-get install -y redis-server)"
+	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers, the compat modules (redis_rate, ulule) and the Envoy service (rls) SKIP (apt-get install -y redis-server)"
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "$$REDLIMIT_CHROMIUM" ] || echo "*** no chromium on PATH: the browser test SKIPS (apt-get install -y chromium)"
 	@/usr/bin/python3 -c 'import redis' 2>/dev/null || python3 -c 'import redis' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with redis-py: the Python example's tests SKIP (apt-get install -y python3-redis)"
 	@/usr/bin/python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with FastAPI, httpx and uvicorn: the FastAPI example's tests SKIP (apt-get install -y python3-fastapi python3-httpx python3-uvicorn)"
@@ -49,19 +49,21 @@ test-lua:
 	$(GO) test ./tests/lua/...
 
 # Every fuzz target: the scripts (tests/lua), luagen's header parser, lint
-# and generator (gen), the key builder (ratelimit/internal/key) and the
-# Forwarded parser (ratelimit/clientip), their targets found by go test
+# and generator (gen), the key builder (ratelimit/internal/key), the
+# Forwarded parser (ratelimit/clientip) and, in its own module, the Envoy
+# service's configuration loader (rls), their targets found by go test
 # -list so a new target cannot be left out. go test -fuzz takes one target
 # at a time; plain go test runs their seeds. fuzz-ci is the bounded run CI
 # makes; make fuzz runs 50 times longer; FUZZTIME sets the budget per target either
-# way, FUZZ_PKGS the packages (make fuzz FUZZ_PKGS=./gen for luagen alone).
+# way, FUZZ_PKGS the packages (make fuzz FUZZ_PKGS=./gen for luagen alone;
+# a package of a nested module is written module:package, as rls:.).
 # CI's budget is a count of inputs, never a duration: Go 1.26's coordinator
 # races a duration -fuzztime on a loaded machine and fails with "context
 # deadline exceeded" and no input (golang/go#75804); a count only takes
 # longer there. 2000 inputs is 0.3-12 s a target on an idle 2-core machine.
 # A failing input lands in the package's testdata/fuzz and from then on
 # runs in every go test.
-FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key ./ratelimit/clientip
+FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key ./ratelimit/clientip rls:.
 
 fuzz-ci: FUZZTIME ?= 2000x
 fuzz-ci: fuzz-run
@@ -71,12 +73,13 @@ fuzz: fuzz-run
 
 .PHONY: fuzz-run
 fuzz-run:
-	@for p in $(FUZZ_PKGS); do \
-		list=$$($(GO) test -list '^Fuzz' $$p) || { echo "$$list"; echo "fuzz: cannot list the targets of $$p"; exit 1; }; \
-		ts=$$(echo "$$list" | grep '^Fuzz') || { echo "fuzz: $$p has no fuzz target"; exit 1; }; \
+	@for e in $(FUZZ_PKGS); do \
+		case $$e in *:*) d=$${e%%:*}; p=$${e#*:};; *) d=.; p=$$e;; esac; \
+		list=$$(cd $$d && $(GO) test -list '^Fuzz' $$p) || { echo "$$list"; echo "fuzz: cannot list the targets of $$e"; exit 1; }; \
+		ts=$$(echo "$$list" | grep '^Fuzz') || { echo "fuzz: $$e has no fuzz target"; exit 1; }; \
 		for t in $$ts; do \
-			echo "$$p $$t ($(FUZZTIME))"; \
-			$(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+			echo "$$e $$t ($(FUZZTIME))"; \
+			(cd $$d && $(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME)) || exit 1; \
 		done; \
 	done
 

@@ -1,4 +1,4 @@
-module github.com/redlimit/redlimit/adapters/gin
+module github.com/redlimit/redlimit/adapters/ginlimit
 
 go 1.25.0
 

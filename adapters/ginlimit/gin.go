@@ -13,7 +13,7 @@
 // httplimit.ByRoute keys by the route gin matched (c.FullPath(), such as
 // /users/:id), never by the URL path. Key reaches values on the
 // *gin.Context, such as a user an authenticating middleware set.
-package gin
+package ginlimit
 
 import (
 	"context"

@@ -1,11 +1,11 @@
-package gin_test
+package ginlimit_test
 
 import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
 
-	ginlimit "github.com/redlimit/redlimit/adapters/gin"
+	ginlimit "github.com/redlimit/redlimit/adapters/ginlimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

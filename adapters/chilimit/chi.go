@@ -3,7 +3,7 @@
 // middleware sits, so httplimit.ByRoute counts each route apart under
 // r.Use too.
 //
-//	import chilimit "github.com/redlimit/redlimit/adapters/chi"
+//	import chilimit "github.com/redlimit/redlimit/adapters/chilimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {
@@ -19,7 +19,7 @@
 // Use of a subrouter (r.Route, r.Mount) chi has routed only to the mount,
 // so r.Pattern is "/api/*" for every route below it: one bucket for all of
 // them. This package asks chi's router for the whole pattern instead.
-package chi
+package chilimit
 
 import (
 	"net/http"

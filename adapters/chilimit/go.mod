@@ -1,4 +1,4 @@
-module github.com/redlimit/redlimit/adapters/chi
+module github.com/redlimit/redlimit/adapters/chilimit
 
 go 1.24
 

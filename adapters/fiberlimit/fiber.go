@@ -3,7 +3,7 @@
 // functions, RateLimit header fields, 429 and problem bodies, and error
 // handling, as a fiber.Handler.
 //
-//	import fiberlimit "github.com/redlimit/redlimit/adapters/fiber"
+//	import fiberlimit "github.com/redlimit/redlimit/adapters/fiberlimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {
@@ -25,7 +25,7 @@
 // 500) rather than key by the Use prefix or the path. Put a per-route
 // limiter in the route's own handlers, as above, where c.FullPath() is the
 // route's pattern.
-package fiber
+package fiberlimit
 
 import (
 	"context"

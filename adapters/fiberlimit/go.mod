@@ -1,4 +1,4 @@
-module github.com/redlimit/redlimit/adapters/fiber
+module github.com/redlimit/redlimit/adapters/fiberlimit
 
 go 1.25.0
 

@@ -1,4 +1,4 @@
-module github.com/redlimit/redlimit/adapters/grpc
+module github.com/redlimit/redlimit/adapters/grpclimit
 
 go 1.25.0
 

@@ -3,7 +3,7 @@
 // and, in the status details, when to retry (errdetails.RetryInfo) and which
 // limits denied (errdetails.QuotaFailure).
 //
-//	import grpclimit "github.com/redlimit/redlimit/adapters/grpc"
+//	import grpclimit "github.com/redlimit/redlimit/adapters/grpclimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {
@@ -18,7 +18,7 @@
 // Every call's response header metadata carries the rate-limit fields
 // httplimit.SetHeaders writes (ratelimit-policy, ratelimit,
 // x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, retry-after).
-package grpc
+package grpclimit
 
 import (
 	"context"

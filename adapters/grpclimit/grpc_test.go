@@ -1,4 +1,4 @@
-package grpc_test
+package grpclimit_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	grpclimit "github.com/redlimit/redlimit/adapters/grpc"
+	grpclimit "github.com/redlimit/redlimit/adapters/grpclimit"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )

@@ -1,4 +1,4 @@
-module github.com/redlimit/redlimit/adapters/otel
+module github.com/redlimit/redlimit/adapters/otellimit
 
 go 1.24.0
 

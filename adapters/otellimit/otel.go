@@ -1,7 +1,7 @@
 // Package otel records every decision of a limiter in OpenTelemetry
 // metrics, through the limiter's hook (ratelimit.WithHook).
 //
-//	import otellimit "github.com/redlimit/redlimit/adapters/otel"
+//	import otellimit "github.com/redlimit/redlimit/adapters/otellimit"
 //
 //	hook, err := otellimit.Hook(nil) // the global MeterProvider
 //	if err != nil {
@@ -22,7 +22,7 @@
 // "fail_open", "fail_closed" or "fail_local" (OnFailure, while Redis was
 // unreachable). A failed decision has error.type instead of a source:
 // "unavailable", "invalid", "wrong_type", "bad_state" or "other".
-package otel
+package otellimit
 
 import (
 	"context"
@@ -37,7 +37,7 @@ import (
 )
 
 // Scope is the name of the meter the instruments belong to.
-const Scope = "github.com/redlimit/redlimit/adapters/otel"
+const Scope = "github.com/redlimit/redlimit/adapters/otellimit"
 
 // Hook returns a hook for ratelimit.WithHook that records each decision
 // in instruments of mp's meter Scope (the global MeterProvider when mp is

@@ -1,4 +1,4 @@
-package otel_test
+package otellimit_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	otellimit "github.com/redlimit/redlimit/adapters/otel"
+	otellimit "github.com/redlimit/redlimit/adapters/otellimit"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )

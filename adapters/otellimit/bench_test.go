@@ -1,4 +1,4 @@
-package otel_test
+package otellimit_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	otellimit "github.com/redlimit/redlimit/adapters/otel"
+	otellimit "github.com/redlimit/redlimit/adapters/otellimit"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 

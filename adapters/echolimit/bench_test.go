@@ -1,11 +1,11 @@
-package echo_test
+package echolimit_test
 
 import (
 	"testing"
 
 	"github.com/labstack/echo/v5"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echo"
+	echolimit "github.com/redlimit/redlimit/adapters/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

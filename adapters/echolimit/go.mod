@@ -1,4 +1,4 @@
-module github.com/redlimit/redlimit/adapters/echo
+module github.com/redlimit/redlimit/adapters/echolimit
 
 go 1.25.0
 

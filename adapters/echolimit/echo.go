@@ -3,7 +3,7 @@
 // functions, RateLimit header fields, 429 and problem bodies, and error
 // handling, as an echo.MiddlewareFunc.
 //
-//	import echolimit "github.com/redlimit/redlimit/adapters/echo"
+//	import echolimit "github.com/redlimit/redlimit/adapters/echolimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {
@@ -15,7 +15,7 @@
 // httplimit.ByRoute keys by the route Echo matched (c.Path(), such as
 // /users/:id), never by the URL path. Key reaches values on the
 // *echo.Context, such as a user an authenticating middleware set.
-package echo
+package echolimit
 
 import (
 	"context"

@@ -10,7 +10,7 @@ GO ?= go
 # Echo, chi, Fiber, gRPC, OpenTelemetry), and the drop-in modules for
 # redis_rate and ulule users, which run those projects' own test suites on
 # a real Redis.
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/ginlimit adapters/echolimit adapters/echov4 adapters/chilimit adapters/fiberlimit adapters/grpclimit adapters/otellimit compat/redis_rate compat/ulule
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/ginlimit adapters/echolimit adapters/echov4/echolimit adapters/chilimit adapters/fiberlimit adapters/grpclimit adapters/otellimit compat/redis_rate compat/ulule
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it

@@ -4,7 +4,7 @@
 // handling, as an echo.MiddlewareFunc. For Echo v5, use
 // github.com/redlimit/redlimit/adapters/echo.
 //
-//	import echolimit "github.com/redlimit/redlimit/adapters/echov4"
+//	import echolimit "github.com/redlimit/redlimit/adapters/echov4/echolimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {
@@ -16,7 +16,7 @@
 // httplimit.ByRoute keys by the route Echo matches (c.Path(), such as
 // /users/:id), never by the URL path. Key reaches values on the
 // echo.Context, such as a user an authenticating middleware set.
-package echo
+package echolimit
 
 import (
 	"context"

@@ -1,8 +1,8 @@
-module github.com/redlimit/redlimit/adapters/echov4
+module github.com/redlimit/redlimit/adapters/echov4/echolimit
 
 go 1.25.0
 
-replace github.com/redlimit/redlimit => ../..
+replace github.com/redlimit/redlimit => ../../..
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0

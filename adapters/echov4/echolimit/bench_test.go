@@ -1,11 +1,11 @@
-package echo_test
+package echolimit_test
 
 import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echov4"
+	echolimit "github.com/redlimit/redlimit/adapters/echov4/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

@@ -1,4 +1,4 @@
-package echo_test
+package echolimit_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echov4"
+	echolimit "github.com/redlimit/redlimit/adapters/echov4/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"

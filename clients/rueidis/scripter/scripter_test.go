@@ -7,11 +7,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redlimit/redlimit/clients/rueidis/scripter"
-	"github.com/redlimit/redlimit/internal/scripting/scriptingtest"
+	"github.com/redlimit/redlimit/internal/scriptingtest"
 )
 
 // TestScripter runs the suite every client's redis.Scripter passes (see
-// internal/scripting/scriptingtest) over rueidis, as a user opens it.
+// internal/scriptingtest) over rueidis, as a user opens it.
 func TestScripter(t *testing.T) {
 	scriptingtest.Run(t, func(t testing.TB, addrs []string) redis.Scripter {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})

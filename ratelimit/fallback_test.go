@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
-	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
 // downClient talks to a port where no Redis listens, and gives up at once.

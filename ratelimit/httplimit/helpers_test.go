@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
-	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
 var ctx = context.Background()

@@ -40,7 +40,7 @@ test-tools:
 # (and so are a missing redis-py or examples/node/node_modules for the
 # Python and Node examples).
 test-redis:
-	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/... ./tests/polyglot/...
+	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/servers/... ./ratelimit/... ./tests/polyglot/...
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:

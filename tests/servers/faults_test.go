@@ -1,4 +1,4 @@
-package tiers
+package servers
 
 // What the faults of the server underneath cost a limiter, measured on
 // real servers of the tests' own: docs/operations.md quotes these tests.

@@ -32,7 +32,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
 func main() {
@@ -71,7 +71,7 @@ func run(ctx context.Context, redisAddr, listen string, out io.Writer) error {
 	// The browser test reads this line for the address.
 	fmt.Fprintf(out, "redlimit demo: http://%s/ (Redis: %s); Ctrl-C stops it\n", ln.Addr(), backend)
 	if redisAddr != "" { // what a real Redis's configuration risks (docs/operations.md)
-		fs, err := ratelimit.Check(ctx, rdb)
+		fs, err := preflight.Check(ctx, rdb)
 		for _, f := range fs {
 			fmt.Fprintln(out, "preflight:", f)
 		}

@@ -9,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
-	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
-// ratelimit.Check on a cluster of three masters without replicas, with the
+// preflight.Check on a cluster of three masters without replicas, with the
 // default cluster-require-full-coverage and no persistence, then with a
 // slot no node serves.
 func TestCheckCluster(t *testing.T) {
@@ -25,7 +25,7 @@ func TestCheckCluster(t *testing.T) {
 	ctx := context.Background()
 	check := func() []string {
 		t.Helper()
-		fs, err := ratelimit.Check(ctx, c)
+		fs, err := preflight.Check(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}

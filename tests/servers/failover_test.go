@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
 // A failover on a cluster of the test's own (3 masters, 3 replicas): a
@@ -45,7 +46,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	// What the preflight says of this cluster: only that the test servers
 	// do not persist.
-	fs, err := ratelimit.Check(ctx, rdb)
+	fs, err := preflight.Check(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

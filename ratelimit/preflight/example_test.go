@@ -1,10 +1,11 @@
-package ratelimit_test
+package preflight_test
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/internal/testredis"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
 // Check at start-up names what in Redis's configuration, or the client's,
@@ -12,8 +13,8 @@ import (
 // no CONFIG, so here Check can only say that, and its clock is set to a
 // fixed day, which Check finds too; a real server gets every check.)
 func ExampleCheck() {
-	rdb := exampleRedis()
-	findings, err := ratelimit.Check(context.Background(), rdb)
+	rdb := testredis.Example()
+	findings, err := preflight.Check(context.Background(), rdb)
 	if err != nil {
 		panic(err) // Redis is unreachable
 	}

@@ -1,4 +1,4 @@
-package ratelimit
+package preflight
 
 // The preflight: what in a Redis server's configuration, or in the
 // client's, makes limits reset, stop or count twice. docs/operations.md
@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Finding is one thing Check found that can make limits wrong.
@@ -89,7 +90,7 @@ func Check(ctx context.Context, c redis.UniversalClient) ([]Finding, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: Check takes a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", ErrInvalid, c)
+		return nil, fmt.Errorf("%w: Check takes a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", ratelimit.ErrInvalid, c)
 	}
 	if retries > 0 {
 		add(Finding{"retries", "warning", "", fmt.Sprintf("MaxRetries %d: after a read timeout go-redis sends the script again, and a request that Redis counted once is counted twice; set MaxRetries: -1 on the limiter's client", retries)})

@@ -1,4 +1,4 @@
-package ratelimit_test
+package preflight_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
-	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
 // Check on real servers configured each way names what each configuration
@@ -72,7 +72,7 @@ func TestCheck(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, c)
 			}
-			fs, err := ratelimit.Check(ctx, c)
+			fs, err := preflight.Check(ctx, c)
 			if err != nil {
 				t.Fatal(err)
 			}

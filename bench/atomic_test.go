@@ -58,7 +58,7 @@ func BenchmarkAtomic(b *testing.B) {
 func atomicLimiters(c *redis.Client, q quota) []limiter {
 	limits := []ratelimit.Limit{
 		{Rate: q.rate, Period: q.period, Burst: q.burst},
-		ratelimit.PerHour(1000), ratelimit.PerDay(10000), {Rate: 100000, Period: 7 * 24 * time.Hour, Burst: 100000},
+		ratelimit.Per(1000, time.Hour), ratelimit.Per(10000, 24*time.Hour), {Rate: 100000, Period: 7 * 24 * time.Hour, Burst: 100000},
 	}
 	gcras := make([]*ratelimit.Limiter, len(limits))
 	for i, l := range limits {
@@ -69,7 +69,7 @@ func atomicLimiters(c *redis.Client, q quota) []limiter {
 		gcras[i] = lim
 	}
 	multi := func(n int) func(ctx context.Context, key string) (bool, bool, error) {
-		m, err := ratelimit.NewMulti(gcras[:n]...)
+		m, err := ratelimit.Atomic(gcras[:n]...)
 		if err != nil {
 			panic(err)
 		}

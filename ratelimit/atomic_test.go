@@ -12,7 +12,7 @@ import (
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
-func mustLimiter(t *testing.T, rdb redis.Scripter, name string, l ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
+func mustLimiter(t *testing.T, rdb ratelimit.Client, name string, l ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
 	t.Helper()
 	lim, err := ratelimit.New(rdb, name, l, opts...)
 	if err != nil {
@@ -28,8 +28,8 @@ func TestMultiAllOrNothing(t *testing.T) {
 	for _, atomic := range []bool{true, false} {
 		f := newFrozen(t)
 		sec := mustLimiter(t, f.rdb, "sec", ratelimit.PerSecond(2))
-		hour := mustLimiter(t, f.rdb, "hour", ratelimit.PerHour(10))
-		m, err := ratelimit.NewMulti(sec, hour)
+		hour := mustLimiter(t, f.rdb, "hour", ratelimit.Per(10, time.Hour))
+		m, err := ratelimit.Atomic(sec, hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestMultiSharesLimitersKeys(t *testing.T) {
 	f := newFrozen(t)
 	a := mustLimiter(t, f.rdb, "a", ratelimit.PerSecond(3))
 	b := mustLimiter(t, f.rdb, "b", ratelimit.PerMinute(3))
-	m, _ := ratelimit.NewMulti(a, b)
+	m, _ := ratelimit.Atomic(a, b)
 	if _, err := a.AllowN(ctx, "k", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestMultiBindingLimit(t *testing.T) {
 	a := mustLimiter(t, f.rdb, "a", ratelimit.PerSecond(1))
 	b := mustLimiter(t, f.rdb, "b", ratelimit.PerMinute(1))
 	c := mustLimiter(t, f.rdb, "c", ratelimit.PerSecond(3))
-	m, _ := ratelimit.NewMulti(a, b, c)
+	m, _ := ratelimit.Atomic(a, b, c)
 	m.AllowN(ctx, "k", 1)
 	d, _ := m.AllowN(ctx, "k", 1)
 	ds := d.Parts
@@ -143,18 +143,18 @@ func TestNewMultiRefuses(t *testing.T) {
 		"one prefix":      {g("a"), g("b", ratelimit.WithPrefix("rl:a:"))},
 		"the same twice":  {g("a"), g("a")},
 		"mixed clocks":    {g("a"), g("b", ratelimit.WithClock(time.Now))},
-		"a block":         {g("a"), g("b", ratelimit.WithBlock(time.Minute))},
+		"a block":         {g("a"), g("b", ratelimit.WithLockout(time.Minute))},
 		"two clients":     {g("a"), mustLimiter(t, other.rdb, "b", ratelimit.PerSecond(5))},
 		"another client":  {g("a"), mustLimiter(t, redis.NewClient(&redis.Options{Addr: f.Addr()}), "b", ratelimit.PerSecond(5))},
 		"sixteen is fine": nil,
 	} {
 		if name == "sixteen is fine" {
-			if _, err := ratelimit.NewMulti(many[:16]...); err != nil {
+			if _, err := ratelimit.Atomic(many[:16]...); err != nil {
 				t.Errorf("16 limiters: %v", err)
 			}
 			continue
 		}
-		if _, err := ratelimit.NewMulti(ls...); !errors.Is(err, ratelimit.ErrInvalid) {
+		if _, err := ratelimit.Atomic(ls...); !errors.Is(err, ratelimit.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
@@ -163,7 +163,7 @@ func TestNewMultiRefuses(t *testing.T) {
 func TestMultiRefusesBeforeSending(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
-	m, _ := ratelimit.NewMulti(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5)))
+	m, _ := ratelimit.Atomic(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5)))
 	if _, err := m.AllowN(ctx, "k", 0); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("n 0: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestMultiRefusesBeforeSending(t *testing.T) {
 	if _, err := m.AllowN(ctx, "", 1); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("empty key: %v", err)
 	}
-	far, _ := ratelimit.NewMulti(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5), ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) })))
+	far, _ := ratelimit.Atomic(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5), ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) })))
 	if _, err := far.AllowN(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) || !errors.Is(err, bindings.ErrBadArg) {
 		t.Errorf("a clock an hour ahead: %v, want ErrInvalid (from the script)", err)
 	}
@@ -188,16 +188,16 @@ func TestMultiFailurePolicies(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer down.Close()
 	ctx := context.Background()
-	open := mustLimiter(t, down, "open", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailOpen))
-	closed := mustLimiter(t, down, "closed", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailClosed))
+	open := mustLimiter(t, down, "open", ratelimit.PerSecond(1), ratelimit.WithFallback(ratelimit.FailOpen))
+	closed := mustLimiter(t, down, "closed", ratelimit.PerSecond(1), ratelimit.WithFallback(ratelimit.FailClosed))
 	strict := mustLimiter(t, down, "strict", ratelimit.PerSecond(1))
 
-	m, _ := ratelimit.NewMulti(open, closed)
+	m, _ := ratelimit.Atomic(open, closed)
 	d, err := m.AllowN(ctx, "k", 1)
 	if ds := d.Parts; err != nil || d.Allowed || !ds[0].Allowed || ds[1].Allowed || ds[0].Fallback != ratelimit.FailOpen || ds[1].Fallback != ratelimit.FailClosed {
 		t.Errorf("open and closed: %v, %v", d, err)
 	}
-	m, _ = ratelimit.NewMulti(open, strict)
+	m, _ = ratelimit.Atomic(open, strict)
 	if _, err := m.AllowN(ctx, "k", 1); !errors.Is(err, ratelimit.ErrUnavailable) {
 		t.Errorf("a limiter without a policy: %v, want ErrUnavailable", err)
 	}
@@ -220,8 +220,8 @@ func TestMultiTimeoutAndHooks(t *testing.T) {
 	f := newFrozen(t)
 	sec := mustLimiter(t, f.rdb, "sec", ratelimit.PerSecond(1), hook("sec"))
 	perMin := mustLimiter(t, f.rdb, "min", ratelimit.PerMinute(5))
-	day := mustLimiter(t, f.rdb, "day", ratelimit.PerDay(9), hook("day"))
-	m, err := ratelimit.NewMulti(sec, perMin, day)
+	day := mustLimiter(t, f.rdb, "day", ratelimit.Per(9, 24*time.Hour), hook("day"))
+	m, err := ratelimit.Atomic(sec, perMin, day)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +254,8 @@ func TestMultiTimeoutAndHooks(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	const slack = 900 * time.Millisecond // a loaded machine; far below 3 s
 	strict := mustLimiter(t, rdb, "strict", ratelimit.PerSecond(1), ratelimit.WithTimeout(timeout), hook("strict"))
-	closed := mustLimiter(t, rdb, "closed", ratelimit.PerDay(9), ratelimit.OnFailure(ratelimit.FailClosed), hook("closed"))
-	hung, err := ratelimit.NewMulti(strict, closed)
+	closed := mustLimiter(t, rdb, "closed", ratelimit.Per(9, 24*time.Hour), ratelimit.WithFallback(ratelimit.FailClosed), hook("closed"))
+	hung, err := ratelimit.Atomic(strict, closed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestGuardStandalone(t *testing.T) {
 	defer rdb.Close()
 	sent := &scriptCounter{}
 	rdb.AddHook(sent)
-	l, err := ratelimit.New(rdb, "guard", ratelimit.PerSecond(1e6), ratelimit.OnFailure(ratelimit.FailClosed))
+	l, err := ratelimit.New(rdb, "guard", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailClosed))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func TestWithBlock(t *testing.T) {
 	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.FixedWindow, ratelimit.SlidingWindowLog} {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
-			l, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithAlgorithm(alg), ratelimit.WithBlock(time.Hour))
+			l, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithAlgorithm(alg), ratelimit.WithLockout(time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

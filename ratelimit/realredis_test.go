@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )
@@ -32,7 +33,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	const slack = 850 * time.Millisecond
 	newL := func(name string, fb ratelimit.Fallback) *ratelimit.Limiter {
 		l, err := ratelimit.New(rdb, name, ratelimit.PerSecond(1e6),
-			ratelimit.OnFailure(fb), ratelimit.WithTimeout(timeout))
+			ratelimit.WithFallback(fb), ratelimit.WithTimeout(timeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	t.Logf("%d decisions: %d before the outage, %d during, %d after the recovery (%d of them timed out)", len(samples), before, down, after, lateTimeouts)
 
 	// And the limit itself holds again: a fresh key admits its burst.
-	exact, err := ratelimit.New(rdb, "exact", ratelimit.PerHour(5), ratelimit.OnFailure(ratelimit.FailOpen))
+	exact, err := ratelimit.New(rdb, "exact", ratelimit.Per(5, time.Hour), ratelimit.WithFallback(ratelimit.FailOpen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,10 +174,10 @@ func TestRealWrongType(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
 	defer rdb.Close()
 	for _, alg := range ratelimit.Algorithms() {
-		l := newNamed(t, rdb, alg.String(), alg, ratelimit.OnFailure(ratelimit.FailOpen))
+		l := newNamed(t, rdb, alg.String(), alg, ratelimit.WithFallback(ratelimit.FailOpen))
 		rdb.LPush(ctx, l.RedisKey("k"), "not ours")
 		d, err := l.Allow(ctx, "k")
-		if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Cause != nil {
+		if !errors.Is(err, bindings.ErrWrongType) || d.Allowed || d.Cause != nil {
 			t.Errorf("%v: %v, %v, want ErrWrongType", alg, d, err)
 		}
 		if n, _ := rdb.LLen(ctx, l.RedisKey("k")).Result(); n != 1 {
@@ -197,7 +198,7 @@ func TestFailLocalAcrossKill(t *testing.T) {
 	defer rdb.Close()
 	limit := ratelimit.PerSecond(100) // burst 100
 	const share = 0.25                // this process's share: 25 at once, 25 a second
-	l, err := ratelimit.New(rdb, "insured", limit, ratelimit.OnFailure(ratelimit.FailLocal(share)), ratelimit.WithTimeout(150*time.Millisecond))
+	l, err := ratelimit.New(rdb, "insured", limit, ratelimit.WithFallback(ratelimit.FailLocal(share)), ratelimit.WithTimeout(150*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

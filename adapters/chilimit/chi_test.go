@@ -14,6 +14,7 @@ import (
 	chilimit "github.com/redlimit/redlimit/adapters/chilimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
@@ -139,7 +140,7 @@ func TestPlacements(t *testing.T) {
 			if tc.users == "" {
 				return
 			}
-			key := l.RedisKey("route:" + httplimit.JoinKey(tc.users) + ":ip:192.0.2.1")
+			key := testredis.Key("rl:"+strings.ReplaceAll(tc.name, " ", "_")+":", "route:"+httplimit.JoinKey(tc.users)+":ip:192.0.2.1")
 			if n, err := rdb.Exists(context.Background(), key).Result(); err != nil || n != 1 {
 				t.Errorf("EXISTS %s: %d, %v", key, n, err)
 			}

@@ -15,6 +15,7 @@ import (
 	echolimit "github.com/redlimit/redlimit/adapters/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
@@ -98,7 +99,7 @@ func TestKeyPerRouteAndPre(t *testing.T) {
 			t.Fatalf("ByRoute under e.Pre, request %d: %d, want %d", i, rec.Code, want)
 		}
 	}
-	key := l.RedisKey("route:" + httplimit.JoinKey("/users/:id") + ":ip:192.0.2.5")
+	key := testredis.Key("rl:users:", "route:"+httplimit.JoinKey("/users/:id")+":ip:192.0.2.5")
 	if n, err := rdb.Exists(context.Background(), key).Result(); err != nil || n != 1 {
 		t.Fatalf("EXISTS %s: %d, %v", key, n, err)
 	}

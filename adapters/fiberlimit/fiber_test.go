@@ -17,6 +17,7 @@ import (
 	fiberlimit "github.com/redlimit/redlimit/adapters/fiberlimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
@@ -92,7 +93,7 @@ func TestUseAndKey(t *testing.T) {
 			t.Fatalf("a group's route, request %d: %d, want %d", i, rec.Code, want)
 		}
 	}
-	if n, err := rdb.Exists(context.Background(), grouped.RedisKey("route:"+httplimit.JoinKey("/api/users/:id")+":ip:192.0.2.1")).Result(); err != nil || n != 1 {
+	if n, err := rdb.Exists(context.Background(), testredis.Key("rl:grouped:", "route:"+httplimit.JoinKey("/api/users/:id")+":ip:192.0.2.1")).Result(); err != nil || n != 1 {
 		t.Fatalf("the state is not under /api/users/:id: %d, %v", n, err)
 	}
 

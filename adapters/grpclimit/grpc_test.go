@@ -66,7 +66,7 @@ func serve(t *testing.T, rule ratelimit.Rule, key grpclimit.KeyFunc, login bool,
 	return healthpb.NewHealthClient(conn)
 }
 
-func newLimiter(t *testing.T, rdb redis.Scripter, name string, limit ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
+func newLimiter(t *testing.T, rdb ratelimit.Client, name string, limit ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
 	t.Helper()
 	l, err := ratelimit.New(rdb, name, limit, opts...)
 	if err != nil {
@@ -308,7 +308,7 @@ func TestFallback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var opts []ratelimit.Option
 			if tc.fallback != (ratelimit.Fallback{}) {
-				opts = append(opts, ratelimit.OnFailure(tc.fallback))
+				opts = append(opts, ratelimit.WithFallback(tc.fallback))
 			}
 			l := newLimiter(t, down, "down", ratelimit.PerMinute(2), opts...)
 			c := serve(t, l, grpclimit.ByMethod(grpclimit.ByPeer()), false)

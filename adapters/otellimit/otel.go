@@ -1,7 +1,5 @@
-// Package otel records every decision of a limiter in OpenTelemetry
+// Package otellimit records every decision of a limiter in OpenTelemetry
 // metrics, through the limiter's hook (ratelimit.WithHook).
-//
-//	import otellimit "github.com/redlimit/redlimit/adapters/otellimit"
 //
 //	hook, err := otellimit.Hook(nil) // the global MeterProvider
 //	if err != nil {
@@ -16,12 +14,13 @@
 //     round trip included (s), with buckets from 100 µs to 1 s.
 //
 // Each has redlimit.limiter (the limiter's name), redlimit.operation
-// ("allow", or "peek" for a Peek, as httplimit.WithCountIf makes before
-// the handler), redlimit.result ("allowed", "denied" or "error") and
-// redlimit.source: who decided, "redis", "deny_cache" (WithDenyCache),
-// "fail_open", "fail_closed" or "fail_local" (OnFailure, while Redis was
-// unreachable). A failed decision has error.type instead of a source:
-// "unavailable", "invalid", "wrong_type", "bad_state" or "other".
+// ("allow", or "peek" for a Peek: httplimit.WithCountIf makes one before
+// the handler, then an "allow" when the request counts), redlimit.result
+// ("allowed", "denied" or "error") and redlimit.source, who decided, in
+// ratelimit's words: "redis", "deny-cache" (WithDenyCache), or the
+// fallback's (Fallback.String: "fail-open", "fail-closed", "fail-local").
+// A failed decision has error.type instead of a source: "unavailable",
+// "invalid", "wrong_type", "bad_state" or "other".
 package otellimit
 
 import (
@@ -33,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -110,17 +110,15 @@ func labelsOf(e ratelimit.Event) labels {
 	case !e.Decision.Allowed:
 		l.result = "denied"
 	}
-	switch f := e.Decision.Fallback; {
+	// Who decided, in the words of ratelimit.Decision.String: the
+	// fallback's own (Fallback.String) when Redis could not be asked.
+	switch {
 	case e.Decision.Cached:
-		l.source = "deny_cache"
-	case f == ratelimit.Fallback{}:
+		l.source = "deny-cache"
+	case e.Decision.Cause == nil:
 		l.source = "redis"
-	case f == ratelimit.FailOpen:
-		l.source = "fail_open"
-	case f == ratelimit.FailClosed:
-		l.source = "fail_closed"
 	default:
-		l.source = "fail_local"
+		l.source = e.Decision.Fallback.String()
 	}
 	return l
 }
@@ -131,9 +129,9 @@ func errType(err error) string {
 		return "unavailable"
 	case errors.Is(err, ratelimit.ErrInvalid):
 		return "invalid"
-	case errors.Is(err, ratelimit.ErrWrongType):
+	case errors.Is(err, bindings.ErrWrongType):
 		return "wrong_type"
-	case errors.Is(err, ratelimit.ErrBadState):
+	case errors.Is(err, bindings.ErrBadState):
 		return "bad_state"
 	}
 	return "other"

@@ -15,6 +15,7 @@ import (
 
 	otellimit "github.com/redlimit/redlimit/adapters/otellimit"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -87,7 +88,7 @@ func TestHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	newL := func(rdb redis.Scripter, name string, limit ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
+	newL := func(rdb ratelimit.Client, name string, limit ratelimit.Limit, opts ...ratelimit.Option) *ratelimit.Limiter {
 		l, err := ratelimit.New(rdb, name, limit, append(opts, ratelimit.WithHook(hook))...)
 		if err != nil {
 			t.Fatal(err)
@@ -99,12 +100,12 @@ func TestHook(t *testing.T) {
 		api.Allow(ctx, "k")
 	}
 	api.Peek(ctx, "other")
-	rdb.HSet(ctx, api.RedisKey("hash"), "f", "v") // foreign data under the key
+	rdb.HSet(ctx, testredis.Key("rl:api:", "hash"), "f", "v") // foreign data under the key
 	api.Allow(ctx, "hash")
 	newL(down, "down", ratelimit.PerMinute(2)).Allow(ctx, "k")
-	newL(down, "open", ratelimit.PerMinute(2), ratelimit.OnFailure(ratelimit.FailOpen)).Allow(ctx, "k")
-	newL(down, "closed", ratelimit.PerMinute(2), ratelimit.OnFailure(ratelimit.FailClosed)).Allow(ctx, "k")
-	local := newL(down, "local", ratelimit.PerMinute(1), ratelimit.OnFailure(ratelimit.FailLocal(1)))
+	newL(down, "open", ratelimit.PerMinute(2), ratelimit.WithFallback(ratelimit.FailOpen)).Allow(ctx, "k")
+	newL(down, "closed", ratelimit.PerMinute(2), ratelimit.WithFallback(ratelimit.FailClosed)).Allow(ctx, "k")
+	local := newL(down, "local", ratelimit.PerMinute(1), ratelimit.WithFallback(ratelimit.FailLocal(1)))
 	local.Allow(ctx, "k")
 	local.Allow(ctx, "k")
 
@@ -112,14 +113,14 @@ func TestHook(t *testing.T) {
 	want := map[string]int64{
 		"redlimit.limiter=api,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=redis":         2,
 		"redlimit.limiter=api,redlimit.operation=allow,redlimit.result=denied,redlimit.source=redis":          1,
-		"redlimit.limiter=api,redlimit.operation=allow,redlimit.result=denied,redlimit.source=deny_cache":     1,
+		"redlimit.limiter=api,redlimit.operation=allow,redlimit.result=denied,redlimit.source=deny-cache":     1,
 		"redlimit.limiter=api,redlimit.operation=peek,redlimit.result=allowed,redlimit.source=redis":          1,
 		"error.type=wrong_type,redlimit.limiter=api,redlimit.operation=allow,redlimit.result=error":           1,
 		"error.type=unavailable,redlimit.limiter=down,redlimit.operation=allow,redlimit.result=error":         1,
-		"redlimit.limiter=open,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=fail_open":    1,
-		"redlimit.limiter=closed,redlimit.operation=allow,redlimit.result=denied,redlimit.source=fail_closed": 1,
-		"redlimit.limiter=local,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=fail_local":  1,
-		"redlimit.limiter=local,redlimit.operation=allow,redlimit.result=denied,redlimit.source=fail_local":   1,
+		"redlimit.limiter=open,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=fail-open":    1,
+		"redlimit.limiter=closed,redlimit.operation=allow,redlimit.result=denied,redlimit.source=fail-closed": 1,
+		"redlimit.limiter=local,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=fail-local":  1,
+		"redlimit.limiter=local,redlimit.operation=allow,redlimit.result=denied,redlimit.source=fail-local":   1,
 	}
 	if diff := cmp.Diff(want, counts); diff != "" {
 		t.Errorf("redlimit.decisions (-want +got):\n%s", diff)

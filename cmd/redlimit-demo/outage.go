@@ -46,7 +46,7 @@ func newOutage(s *server) (*outage, error) {
 	} {
 		opts := []ratelimit.Option{ratelimit.WithPrefix(fmt.Sprintf("%s%d:", prefix, i))}
 		if p.fallback != nil {
-			opts = append(opts, ratelimit.OnFailure(*p.fallback))
+			opts = append(opts, ratelimit.WithFallback(*p.fallback))
 		}
 		l, err := ratelimit.New(o.client, "outage", outageLimit, opts...)
 		if err != nil {

@@ -87,7 +87,7 @@ func (s *server) strategy(ctx context.Context, prefix string, atomic bool, start
 	var rule ratelimit.Rule
 	if atomic {
 		st.Name = "Multi: atomic, all or nothing"
-		rule, err = ratelimit.NewMulti(short, long)
+		rule, err = ratelimit.Atomic(short, long)
 	} else {
 		rule, err = ratelimit.All(short, long)
 	}

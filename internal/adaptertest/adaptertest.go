@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
@@ -60,7 +61,7 @@ func Run(t *testing.T, app App) {
 	down := downClient(t)
 	// A limiter named after the subtest, with a hook that keeps its last
 	// decision.
-	limiter := func(t *testing.T, rdb redis.Scripter, limit ratelimit.Limit, opts ...ratelimit.Option) (*ratelimit.Limiter, *ratelimit.Decision) {
+	limiter := func(t *testing.T, rdb ratelimit.Client, limit ratelimit.Limit, opts ...ratelimit.Option) (*ratelimit.Limiter, *ratelimit.Decision) {
 		t.Helper()
 		last := new(ratelimit.Decision)
 		name := strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], " ", "-")
@@ -100,8 +101,8 @@ func Run(t *testing.T, app App) {
 			}
 		}
 		key := "route:" + httplimit.JoinKey(app.Users) + ":ip:192.0.2.1"
-		if n, err := rdb.Exists(context.Background(), l.RedisKey(key)).Result(); err != nil || n != 1 {
-			t.Errorf("EXISTS %s: %d, %v: the state is not under the route's pattern", l.RedisKey(key), n, err)
+		if n, err := rdb.Exists(context.Background(), testredis.Key("rl:"+last.Name+":", key)).Result(); err != nil || n != 1 {
+			t.Errorf("EXISTS %s: %d, %v: the state is not under the route's pattern", testredis.Key("rl:"+last.Name+":", key), n, err)
 		}
 		rec := Serve(h, "GET", "/items", client)
 		if rec.Code != 200 || rec.Header().Get("RateLimit") == "" {
@@ -205,7 +206,7 @@ func Run(t *testing.T, app App) {
 			t.Run(tc.name, func(t *testing.T) {
 				var opts []ratelimit.Option
 				if tc.fallback != (ratelimit.Fallback{}) {
-					opts = append(opts, ratelimit.OnFailure(tc.fallback))
+					opts = append(opts, ratelimit.WithFallback(tc.fallback))
 				}
 				l, last := limiter(t, down, ratelimit.PerMinute(2), opts...)
 				h := app.New(l, byRoute)
@@ -389,6 +390,8 @@ func (fixed) AllowN(context.Context, string, int64) (ratelimit.Decision, error) 
 }
 
 func (fixed) Peek(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
+
+func (fixed) Allow(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
 
 // Bench serves GET /users/1 through bare (the framework's router alone)
 // and limited (the same with the adapter over Fixed, keyed by route and

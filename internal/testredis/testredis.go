@@ -1,10 +1,12 @@
 // Package testredis is the in-process Redis the tests and examples of
-// ratelimit and its subpackages run on: a miniredis whose clock moves only
-// when told, so that waits are exact.
+// ratelimit and its subpackages run on (a miniredis whose clock moves only
+// when told, so that waits are exact), and the layout of a limiter's keys
+// that tests look for (Key).
 package testredis
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +69,13 @@ func Down(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// Key is the Redis key where a limiter with prefix (by default
+// "rl:<name>:") keeps key's state, as docs/limiters.md lays it out: key as
+// the {hash tag}, with '%', '{' and '}' percent-encoded. It holds for keys
+// of at most 200 bytes once encoded (longer ones are stored by their
+// SHA-256). Tests that find their state at it hold the key builder to it.
+func Key(prefix, key string) string {
+	return prefix + "{" + strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(key) + "}"
 }

@@ -116,7 +116,7 @@ func ExampleWithSkip() {
 // the address out for a day, whatever the password then.
 func ExampleWithCountIf() {
 	rdb := exampleRedis()
-	guard, _ := ratelimit.New(rdb, "login", ratelimit.PerHour(5), ratelimit.WithBlock(24*time.Hour))
+	guard, _ := ratelimit.New(rdb, "login", ratelimit.Per(5, time.Hour), ratelimit.WithLockout(24*time.Hour))
 	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Password") != "s3cret" {
 			w.WriteHeader(http.StatusUnauthorized)

@@ -36,7 +36,7 @@ func codes(h http.Handler, paths ...string) []int {
 // request is a 500 that says how to fix it.
 func TestByRouteNeverFallsBackToThePath(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(3))
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.Per(3, time.Hour))
 	mw := httplimit.Middleware(l, httplimit.ByRoute(httplimit.ByClientIP()))
 	mux := http.NewServeMux()
 	mux.Handle("GET /users/{id}", okHandler)
@@ -73,7 +73,7 @@ func TestByRouteNeverFallsBackToThePath(t *testing.T) {
 // answer 503.)
 func TestSkip(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(1))
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.Per(1, time.Hour))
 	allowlist := ratelimit.Select(func(_ context.Context, key string) (ratelimit.Rule, error) {
 		if key == "ip:10.0.0.1" {
 			return ratelimit.Unlimited, nil
@@ -125,7 +125,7 @@ func TestRefuse(t *testing.T) {
 		if down {
 			rdb = downClient(t)
 		}
-		free, _ := ratelimit.New(rdb, "free", ratelimit.PerHour(5), ratelimit.OnFailure(ratelimit.FailOpen))
+		free, _ := ratelimit.New(rdb, "free", ratelimit.Per(5, time.Hour), ratelimit.WithFallback(ratelimit.FailOpen))
 		rule := ratelimit.Select(func(_ context.Context, key string) (ratelimit.Rule, error) {
 			if key != "header:x-api-key:good" {
 				return nil, fmt.Errorf("%w: %s", errUnknown, key)
@@ -159,7 +159,7 @@ func TestRefuse(t *testing.T) {
 // if Redis were down.
 func TestBadLimit(t *testing.T) {
 	f := newFrozen(t)
-	api, _ := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(ratelimit.FixedWindow), ratelimit.OnFailure(ratelimit.FailOpen))
+	api, _ := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(ratelimit.FixedWindow), ratelimit.WithFallback(ratelimit.FailOpen))
 	bad := ratelimit.PerMinute(10).WithBurst(20) // a burst means nothing to a window
 	if _, err := ratelimit.New(f.rdb, "api", bad, ratelimit.WithAlgorithm(ratelimit.FixedWindow)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("New: %v", err)
@@ -179,7 +179,7 @@ func TestBadLimit(t *testing.T) {
 // the limit refills meanwhile. A blocked request never reaches the handler.
 func TestBruteForce(t *testing.T) {
 	f := newFrozen(t)
-	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithBlock(time.Hour))
+	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithLockout(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

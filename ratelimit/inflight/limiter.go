@@ -27,6 +27,7 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 	"github.com/redlimit/redlimit/ratelimit/internal/key"
+	"github.com/redlimit/redlimit/ratelimit/internal/option"
 )
 
 // A Limiter caps the requests in flight per key: at most Limit at once,
@@ -110,11 +111,8 @@ type Option func(*Limiter) error
 // It may not hold '{' or '}'.
 func WithPrefix(prefix string) Option {
 	return func(l *Limiter) error {
-		if err := key.CheckPrefix(prefix); err != nil {
+		if err := option.Prefix(prefix); err != nil {
 			return err
-		}
-		if prefix == "" {
-			return fmt.Errorf("%w: empty prefix", ratelimit.ErrInvalid)
 		}
 		l.prefix = prefix
 		return nil
@@ -130,23 +128,23 @@ func WithClock(now func() time.Time) Option {
 // WithTimeout bounds each call to Redis, as ratelimit.WithTimeout does.
 func WithTimeout(d time.Duration) Option {
 	return func(l *Limiter) error {
-		if d < 0 {
-			return fmt.Errorf("%w: negative timeout %v", ratelimit.ErrInvalid, d)
+		if err := option.Timeout(d); err != nil {
+			return err
 		}
 		l.timeout = d
 		return nil
 	}
 }
 
-// OnFailure sets what Acquire decides when Redis fails or times out:
+// WithFallback sets what Acquire decides when Redis fails or times out:
 // ratelimit.FailOpen allows without a lease, FailClosed denies, and
-// FailLocal(share) caps the requests in flight in this process at share
-// of the limit (at least 1), with a lease that is released in memory.
-func OnFailure(f ratelimit.Fallback) Option {
+// FailLocal(share) caps the requests in flight in this process at share of
+// the limit, with a lease released in memory.
+func WithFallback(f ratelimit.Fallback) Option {
 	return func(l *Limiter) error {
 		p := call.PolicyOf(f)
-		if !p.Valid() {
-			return fmt.Errorf("%w: failure policy %v", ratelimit.ErrInvalid, f)
+		if err := option.Fallback(p); err != nil {
+			return err
 		}
 		l.onFailure = p
 		return nil
@@ -160,11 +158,8 @@ func OnFailure(f ratelimit.Fallback) Option {
 // letters, digits, '_', '-' or '.'. It refuses anything else with
 // ratelimit.ErrInvalid.
 func New(rdb redis.Scripter, name string, limit int64, ttl time.Duration, opts ...Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: no Redis client", ratelimit.ErrInvalid)
-	}
-	if _, ok := rdb.(redis.Pipeliner); ok {
-		return nil, fmt.Errorf("%w: a redis.Pipeliner answers only at Exec; pass the client", ratelimit.ErrInvalid)
+	if err := option.Client(rdb); err != nil {
+		return nil, err
 	}
 	if err := key.CheckName(name); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -60,7 +61,7 @@ func TestNoScriptUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	for name, ap := range faces(t, rdb) {
 		evalsBefore := commandCalls(t, rdb, "eval")
-		l, err := ratelimit.New(ap, "flush-"+name, ratelimit.PerDay(300))
+		l, err := ratelimit.New(ap, "flush-"+name, ratelimit.Per(300, 24*time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,11 +129,11 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 		// A burst of 1e6 that gains 1 a minute: Remaining counts the calls
 		// exactly however long a loaded machine takes (PerDay(1e6) gains
 		// one every 86 ms).
-		l, err := ratelimit.New(ap, "errs-"+name, ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1e6}, ratelimit.OnFailure(ratelimit.FailOpen))
+		l, err := ratelimit.New(ap, "errs-"+name, ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1e6}, ratelimit.WithFallback(ratelimit.FailOpen))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rdb.LPush(ctx, l.RedisKey("foreign"), "not ours").Err(); err != nil {
+		if err := rdb.LPush(ctx, testredis.Key("rl:errs-"+name+":", "foreign"), "not ours").Err(); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -149,7 +150,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 						}
 					case 1:
 						d, err := l.Allow(ctx, "foreign")
-						if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Cause != nil {
+						if !errors.Is(err, bindings.ErrWrongType) || d.Allowed || d.Cause != nil {
 							t.Errorf("%s: foreign data: %v, %v; want ErrWrongType", name, d, err)
 						}
 					default:
@@ -162,7 +163,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 			}(g)
 		}
 		wg.Wait()
-		if n, _ := rdb.LLen(ctx, l.RedisKey("foreign")).Result(); n != 1 {
+		if n, _ := rdb.LLen(ctx, testredis.Key("rl:errs-"+name+":", "foreign")).Result(); n != 1 {
 			t.Errorf("%s: the foreign list has %d elements", name, n)
 		}
 		if n, _ := rdb.Exists(ctx, "badarg").Result(); n != 0 {
@@ -208,15 +209,15 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 	for name, ap := range aps {
 		policies := map[ratelimit.Fallback]*ratelimit.Limiter{}
 		for _, fb := range []ratelimit.Fallback{{}, ratelimit.FailOpen, ratelimit.FailClosed} {
-			l, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6),
-				ratelimit.WithTimeout(timeout), ratelimit.OnFailure(fb))
+			l, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.Per(1e6, 24*time.Hour),
+				ratelimit.WithTimeout(timeout), ratelimit.WithFallback(fb))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// 1000 counted before: a key that Redis lost counts far less.
 			// Counted by a twin without the timeout, which a loaded machine
 			// can pass on a first call (it loads the script).
-			warm, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6))
+			warm, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.Per(1e6, 24*time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -169,7 +169,7 @@ func TestMultiCrossSlot(t *testing.T) {
 	// The same through ratelimit: one tag, one slot, on the cluster.
 	x, _ := ratelimit.New(c, "x", ratelimit.PerSecond(5))
 	y, _ := ratelimit.New(c, "y", ratelimit.PerMinute(5))
-	m, err := ratelimit.NewMulti(x, y)
+	m, err := ratelimit.Atomic(x, y)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,11 +36,11 @@ func TestClusterFailover(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	l, err := ratelimit.New(rdb, "failover", ratelimit.PerSecond(1e6), ratelimit.OnFailure(ratelimit.FailOpen))
+	l, err := ratelimit.New(rdb, "failover", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailOpen))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledgerL, err := ratelimit.New(rdb, "ledger", ratelimit.PerHour(1e9), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	ledgerL, err := ratelimit.New(rdb, "ledger", ratelimit.Per(1e9, time.Hour), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,9 @@ func keysByMaster(t *testing.T, rdb *redis.ClusterClient, cl *redisserver.Replic
 			return keys
 		}
 		k := fmt.Sprintf("user%d", i)
-		m, err := rdb.MasterForKey(context.Background(), l.RedisKey(k))
+		// A limiter's key for k is its prefix and the hash tag {k}, so the
+		// tag alone names its slot.
+		m, err := rdb.MasterForKey(context.Background(), "{"+k+"}")
 		if err != nil {
 			t.Fatal(err)
 		}

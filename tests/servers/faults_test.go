@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -34,7 +35,7 @@ func TestFaultRestart(t *testing.T) {
 			srv := redisserver.New(t, tt.args...)
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 			defer rdb.Close()
-			l, err := ratelimit.New(rdb, "restart", ratelimit.PerDay(5))
+			l, err := ratelimit.New(rdb, "restart", ratelimit.Per(5, 24*time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +79,7 @@ func TestFaultKill9AOF(t *testing.T) {
 	srv := redisserver.New(t, "--appendonly", "yes", "--appendfsync", "everysec")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	defer rdb.Close()
-	l, err := ratelimit.New(rdb, "kill9", ratelimit.PerHour(1e9), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	l, err := ratelimit.New(rdb, "kill9", ratelimit.Per(1e9, time.Hour), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestFaultEviction(t *testing.T) {
 			srv := redisserver.New(t, "--maxmemory", "8mb", "--maxmemory-policy", policy)
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 			defer rdb.Close()
-			l, err := ratelimit.New(rdb, "evict", ratelimit.PerHour(10), ratelimit.OnFailure(ratelimit.FailOpen))
+			l, err := ratelimit.New(rdb, "evict", ratelimit.Per(10, time.Hour), ratelimit.WithFallback(ratelimit.FailOpen))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +182,7 @@ func TestFaultEviction(t *testing.T) {
 			}
 			limiterLeft := 0
 			for u := 0; u < users; u++ {
-				if n, _ := rdb.Exists(ctx, l.RedisKey(fmt.Sprint("user", u))).Result(); n == 1 {
+				if n, _ := rdb.Exists(ctx, testredis.Key("rl:evict:", fmt.Sprint("user", u))).Result(); n == 1 {
 					limiterLeft++
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
@@ -92,13 +93,13 @@ func TestStallAdmitsNothingAbandoned(t *testing.T) {
 	// A fixed window that admits every call, so its count is the ledger of
 	// what Redis admitted: 1e9 a window of 1e11 ms (3 years).
 	l, err := ratelimit.New(c, "ledger", ratelimit.Limit{Burst: 1e9, Rate: 1e9, Period: 1e11 * time.Millisecond},
-		ratelimit.WithAlgorithm(ratelimit.FixedWindow), ratelimit.WithTimeout(stallTimeout), ratelimit.OnFailure(ratelimit.FailClosed))
+		ratelimit.WithAlgorithm(ratelimit.FixedWindow), ratelimit.WithTimeout(stallTimeout), ratelimit.WithFallback(ratelimit.FailClosed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	counted := func(c *redis.Client) int64 {
 		t.Helper()
-		v, err := c.Get(ctx, l.RedisKey("k")).Result()
+		v, err := c.Get(ctx, testredis.Key("rl:ledger:", "k")).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func TestStallHoldsNoAbandonedLease(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: stallCallers})
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
-	l, err := inflight.New(c, "ledger", 8, 30*time.Second, inflight.WithTimeout(stallTimeout), inflight.OnFailure(ratelimit.FailClosed))
+	l, err := inflight.New(c, "ledger", 8, 30*time.Second, inflight.WithTimeout(stallTimeout), inflight.WithFallback(ratelimit.FailClosed))
 	if err != nil {
 		t.Fatal(err)
 	}

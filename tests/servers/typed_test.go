@@ -7,13 +7,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/tests/scenario"
 	"github.com/redlimit/redlimit/tests/tier"
 )
 
 // unusable is a client that fails the test if anything is sent through it.
 type unusable struct {
-	redis.Scripter
+	ratelimit.Client
 	t *testing.T
 }
 

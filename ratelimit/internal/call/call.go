@@ -129,6 +129,20 @@ func (p Policy) Valid() bool {
 	return p.Mode <= Local && (p.Mode != Local || p.Share > 0 && p.Share <= 1)
 }
 
+// String is the policy's word, the one vocabulary of decisions, hook
+// events and metrics: "fail-open", "fail-closed", "fail-local" or "none".
+func (p Policy) String() string {
+	switch p.Mode {
+	case Open:
+		return "fail-open"
+	case Closed:
+		return "fail-closed"
+	case Local:
+		return "fail-local"
+	}
+	return "none"
+}
+
 // PolicyOf reads a ratelimit.Fallback: package ratelimit sets it in its
 // init, so that subpackages (inflight) take the same Fallback values as
 // New does.

@@ -132,13 +132,23 @@ func serveNext(w http.ResponseWriter, r *http.Request) {
 	}
 	// httplimit wrapped the writer to learn the status (WithCountIf). An
 	// error is the status the app's ErrorHandler gives it: let it write
-	// that now, then hand the status on. The writer takes no more writes.
+	// that now, then hand the status on. The writer takes no more writes,
+	// but Fiber sends the response only once the handlers return, so the
+	// fields of the count replace those of the peek.
 	if err := c.Next(); err != nil {
 		if herr := c.App().Config().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
 		}
 	}
+	peeked := make([]string, 0, len(w.Header()))
+	for k := range w.Header() {
+		peeked = append(peeked, k)
+	}
 	w.WriteHeader(c.Response().StatusCode())
+	for _, k := range peeked {
+		c.Response().Header.Del(k)
+	}
+	copyHeader(c, w.Header())
 }
 
 // writer is the http.ResponseWriter httplimit's middleware writes a

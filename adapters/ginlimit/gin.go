@@ -91,8 +91,38 @@ func serveNext(w http.ResponseWriter, r *http.Request) {
 	if w != http.ResponseWriter(c.Writer) {
 		// httplimit wrapped the writer to learn the status (WithCountIf),
 		// but gin's handlers write to c.Writer: hand it the status gin's
-		// writer holds. gin ignores a WriteHeader of the status it has.
-		defer func() { w.WriteHeader(c.Writer.Status()) }()
+		// writer holds before gin sends it (so the count's fields go
+		// out), or once the handlers return. gin ignores a WriteHeader of
+		// the status it has.
+		gw := &handing{ResponseWriter: c.Writer, to: w}
+		c.Writer = gw
+		defer func() { c.Writer = gw.ResponseWriter; gw.hand() }()
 	}
 	c.Next()
 }
+
+// handing is gin's writer, handing the status to httplimit's (to) once,
+// before anything goes out.
+type handing struct {
+	gin.ResponseWriter
+	to     http.ResponseWriter
+	handed bool
+}
+
+func (w *handing) hand() {
+	if !w.handed {
+		w.handed = true
+		w.to.WriteHeader(w.ResponseWriter.Status())
+	}
+}
+
+func (w *handing) WriteHeaderNow() { w.hand(); w.ResponseWriter.WriteHeaderNow() }
+
+func (w *handing) Write(b []byte) (int, error) { w.hand(); return w.ResponseWriter.Write(b) }
+
+func (w *handing) WriteString(s string) (int, error) {
+	w.hand()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *handing) Flush() { w.hand(); w.ResponseWriter.Flush() }

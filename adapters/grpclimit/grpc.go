@@ -162,7 +162,7 @@ func UnaryServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) gr
 	i := newInterceptor(rule, key, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var resp any
-		err := i.call(ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }, func() error {
+		err := i.call(ctx, info.FullMethod, true, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }, func() error {
 			var err error
 			resp, err = handler(ctx, req)
 			return err
@@ -177,7 +177,7 @@ func UnaryServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) gr
 func StreamServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) grpc.StreamServerInterceptor {
 	i := newInterceptor(rule, key, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return i.call(ss.Context(), info.FullMethod, ss.SetHeader, func() error { return handler(srv, ss) })
+		return i.call(ss.Context(), info.FullMethod, false, ss.SetHeader, func() error { return handler(srv, ss) })
 	}
 }
 
@@ -256,8 +256,11 @@ func newInterceptor(rule ratelimit.Rule, key KeyFunc, opts []Option) *intercepto
 }
 
 // call decides one call or stream, sets the rate-limit metadata with
-// setHeader, and runs handle if it passes.
-func (i *interceptor) call(ctx context.Context, method string, setHeader func(metadata.MD) error, handle func() error) error {
+// setHeader, and runs handle if it passes. A unary call's header goes out
+// with its response, so a counted one (WithCountIf) gets the metadata of
+// the count; a stream's may go out with its first message, so it gets the
+// peek's.
+func (i *interceptor) call(ctx context.Context, method string, unary bool, setHeader func(metadata.MD) error, handle func() error) error {
 	if i.skip != nil && i.skip(ctx, method) {
 		return handle()
 	}
@@ -278,7 +281,8 @@ func (i *interceptor) call(ctx context.Context, method string, setHeader func(me
 	if err != nil {
 		return i.fail(ctx, err)
 	}
-	if md := headerMD(d); md != nil {
+	later := unary && i.countIf != nil && d.Allowed
+	if md := headerMD(d); md != nil && !later {
 		_ = setHeader(md) // fails only once headers are sent, which they cannot be yet
 	}
 	if !d.Allowed {
@@ -291,7 +295,12 @@ func (i *interceptor) call(ctx context.Context, method string, setHeader func(me
 	if i.countIf(status.Code(err)) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_, _ = i.rule.AllowN(cctx, key, n) // the rule's hook sees an error
+		if counted, cerr := i.rule.AllowN(cctx, key, n); cerr == nil { // else the rule's hook sees the error
+			d = counted
+		}
+	}
+	if md := headerMD(d); md != nil && later {
+		_ = setHeader(md) // the handler may have sent them (grpc.SendHeader): then none
 	}
 	return err
 }

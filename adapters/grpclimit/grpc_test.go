@@ -238,8 +238,8 @@ func TestKeysAndRules(t *testing.T) {
 		}
 	})
 
-	// Only failed logins count; after two, the right password is denied
-	// before the handler runs.
+	// Only failed logins count, and their metadata shows the count; after
+	// two, the right password is denied before the handler runs.
 	t.Run("count if", func(t *testing.T) {
 		l := newLimiter(t, rdb, "login", ratelimit.PerMinute(2))
 		c := serve(t, l, grpclimit.ByPeer(), true, grpclimit.WithCountIf(func(code codes.Code) bool { return code == codes.Unauthenticated }))
@@ -249,8 +249,14 @@ func TestKeysAndRules(t *testing.T) {
 			}
 		}
 		for i, want := range []codes.Code{codes.Unauthenticated, codes.Unauthenticated, codes.ResourceExhausted} {
-			if _, err := check(c, "password", "wrong"); status.Code(err) != want {
+			md, err := check(c, "password", "wrong")
+			if status.Code(err) != want {
 				t.Fatalf("bad login %d: %v, want %v", i, err, want)
+			}
+			// A counted call's metadata is the count's: the second used up
+			// the limit.
+			if got, wantR := strings.Join(md.Get("ratelimit"), ","), []string{";r=1;", ";r=0;"}; i < 2 && !strings.Contains(got, wantR[i]) {
+				t.Errorf("bad login %d: ratelimit %q, want %s (the count's, not the peek's)", i, got, wantR[i])
 			}
 		}
 		if _, err := check(c, "password", "right"); status.Code(err) != codes.ResourceExhausted {

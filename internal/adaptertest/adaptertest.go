@@ -244,9 +244,10 @@ func Run(t *testing.T, app App) {
 		}
 	})
 
-	// Only failed logins count, as the framework's handler answers them;
-	// once two have failed, even the right password is denied before the
-	// handler runs. Good logins never count.
+	// Only failed logins count, as the framework's handler answers them,
+	// and their response shows the count; once two have failed, even the
+	// right password is denied before the handler runs. Good logins never
+	// count.
 	t.Run("count if", func(t *testing.T) {
 		l, _ := limiter(t, rdb, ratelimit.PerMinute(2))
 		h := app.New(l, byRoute, httplimit.WithCountIf(func(status int) bool { return status == http.StatusUnauthorized }))
@@ -256,8 +257,14 @@ func Run(t *testing.T, app App) {
 			}
 		}
 		for i, want := range []int{401, 401, 429} {
-			if rec := Serve(h, "POST", "/login", client, "X-Password", "wrong"); rec.Code != want {
+			rec := Serve(h, "POST", "/login", client, "X-Password", "wrong")
+			if rec.Code != want {
 				t.Fatalf("bad login %d: %d, want %d", i, rec.Code, want)
+			}
+			// A counted 401 shows the decision after counting: the second
+			// used up the limit.
+			if field, wantR := rec.Result().Header.Get("RateLimit"), []string{";r=1;", ";r=0;"}; i < 2 && !strings.Contains(field, wantR[i]) {
+				t.Errorf("bad login %d: RateLimit %q, want %s (the count's, not the peek's)", i, field, wantR[i])
 			}
 		}
 		if rec := Serve(h, "POST", "/login", client, "X-Password", "right"); rec.Code != 429 {

@@ -59,6 +59,11 @@ const (
 // A decision that reports no limit (ratelimit.Unlimited's) sets nothing.
 func SetHeaders(h http.Header, d ratelimit.Decision) { writeHeaders(h, d, time.Now()) }
 
+// closedRetryAfter is the Retry-After of a 503: Redis could not be asked,
+// so no wait is known, and a second brings a client back soon after a
+// short outage.
+const closedRetryAfter = "1"
+
 // parts are the limits a Decision reports.
 func parts(d ratelimit.Decision) []ratelimit.Decision {
 	if len(d.Parts) > 0 {
@@ -68,6 +73,14 @@ func parts(d ratelimit.Decision) []ratelimit.Decision {
 		return nil
 	}
 	return []ratelimit.Decision{d}
+}
+
+// clearHeaders removes what writeHeaders sets for a decision that passed,
+// to write another decision.
+func clearHeaders(h http.Header) {
+	for _, f := range []string{"RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		h.Del(f)
+	}
 }
 
 func writeHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
@@ -88,8 +101,12 @@ func writeHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 		}
 	}
 	h.Set("RateLimit-Policy", strings.Join(policy, ", "))
-	if retry := retryAfter(ps); retry > 0 && retry != ratelimit.Never {
+	switch retry := retryAfter(ps); {
+	case retry == ratelimit.Never: // waiting would not help
+	case retry > 0:
 		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(retry), 10))
+	case !d.Allowed:
+		h.Set("Retry-After", closedRetryAfter) // only a fallback failing closed denied
 	}
 	if strictest < 0 {
 		return

@@ -142,38 +142,50 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	defer func() {
-		// Deferred, so a handler that panics after a failure still counts.
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+	// A request that counts is charged when its status is known, before it
+	// goes out, so the response's fields show the decision after counting
+	// (the peek's, should counting fail).
+	sw := &statusWriter{ResponseWriter: w, commit: func(status int) {
+		if !m.countIf(status) {
+			return
 		}
-		if m.countIf(sw.status) {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-			defer cancel()
-			_, _ = m.rule.AllowN(ctx, key, n) // the rule's hook sees an error
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		if d, err := m.rule.AllowN(ctx, key, n); err == nil { // else the rule's hook sees the error
+			clearHeaders(w.Header())
+			writeHeaders(w.Header(), d, m.now())
 		}
-	}()
+	}}
+	// Deferred, so a handler that writes nothing, or panics after a
+	// failure, still counts.
+	defer sw.settle(http.StatusOK)
 	next.ServeHTTP(sw, r)
 }
 
-// statusWriter records the status a handler answers.
+// statusWriter hands the final status a handler answers to commit, once,
+// before it passes it on.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	commit func(status int)
+}
+
+func (w *statusWriter) settle(status int) {
+	if w.status == 0 {
+		w.status = status
+		w.commit(status)
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+	if code >= 200 { // not an informational 1xx
+		w.settle(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.settle(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -201,6 +213,7 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	case errors.Is(err, ratelimit.ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// Redis failed, or the request's context ended while it decided.
 		p.Status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", closedRetryAfter)
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ratelimit.ErrInvalid):
 		// The server's configuration or code is wrong: say how, loudly.
 		p.Detail = err.Error()

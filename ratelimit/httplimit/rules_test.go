@@ -175,8 +175,9 @@ func TestBadLimit(t *testing.T) {
 }
 
 // Brute-force protection: only failed logins count (WithCountIf), and once
-// the limit is used up the key is blocked for an hour (WithBlock), however
-// the limit refills meanwhile. A blocked request never reaches the handler.
+// the limit is used up the key is locked out for an hour (WithLockout),
+// however the limit refills meanwhile. A locked-out request never reaches
+// the handler.
 func TestBruteForce(t *testing.T) {
 	f := newFrozen(t)
 	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithLockout(time.Hour))
@@ -200,11 +201,20 @@ func TestBruteForce(t *testing.T) {
 		}
 	}
 	var got []int
+	var fields []string
 	for i := 0; i < 5; i++ {
-		got = append(got, try("wrong"))
+		rec := serve(h, get("192.0.2.1:1", "X-Password", "wrong"))
+		got = append(got, rec.Code)
+		fields = append(fields, rec.Result().Header.Get("RateLimit")) // as sent
 	}
 	if want := []int{401, 401, 401, 429, 429}; !cmp.Equal(got, want) {
 		t.Errorf("failed logins: %v, want %v", got, want)
+	}
+	// A counted response shows the decision after counting: the third
+	// failure used up the limit and started the lockout (they used to show
+	// the peek before it, one behind: r=1).
+	for i, want := range []string{`"login";r=2;t=60`, `"login";r=1;t=60`, `"login";r=0;t=3600`} {
+		sameSF(t, fmt.Sprintf("failure %d's RateLimit", i+1), fields[i], want)
 	}
 	if ran != 13 {
 		t.Errorf("the handler ran %d times, want 13 (not for a blocked request)", ran)
@@ -232,5 +242,46 @@ func TestBruteForce(t *testing.T) {
 	}
 	if code := try("right"); code != 200 {
 		t.Errorf("after Reset: %d", code)
+	}
+}
+
+// The brute-force recipe (docs/recipes.md) against a patient guesser who
+// paces at exactly the rate, one guess every 3 minutes under 5 per 15
+// minutes: the fifth failure in any 15 minutes locks the address out for
+// the day. GCRA, the default before a lockout chose the sliding log, never
+// saw its limit used up at that pace: 12 guesses of 12 got through.
+func TestBruteForcePaced(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		opts   []ratelimit.Option
+		passed int // guesses the handler answered, of 12
+	}{
+		{"the recipe", nil, 5},
+		{"GCRA", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA)}, 12},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFrozen(t)
+			guard, err := ratelimit.New(f.rdb, "login", ratelimit.Per(5, 15*time.Minute), append(tt.opts, ratelimit.WithLockout(24*time.Hour))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := httplimit.WithCountIf(func(status int) bool { return status == http.StatusUnauthorized })
+			h := httplimit.Middleware(guard, httplimit.ByClientIP(), failed)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized) // every guess is wrong
+			}))
+			var codes []int
+			passed := 0
+			for i := 0; i < 12; i++ {
+				code := serve(h, get("192.0.2.1:1")).Code
+				codes = append(codes, code)
+				if code == http.StatusUnauthorized {
+					passed++
+				}
+				f.advance(3 * time.Minute)
+			}
+			if passed != tt.passed {
+				t.Errorf("%d of 12 paced guesses reached the handler, want %d: %v", passed, tt.passed, codes)
+			}
+		})
 	}
 }

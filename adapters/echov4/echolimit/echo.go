@@ -51,7 +51,7 @@ func Middleware(rule ratelimit.Rule, key httplimit.KeyFunc, opts ...httplimit.Op
 			s := &state{c: c, next: next}
 			r := httplimit.SetRoute(c.Request(), route(c))
 			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, s))
-			limit.ServeHTTP(&response{c.Response()}, r)
+			limit.ServeHTTP(&response{c.Response(), s}, r)
 			return s.err
 		}
 	}
@@ -98,9 +98,10 @@ type stateKey struct{}
 // middleware to the handler it calls when the request passes, and next's
 // error back.
 type state struct {
-	c    echo.Context
-	next echo.HandlerFunc
-	err  error
+	c       echo.Context
+	next    echo.HandlerFunc
+	err     error
+	handing bool // the status goes to httplimit from Echo's WriteHeader
 }
 
 // serveNext is the handler httplimit's middleware calls for a request
@@ -114,10 +115,16 @@ func serveNext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// httplimit wrapped the writer to learn the status (WithCountIf), but
-	// Echo's handlers write to c.Response(). An error is the status
-	// Echo's error handler gives it, so let it write that now (as Echo's
-	// logger middleware does; it skips a response already written when
-	// the error comes back to it), then hand the status on.
+	// Echo's handlers write to c.Response(): hand the status on just before
+	// Echo sends it (so the count's fields go out), or once next returns.
+	// An error is the status Echo's error handler gives it, so let it
+	// write that now (as Echo's logger middleware does; it skips a
+	// response already written when the error comes back to it).
+	c.Response().Before(func() {
+		s.handing = true
+		w.WriteHeader(c.Response().Status)
+		s.handing = false
+	})
 	if s.err = s.next(c); s.err != nil {
 		c.Error(s.err)
 	}
@@ -125,12 +132,16 @@ func serveNext(w http.ResponseWriter, r *http.Request) {
 }
 
 // response is Echo's Response as httplimit writes to it, where a status
-// written twice is dropped silently (Echo's logs a warning): the status
-// serveNext hands on is the one the response has.
-type response struct{ *echo.Response }
+// written twice, or handed on from Echo's own WriteHeader, is dropped
+// silently (Echo's logs a warning): the status serveNext hands on is the
+// one the response has.
+type response struct {
+	*echo.Response
+	s *state
+}
 
 func (r *response) WriteHeader(code int) {
-	if !r.Committed {
+	if !r.Committed && !r.s.handing {
 		r.Response.WriteHeader(code)
 	}
 }

@@ -1,3 +1,5 @@
+// Code generated from adapters/echolimit/example_test.go by adapters/echov4/echolimit/internal/samesource (go test -update). DO NOT EDIT.
+
 package echolimit_test
 
 import (

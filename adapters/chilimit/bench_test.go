@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	chilimit "github.com/redlimit/redlimit/adapters/chilimit"
+	"github.com/redlimit/redlimit/adapters/chilimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

@@ -1,9 +1,9 @@
-// Package chi limits chi routes with any ratelimit.Rule: it is
+// Package chilimit limits chi routes with any ratelimit.Rule: it is
 // httplimit.Middleware with the route chi will match, known wherever the
 // middleware sits, so httplimit.ByRoute counts each route apart under
 // r.Use too.
 //
-//	import chilimit "github.com/redlimit/redlimit/adapters/chilimit"
+//	import "github.com/redlimit/redlimit/adapters/chilimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {

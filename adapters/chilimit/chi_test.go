@@ -11,7 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
-	chilimit "github.com/redlimit/redlimit/adapters/chilimit"
+	"github.com/redlimit/redlimit/adapters/chilimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"

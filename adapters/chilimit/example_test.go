@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/redis/go-redis/v9"
 
-	chilimit "github.com/redlimit/redlimit/adapters/chilimit"
+	"github.com/redlimit/redlimit/adapters/chilimit"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

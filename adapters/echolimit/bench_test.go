@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echolimit"
+	"github.com/redlimit/redlimit/adapters/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

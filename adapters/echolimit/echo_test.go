@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echolimit"
+	"github.com/redlimit/redlimit/adapters/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"

@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/redis/go-redis/v9"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echolimit"
+	"github.com/redlimit/redlimit/adapters/echolimit"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

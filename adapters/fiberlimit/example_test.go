@@ -9,7 +9,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/redis/go-redis/v9"
 
-	fiberlimit "github.com/redlimit/redlimit/adapters/fiberlimit"
+	"github.com/redlimit/redlimit/adapters/fiberlimit"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

@@ -1,9 +1,9 @@
-// Package fiber limits Fiber (v3) routes with any ratelimit.Rule, as
+// Package fiberlimit limits Fiber (v3) routes with any ratelimit.Rule, as
 // httplimit.Middleware limits net/http handlers: the same options, key
 // functions, RateLimit header fields, 429 and problem bodies, and error
 // handling, as a fiber.Handler.
 //
-//	import fiberlimit "github.com/redlimit/redlimit/adapters/fiberlimit"
+//	import "github.com/redlimit/redlimit/adapters/fiberlimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 	"github.com/redis/go-redis/v9"
 
-	fiberlimit "github.com/redlimit/redlimit/adapters/fiberlimit"
+	"github.com/redlimit/redlimit/adapters/fiberlimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"

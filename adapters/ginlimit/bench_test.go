@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	ginlimit "github.com/redlimit/redlimit/adapters/ginlimit"
+	"github.com/redlimit/redlimit/adapters/ginlimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	ginlimit "github.com/redlimit/redlimit/adapters/ginlimit"
+	"github.com/redlimit/redlimit/adapters/ginlimit"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

@@ -1,4 +1,4 @@
-// Package gin limits gin routes with any ratelimit.Rule, as
+// Package ginlimit limits gin routes with any ratelimit.Rule, as
 // httplimit.Middleware limits net/http handlers: the same options, key
 // functions, RateLimit header fields, 429 and problem bodies, and error
 // handling, as a gin.HandlerFunc.

@@ -15,7 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	grpclimit "github.com/redlimit/redlimit/adapters/grpclimit"
+	"github.com/redlimit/redlimit/adapters/grpclimit"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 

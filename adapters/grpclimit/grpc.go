@@ -1,9 +1,9 @@
-// Package grpc limits gRPC servers with any ratelimit.Rule: unary and
+// Package grpclimit limits gRPC servers with any ratelimit.Rule: unary and
 // stream server interceptors that deny a call with codes.ResourceExhausted
 // and, in the status details, when to retry (errdetails.RetryInfo) and which
 // limits denied (errdetails.QuotaFailure).
 //
-//	import grpclimit "github.com/redlimit/redlimit/adapters/grpclimit"
+//	import "github.com/redlimit/redlimit/adapters/grpclimit"
 //
 //	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
 //	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	grpclimit "github.com/redlimit/redlimit/adapters/grpclimit"
+	"github.com/redlimit/redlimit/adapters/grpclimit"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )

@@ -7,7 +7,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	otellimit "github.com/redlimit/redlimit/adapters/otellimit"
+	"github.com/redlimit/redlimit/adapters/otellimit"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 

@@ -11,7 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	otellimit "github.com/redlimit/redlimit/adapters/otellimit"
+	"github.com/redlimit/redlimit/adapters/otellimit"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 

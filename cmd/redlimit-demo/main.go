@@ -101,8 +101,8 @@ func run(ctx context.Context, redisAddr, listen string, out io.Writer) error {
 // connect returns a client of the Redis at addr, or of an embedded
 // miniredis when addr is empty. The miniredis keeps real time: its TIME
 // command and its TTLs follow the wall clock as long as SetTime is never
-// called (PITFALLS.md), so the scripts' server clock moves as on a real
-// server and keys expire.
+// called (miniredis's TIME follows SetTime, not FastForward), so the
+// scripts' server clock moves as on a real server and keys expire.
 func connect(addr string) (rdb *redis.Client, backend string, closeAll func(), err error) {
 	if addr == "" {
 		m, err := miniredis.Run()

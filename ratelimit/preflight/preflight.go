@@ -1,8 +1,14 @@
+// Package preflight checks, at start-up, what in a Redis server's
+// configuration or the client's own makes limits reset, stop or count a
+// request twice.
+//
+//	findings, err := preflight.Check(ctx, rdb)
+//	for _, f := range findings {
+//		log.Print(f) // "warning persistence (10.0.0.5:6379): no AOF and ..."
+//	}
+//
+// docs/operations.md says what each fault costs, measured.
 package preflight
-
-// The preflight: what in a Redis server's configuration, or in the
-// client's, makes limits reset, stop or count twice. docs/operations.md
-// says what each fault costs, measured.
 
 import (
 	"context"
@@ -34,6 +40,7 @@ type Finding struct {
 	Why string
 }
 
+// String reads like "warning persistence (10.0.0.5:6379): no AOF ...".
 func (f Finding) String() string {
 	node := ""
 	if f.Node != "" {
@@ -43,14 +50,10 @@ func (f Finding) String() string {
 }
 
 // Check reads the configuration of the Redis behind c (every master of a
-// cluster or ring) and of c itself, and returns what it finds that can
-// make limits reset silently, stop, or count a request twice: the eviction
-// policy, memory in use against maxmemory, persistence, the cluster's slot
-// coverage and replicas, the Functions library, each server's clock
-// against this process's, the client's retries. No
-// finding means none of those. It changes nothing. A server that refuses
-// CONFIG GET (managed services may) yields a "config" finding instead of
-// the checks that need it; an error means Redis could not be reached.
+// cluster or ring) and of c itself, and returns what can make limits reset
+// silently, stop, or count a request twice; it changes nothing. A server
+// that refuses CONFIG GET yields a "config" finding; an error means Redis
+// could not be reached.
 func Check(ctx context.Context, c redis.UniversalClient) ([]Finding, error) {
 	var fs []Finding
 	add := func(f Finding) { fs = append(fs, f) }

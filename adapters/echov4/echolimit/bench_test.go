@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echov4/echolimit"
+	"github.com/redlimit/redlimit/adapters/echov4/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

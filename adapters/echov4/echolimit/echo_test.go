@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echov4/echolimit"
+	"github.com/redlimit/redlimit/adapters/echov4/echolimit"
 	"github.com/redlimit/redlimit/internal/adaptertest"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"

@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
-	echolimit "github.com/redlimit/redlimit/adapters/echov4/echolimit"
+	"github.com/redlimit/redlimit/adapters/echov4/echolimit"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )

@@ -22,7 +22,7 @@ var atomicCallers = []int{1, 64}
 // named BenchmarkAtomic/scenario=S/g=G/impl=I so that their rows join the
 // decision tables), at 1 and 64 goroutines, next to what they replace:
 //
-//   - redlimit_multi_2 and redlimit_multi_4: ratelimit.Multi over 2 and 4
+//   - redlimit_multi_2 and redlimit_multi_4: ratelimit.Atomic over 2 and 4
 //     GCRA limits (the scenario's quota, then 1000 an hour, 10 000 a day
 //     and 100 000 a week), one atomic call;
 //   - redlimit_allowall_2: ratelimit.All over the same 2 limiters, one

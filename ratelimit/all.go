@@ -60,7 +60,7 @@ func (a *all) AllowN(ctx context.Context, key string, n int64) (Decision, error)
 
 func (a *all) Peek(ctx context.Context, key string) (Decision, error) { return a.decide(ctx, key, 0) }
 
-// decide sends the plain limiters (no block) that share the first one's
+// decide sends the plain limiters (no lockout) that share the first one's
 // client in one pipeline, and asks every other rule on its own.
 func (a *all) decide(ctx context.Context, key string, n int64) (Decision, error) {
 	ds := make([]Decision, len(a.rules))

@@ -136,7 +136,7 @@ func TestAllAfterScriptFlush(t *testing.T) {
 }
 
 // The documented non-atomic semantics: a request one limiter denies is
-// still counted by the others. (TestMultiAllOrNothing is the contrast.)
+// still counted by the others. (TestAtomicAllOrNothing is the contrast.)
 func TestAllCountsWhereAllowed(t *testing.T) {
 	f := newFrozen(t)
 	wide, _ := ratelimit.New(f.rdb, "wide", ratelimit.PerSecond(5))
@@ -175,7 +175,7 @@ func TestAllAcrossClients(t *testing.T) {
 	}
 }
 
-// All of rules of every kind: a Multi inside stays atomic, Select and
+// All of rules of every kind: an Atomic rule inside stays atomic, Select and
 // Unlimited are asked on their own, and parts are flattened.
 func TestAllOfRules(t *testing.T) {
 	f := newFrozen(t)
@@ -198,7 +198,7 @@ func TestAllOfRules(t *testing.T) {
 		}
 		names = append(names, d.Name)
 	}
-	// sec denies the third: the Multi counts it in neither, day does.
+	// sec denies the third: the Atomic rule counts it in neither, day does.
 	if d, _ := hour.Peek(ctx, "k"); d.Remaining != 98 {
 		t.Errorf("hour has %d left, want 98 (atomic with sec)", d.Remaining)
 	}

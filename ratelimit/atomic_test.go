@@ -21,9 +21,9 @@ func mustLimiter(t *testing.T, rdb ratelimit.Client, name string, l ratelimit.Li
 	return lim
 }
 
-// A Multi counts a request against every limit or none; All, over the same
+// An Atomic rule counts a request against every limit or none; All, over the same
 // limiters, counts it against those that allowed it.
-func TestMultiAllOrNothing(t *testing.T) {
+func TestAtomicAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, atomic := range []bool{true, false} {
 		f := newFrozen(t)
@@ -61,9 +61,9 @@ func TestMultiAllOrNothing(t *testing.T) {
 	}
 }
 
-// A Multi and its limiters share state: what a limiter counts alone, the
-// Multi sees, and the other way round.
-func TestMultiSharesLimitersKeys(t *testing.T) {
+// An Atomic rule and its limiters share state: what a limiter counts
+// alone, the rule sees, and the other way round.
+func TestAtomicSharesLimitersKeys(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
 	a := mustLimiter(t, f.rdb, "a", ratelimit.PerSecond(3))
@@ -104,7 +104,7 @@ func TestMultiSharesLimitersKeys(t *testing.T) {
 
 // The Decision reads as the limit that binds a denial: the longest wait,
 // Never first, as multi.lua's own "denied" does.
-func TestMultiBindingLimit(t *testing.T) {
+func TestAtomicBindingLimit(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
 	a := mustLimiter(t, f.rdb, "a", ratelimit.PerSecond(1))
@@ -124,7 +124,7 @@ func TestMultiBindingLimit(t *testing.T) {
 	}
 }
 
-func TestNewMultiRefuses(t *testing.T) {
+func TestAtomicRefuses(t *testing.T) {
 	f := newFrozen(t)
 	other := newFrozen(t)
 	g := func(name string, opts ...ratelimit.Option) *ratelimit.Limiter {
@@ -143,7 +143,7 @@ func TestNewMultiRefuses(t *testing.T) {
 		"one prefix":      {g("a"), g("b", ratelimit.WithPrefix("rl:a:"))},
 		"the same twice":  {g("a"), g("a")},
 		"mixed clocks":    {g("a"), g("b", ratelimit.WithClock(time.Now))},
-		"a block":         {g("a"), g("b", ratelimit.WithLockout(time.Minute))},
+		"a lockout":       {g("a"), g("b", ratelimit.WithLockout(time.Minute))},
 		"two clients":     {g("a"), mustLimiter(t, other.rdb, "b", ratelimit.PerSecond(5))},
 		"another client":  {g("a"), mustLimiter(t, redis.NewClient(&redis.Options{Addr: f.Addr()}), "b", ratelimit.PerSecond(5))},
 		"sixteen is fine": nil,
@@ -160,7 +160,7 @@ func TestNewMultiRefuses(t *testing.T) {
 	}
 }
 
-func TestMultiRefusesBeforeSending(t *testing.T) {
+func TestAtomicRefusesBeforeSending(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
 	m, _ := ratelimit.Atomic(mustLimiter(t, f.rdb, "m", ratelimit.PerSecond(5)))
@@ -182,9 +182,9 @@ func TestMultiRefusesBeforeSending(t *testing.T) {
 	}
 }
 
-// Each limiter's failure policy decides its own Decision when Redis is
+// Each limiter's fallback decides its own Decision when Redis is
 // down; the request passes only if every one allows.
-func TestMultiFailurePolicies(t *testing.T) {
+func TestAtomicFallbacks(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer down.Close()
 	ctx := context.Background()
@@ -203,10 +203,10 @@ func TestMultiFailurePolicies(t *testing.T) {
 	}
 }
 
-// A Multi's round trip is bounded by the shortest timeout among its
-// limiters, each limiter's failure policy decides for it, and each
+// An Atomic rule's round trip is bounded by the shortest timeout among its
+// limiters, each limiter's fallback decides for it, and each
 // limiter's hook sees its own decision.
-func TestMultiTimeoutAndHooks(t *testing.T) {
+func TestAtomicTimeoutAndHooks(t *testing.T) {
 	type seen struct {
 		limiter string
 		e       ratelimit.Event
@@ -263,10 +263,10 @@ func TestMultiTimeoutAndHooks(t *testing.T) {
 	d, err := hung.AllowN(ctx, "u", 1)
 	ds := d.Parts
 	if took := time.Since(start); took < timeout || took > timeout+slack {
-		t.Errorf("the Multi took %v with a timeout of %v", took, timeout)
+		t.Errorf("the Atomic rule took %v with a timeout of %v", took, timeout)
 	}
 	if !errors.Is(err, ratelimit.ErrUnavailable) {
-		t.Errorf("error %v, want ErrUnavailable (strict has no failure policy)", err)
+		t.Errorf("error %v, want ErrUnavailable (strict has no fallback)", err)
 	}
 	if len(ds) != 2 || ds[1].Allowed || ds[1].Fallback != ratelimit.FailClosed || !errors.Is(ds[1].Cause, ratelimit.ErrUnavailable) {
 		t.Errorf("decisions %+v, want the second by FailClosed for ErrUnavailable", ds)

@@ -236,7 +236,7 @@ func TestDenyCacheReset(t *testing.T) {
 }
 
 // What is not a finite denial from Redis is never cached: an admission, a
-// cost that can never pass (RetryAfter Never), a failure policy's denial,
+// cost that can never pass (RetryAfter Never), a fallback's denial,
 // an error.
 func TestDenyCacheOnlyCachesDenials(t *testing.T) {
 	f := newFrozen(t)

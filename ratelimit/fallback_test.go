@@ -130,7 +130,7 @@ func TestTimeoutBoundsDecisions(t *testing.T) {
 	rdb.Close()
 }
 
-// A caller that gives up gets its context's error: a failure policy decides
+// A caller that gives up gets its context's error: a fallback decides
 // for outages, not for requests nobody waits for.
 func TestCallerCancelIsNoOutage(t *testing.T) {
 	addr, _ := hungServer(t)

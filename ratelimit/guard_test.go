@@ -16,7 +16,7 @@ import (
 )
 
 // A standalone server killed: after the first call finds it gone, calls
-// fail fast under the policy without reaching go-redis's retries; started
+// fail fast under the fallback without reaching go-redis's retries; started
 // again, it decides within a few probes.
 func TestGuardStandalone(t *testing.T) {
 	srv := redisserver.New(t)

@@ -99,8 +99,8 @@ func TestNewRefusesOptions(t *testing.T) {
 		"share 0":       {ratelimit.WithFallback(ratelimit.FailLocal(0))},
 		"share above 1": {ratelimit.WithFallback(ratelimit.FailLocal(1.5))},
 		"share NaN":     {ratelimit.WithFallback(ratelimit.FailLocal(math.NaN()))},
-		"block 0":       {ratelimit.WithLockout(0)},
-		"block 1.5ms":   {ratelimit.WithLockout(1500 * time.Microsecond)},
+		"lockout 0":     {ratelimit.WithLockout(0)},
+		"lockout 1.5ms": {ratelimit.WithLockout(1500 * time.Microsecond)},
 		"deny cache":    {ratelimit.WithDenyCache(-1)},
 	} {
 		if _, err := ratelimit.New(rdb, "test", ratelimit.PerSecond(1), opts...); !errors.Is(err, ratelimit.ErrInvalid) {

@@ -185,7 +185,7 @@ func (l *Limiter) decideQuietly(ctx context.Context, key string, cost int64) (De
 }
 
 // run sends one script call within the limiter's timeout and applies the
-// failure policy to what comes back.
+// fallback to what comes back.
 func (l *Limiter) run(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
 	r, err := runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
 		return scripts[l.alg].run(ctx, l.rdb, l.redisKey(key), l.limit, cost, now)

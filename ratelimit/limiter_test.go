@@ -210,7 +210,7 @@ func TestClock(t *testing.T) {
 	}
 
 	// A clock more than 60 s from the server's is the scripts' to refuse:
-	// the error says it is the clock, and no failure policy hides it.
+	// the error says it is the clock, and no fallback hides it.
 	far := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) }), ratelimit.WithFallback(ratelimit.FailOpen))
 	if d, err := far.Allow(ctx, "far"); !errors.Is(err, ratelimit.ErrInvalid) || d.Allowed || d.Cause != nil {
 		t.Errorf("a clock an hour ahead of the server's: %v, %v; want ErrInvalid, not allowed", d, err)
@@ -247,7 +247,7 @@ func TestNamesKeepStateApart(t *testing.T) {
 
 // Foreign data under a key is an error and is never overwritten. (miniredis
 // wraps the WRONGTYPE of a command inside a script in a plain ERR, so
-// errors.Is(err, ErrWrongType), and that no failure policy hides it, are
+// errors.Is(err, ErrWrongType), and that no fallback hides it, are
 // checked on a real server: TestRealWrongType.)
 func TestWrongType(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
@@ -301,8 +301,9 @@ func TestDifferentLimitsNeverShareState(t *testing.T) {
 }
 
 // Issue 15: a key that holds another script's state (or anyone's data of
-// the right Redis type) is ErrBadState, not ErrWrongType, and no failure
-// policy hides it; the key is left as it was.
+// the right Redis type) is ErrBadState, not ErrWrongType, and no fallback
+//
+//	hides it; the key is left as it was.
 func TestBadState(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
 		f := newFrozen(t)

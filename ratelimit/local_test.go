@@ -65,7 +65,7 @@ func TestFailLocal(t *testing.T) {
 	}
 }
 
-// A Multi's limiters that fail locally decide all or nothing, as the
+// An Atomic rule's limiters that fail locally decide all or nothing, as the
 // script does: a request one denies counts in none.
 func TestFailLocalMultiIsAtomic(t *testing.T) {
 	now := t0

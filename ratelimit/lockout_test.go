@@ -7,10 +7,10 @@ import (
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
-// A block starts when a counted request uses up the limit (or is denied),
+// A lockout starts when a counted request uses up the limit (or is denied),
 // holds however the limit refills, shows in Peek, and ends on time; a cost
 // that can never pass starts none; Reset lifts it.
-func TestWithBlock(t *testing.T) {
+func TestWithLockout(t *testing.T) {
 	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.FixedWindow, ratelimit.SlidingWindowLog} {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
@@ -22,7 +22,7 @@ func TestWithBlock(t *testing.T) {
 				t.Fatalf("a cost above the burst: %v", d)
 			}
 			if d, _ := l.Peek(ctx, "k"); !d.Allowed || d.Remaining != 3 {
-				t.Fatalf("a cost that can never pass started a block: %v", d)
+				t.Fatalf("a cost that can never pass started a lockout: %v", d)
 			}
 			l.AllowN(ctx, "k", 2)
 			d, _ := l.Allow(ctx, "k") // the last of the limit
@@ -32,12 +32,12 @@ func TestWithBlock(t *testing.T) {
 			f.advance(2 * time.Minute) // the limit is full again
 			for _, d := range []ratelimit.Decision{peek(t, l), allow(t, l)} {
 				if d.Allowed || d.RetryAfter != 58*time.Minute || d.Remaining != 0 {
-					t.Errorf("blocked: %v, want denied for the 58 minutes left", d)
+					t.Errorf("locked out: %v, want denied for the 58 minutes left", d)
 				}
 			}
 			f.advance(58 * time.Minute)
 			if d := allow(t, l); !d.Allowed || d.Remaining != 2 {
-				t.Errorf("after the block: %v", d)
+				t.Errorf("after the lockout: %v", d)
 			}
 			l.AllowN(ctx, "k", 2)
 			if err := l.Reset(ctx, "k"); err != nil {

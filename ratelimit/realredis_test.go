@@ -19,7 +19,7 @@ import (
 
 // TestFailurePolicyAcrossRestart loads limiters that fail open and closed
 // while their redis-server is killed and started again: every decision
-// returns within its timeout, the policies decide while Redis is down, and
+// returns within its timeout, the fallbacks decide while Redis is down, and
 // within 1.5 s of Redis being back every decision comes from Redis and
 // is right. No goroutine is left behind.
 func TestFailurePolicyAcrossRestart(t *testing.T) {
@@ -102,11 +102,11 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 			t.Errorf("a decision took %v (timeout %v)", s.took, timeout)
 		}
 		if s.err != nil {
-			t.Errorf("%s: error %v: a failure policy must decide", s.d.Name, s.err)
+			t.Errorf("%s: error %v: a fallback must decide", s.d.Name, s.err)
 			continue
 		}
 		if s.fallback {
-			// While Redis is down, the policy decides, and as it says.
+			// While Redis is down, the fallback decides, and as it says.
 			if want := s.l == open; s.d.Allowed != want || s.d.Cause == nil {
 				t.Errorf("%s: fallback decision %v", s.d.Name, s.d)
 			}
@@ -168,8 +168,9 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	srv.Stop()
 }
 
-// On a real server a script's WRONGTYPE is ErrWrongType, and a failure
-// policy never turns it into an allow: it is foreign data, not an outage.
+// On a real server a script's WRONGTYPE is ErrWrongType, and a fallback
+//
+//	never turns it into an allow: it is foreign data, not an outage.
 func TestRealWrongType(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
 	defer rdb.Close()
@@ -247,7 +248,7 @@ func TestFailLocalAcrossKill(t *testing.T) {
 	var first, last time.Time
 	for _, s := range samples {
 		if s.err != nil {
-			t.Errorf("an error: %v (the policy must decide)", s.err)
+			t.Errorf("an error: %v (the fallback must decide)", s.err)
 			continue
 		}
 		if s.d.Cause != nil {

@@ -129,13 +129,11 @@ func WithCost(cost func(ctx context.Context, fullMethod string) int64) Option {
 }
 
 // WithCountIf counts a call only when count is true of the code its
-// handler returned: for brute-force protection, count(code) is code ==
-// codes.Unauthenticated, so only failed logins count. Before the handler
-// the rule is peeked, so a key over its limit (or blocked,
-// ratelimit.WithBlock) is denied without running the handler; after it, a
-// call that counts is charged with a context that outlives the call's.
-// As with httplimit.WithCountIf, calls that pass the peek at the same
-// moment all run.
+// handler returned, such as codes.Unauthenticated for failed logins. Before
+// the handler the rule is peeked, so a key over its limit or locked out
+// (ratelimit.WithLockout) is denied without running it; a unary call that
+// counts gets the count's metadata. As with httplimit.WithCountIf, calls
+// that pass the peek at the same moment all run.
 func WithCountIf(count func(code codes.Code) bool) Option {
 	return func(i *interceptor) { i.countIf = count }
 }

@@ -291,7 +291,7 @@ func TestKeysAndRules(t *testing.T) {
 	})
 }
 
-// Redis unreachable: each failure policy decides, for unary calls and
+// Redis unreachable: each fallback decides, for unary calls and
 // streams alike.
 func TestFallback(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

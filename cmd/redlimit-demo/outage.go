@@ -1,6 +1,6 @@
 package main
 
-// Redis down: one limit under each failure policy, on a client the page
+// Redis down: one limit under each fallback, on a client the page
 // can switch off (its commands then fail as a dead server's would), each
 // behind the real middleware.
 

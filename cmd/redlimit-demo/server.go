@@ -50,10 +50,10 @@ type server struct {
 //
 // Then the panels of what only redlimit has, each with fixed limits:
 //
-//	GET       /api/two        two limits at once, Multi against All (twolimits.go)
+//	GET       /api/two        two limits at once, Atomic against All (twolimits.go)
 //	GET, POST /api/tier       a plan switch through ratelimit.Select (tiers.go)
 //	GET, POST /api/denycache  hammering with and without a deny cache (denycache.go)
-//	GET, POST /api/outage     Redis down, under each failure policy (outage.go)
+//	GET, POST /api/outage     Redis down, under each fallback (outage.go)
 //	GET, POST /api/leases     jobs holding leases of inflight (leases.go)
 func newServer(rdb *redis.Client, backend string) *server {
 	s := &server{rdb: rdb, backend: backend, mux: http.NewServeMux()}

@@ -52,7 +52,7 @@ QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded
 REDUCED_CAPACITY = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 
 # What a limiter does when Redis cannot decide, as the Go limiter's
-# OnFailure: nothing (the error), FailOpen, FailClosed.
+# WithFallback: nothing (the error), FailOpen, FailClosed.
 FAIL_ERROR, FAIL_OPEN, FAIL_CLOSED = "error", "open", "closed"
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
@@ -226,7 +226,7 @@ class RateLimitMiddleware:
     to answer at once without counting (an unknown API key's 401, say).
     cost(request) is what it counts (1 by default; 0 is refused, as in Go).
     on_failure is what happens when Redis cannot decide (down, timing out):
-    FAIL_ERROR answers 503 (the default, as a Go limiter without OnFailure),
+    FAIL_ERROR answers 503 (the default, as a Go limiter without WithFallback),
     FAIL_OPEN serves the request, FAIL_CLOSED answers 503 with the draft's
     reduced-capacity problem. A script's own error (a key holding another
     script's state) is a 503 whatever the policy: it is a bug, not an outage.

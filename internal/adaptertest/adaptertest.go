@@ -1,7 +1,7 @@
 // Package adaptertest is the suite every HTTP framework adapter of
 // httplimit (adapters/gin, adapters/echo, adapters/chi) passes on a real
 // redis-server: route-pattern keys, the header fields and problem bodies of
-// httplimit, skipping, refusing, failure policies, costs and WithCountIf.
+// httplimit, skipping, refusing, fallbacks, costs and WithCountIf.
 // One suite, so the adapters cannot drift apart from httplimit or from
 // each other.
 package adaptertest
@@ -190,7 +190,7 @@ func Run(t *testing.T, app App) {
 		}
 	})
 
-	// Redis unreachable: each failure policy decides, and the responses
+	// Redis unreachable: each fallback decides, and the responses
 	// say which.
 	t.Run("fallback", func(t *testing.T) {
 		for _, tc := range []struct {

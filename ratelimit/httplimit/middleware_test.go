@@ -224,7 +224,7 @@ func TestMiddlewareErrors(t *testing.T) {
 		t.Errorf("a refusal: %d %q", rec.Code, rec.Body)
 	}
 	// A cost out of range is the server's mistake, not an outage: 500,
-	// through a limiter and through a Multi alike.
+	// through a limiter and through an Atomic rule alike.
 	open := newNamed(t, f.rdb, "open", ratelimit.WithFallback(ratelimit.FailOpen))
 	m, err := ratelimit.Atomic(l, open)
 	if err != nil {

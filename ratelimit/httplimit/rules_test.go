@@ -114,8 +114,10 @@ func TestSkip(t *testing.T) {
 }
 
 // A tier function can refuse: an unknown API key goes to the error handler
-// with the function's own error; no bucket is made for it, and no failure
-// policy turns it into an allow, Redis up or down. (Tiers used to give it
+// with the function's own error; no bucket is made for it, and no fallback
+//
+//	turns it into an allow, Redis up or down. (Tiers used to give it
+//
 // the Default tier and a fresh bucket per bogus key.)
 func TestRefuse(t *testing.T) {
 	errUnknown := errors.New("unknown API key")
@@ -217,25 +219,25 @@ func TestBruteForce(t *testing.T) {
 		sameSF(t, fmt.Sprintf("failure %d's RateLimit", i+1), fields[i], want)
 	}
 	if ran != 13 {
-		t.Errorf("the handler ran %d times, want 13 (not for a blocked request)", ran)
+		t.Errorf("the handler ran %d times, want 13 (not for a locked-out request)", ran)
 	}
-	// A minute refills the limit, but the block holds, for the right
+	// A minute refills the limit, but the lockout holds, for the right
 	// password too.
 	f.advance(time.Minute)
 	rec := serve(h, get("192.0.2.1:1", "X-Password", "right"))
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "3540" {
-		t.Errorf("blocked after a minute: %d, Retry-After %q, want 429 and 3540", rec.Code, rec.Header().Get("Retry-After"))
+		t.Errorf("locked out after a minute: %d, Retry-After %q, want 429 and 3540", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	f.advance(59 * time.Minute)
 	if code := try("right"); code != 200 {
-		t.Errorf("after the block: %d", code)
+		t.Errorf("after the lockout: %d", code)
 	}
-	// Reset lifts a block (an admin, or a successful second factor).
+	// Reset lifts a lockout (an admin, or a successful second factor).
 	for i := 0; i < 3; i++ {
 		try("wrong")
 	}
 	if code := try("right"); code != 429 {
-		t.Fatalf("blocked again: %d", code)
+		t.Fatalf("locked out again: %d", code)
 	}
 	if err := guard.Reset(ctx, "ip:192.0.2.1"); err != nil {
 		t.Fatal(err)

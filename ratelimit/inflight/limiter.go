@@ -190,7 +190,7 @@ func (l *Limiter) Acquire(ctx context.Context, k string) (*Lease, Decision, erro
 	return &Lease{c: l, key: k, id: id}, d, nil
 }
 
-// fail turns an error into the Decision the failure policy makes, or
+// fail turns an error into the Decision the fallback makes, or
 // returns it.
 func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decision, error) {
 	err = call.Classify(ctx, err)

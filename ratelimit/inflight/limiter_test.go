@@ -220,7 +220,7 @@ func TestConcurrencyFailurePolicies(t *testing.T) {
 	}
 	strict := mustConcurrency(t, down, 1, time.Second)
 	if _, _, err := strict.Acquire(ctx, "u"); err == nil {
-		t.Error("no policy: no error")
+		t.Error("no fallback: no error")
 	}
 	if _, _, err := strict.Acquire(ctx, ""); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("empty key: %v", err)
@@ -354,7 +354,7 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 		t.Errorf("fail-closed: %d, problem %+v", rec.Code, p)
 	}
 
-	// WithConcurrencyError: called when Redis fails and there is no policy.
+	// WithConcurrencyError: called when Redis fails and there is no fallback.
 	var failed error
 	strict := mustConcurrency(t, down, 1, time.Second)
 	h := inflight.Middleware(strict, httplimit.ByHeader("X-User"), inflight.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
@@ -362,7 +362,7 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 		w.WriteHeader(http.StatusTeapot)
 	}))(okHandler)
 	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusTeapot || failed == nil {
-		t.Errorf("no policy, Redis down: %d, error handler got %v", rec.Code, failed)
+		t.Errorf("no fallback, Redis down: %d, error handler got %v", rec.Code, failed)
 	}
 
 	// WithConcurrencyDenied: called with the limiter's decision when the

@@ -86,7 +86,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 }
 
 // writeDenied is the default answer over the cap: 429 and Retry-After: 1,
-// or, when only the failure policy denied, 503.
+// or, when only the fallback denied, 503.
 func writeDenied(w http.ResponseWriter, _ *http.Request, d Decision) {
 	if d.Fallback == ratelimit.FailClosed {
 		httplimit.Problem{

@@ -145,7 +145,7 @@ func checkNode(ctx context.Context, c *redis.Client, add func(Finding)) error {
 			}
 			why := fmt.Sprintf("used_memory %d of maxmemory %d (%d%%), %s: ", used, maxmem, pct, what)
 			if policy == "noeviction" {
-				why += "write scripts fail with OOM and the failure policy decides every request (FailOpen stops limiting)"
+				why += "write scripts fail with OOM and the fallback decides every request (FailOpen stops limiting)"
 			} else {
 				why += "Redis is evicting keys, and limits reset with them"
 			}

@@ -17,6 +17,9 @@ import (
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
+// The AutoPipeliner is a ratelimit.Client: the compiler holds it.
+var _ ratelimit.Client = (*redis.AutoPipeliner)(nil)
+
 func TestAutoPipeliner(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // frozen: nothing refills

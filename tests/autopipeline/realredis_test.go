@@ -120,7 +120,7 @@ func TestNoScriptUnderLoad(t *testing.T) {
 // Error replies reach the caller whose call caused them, however calls
 // share a pipeline: BADARG from the script (a rate above one per µs, which
 // Go does not check), WRONGTYPE from foreign data, and good calls beside
-// them, all at once. A failure policy never hides WRONGTYPE.
+// them, all at once. A fallback never hides WRONGTYPE.
 func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
 	defer rdb.Close()
@@ -189,7 +189,7 @@ func awaitStall(t *testing.T, addr string) {
 }
 
 // Redis stops answering for a while (DEBUG SLEEP): decisions over the
-// AutoPipeliner still end within their timeout, the failure policies
+// AutoPipeliner still end within their timeout, the fallbacks
 // decide, and once Redis answers again decisions come from it. Then Redis
 // crashes and restarts empty: the policies decide while it is down, and
 // decisions come from it again after. No goroutine is left behind once the

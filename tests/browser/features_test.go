@@ -57,7 +57,7 @@ func TestFeatures(t *testing.T) {
 			t.Fatalf("lanes %v", lanes)
 		}
 		if multi["wasted"] != 0 || all["wasted"] == 0 || all["admitted"] >= multi["admitted"] {
-			t.Errorf("the Multi should waste nothing and admit more than All: %v", lanes)
+			t.Errorf("the Atomic rule should waste nothing and admit more than All: %v", lanes)
 		}
 		overlaps := eval[int](t, ctx, `(() => { let n = 0; for (const l of document.querySelectorAll('#two-lanes .lane')) {
 		  const r = Array.from(l.querySelectorAll('.mark')).map((m) => m.getBoundingClientRect());

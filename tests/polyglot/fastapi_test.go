@@ -360,7 +360,7 @@ func TestFastAPIMatchesGo(t *testing.T) {
 	}
 }
 
-// TestFastAPIRedisDown: with Redis unreachable, each failure policy
+// TestFastAPIRedisDown: with Redis unreachable, each fallback
 // answers in Python as in Go: an error is a 503, fail-open serves the
 // request with the policy field only, fail-closed is the draft's 503.
 func TestFastAPIRedisDown(t *testing.T) {

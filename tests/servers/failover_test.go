@@ -19,8 +19,8 @@ import (
 
 // A failover on a cluster of the test's own (3 masters, 3 replicas): a
 // master is killed, its replica promoted, and a ledger of every decision
-// says what callers saw. Keys on the dead master are decided by the failure
-// policy, fast, while it is down, and by Redis again within a second of the
+// says what callers saw. Keys on the dead master are decided by the fallback
+// , fast, while it is down, and by Redis again within a second of the
 // promotion; keys on the other masters never notice. Then three manual
 // failovers under clients with ReadOnly, RouteByLatency and RouteRandomly:
 // no caller sees READONLY.

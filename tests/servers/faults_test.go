@@ -205,7 +205,7 @@ func TestFaultEviction(t *testing.T) {
 				}
 			}
 			newKey, _ := l.Allow(ctx, "a-new-user")
-			t.Logf("%s: %d of %d exhausted limiter keys evicted; their next call: %d allowed by Redis, %d decided by the failure policy; data: %d written, %d refused (OOM), %d left; a new key: allowed %v, fallback %v",
+			t.Logf("%s: %d of %d exhausted limiter keys evicted; their next call: %d allowed by Redis, %d decided by the fallback; data: %d written, %d refused (OOM), %d left; a new key: allowed %v, fallback %v",
 				policy, users-limiterLeft, users, reset, fromPolicy, written, oom, dataLeft, newKey.Allowed, newKey.Fallback)
 			switch policy {
 			case "volatile-lru":

@@ -146,7 +146,7 @@ func TestStallAdmitsNothingAbandoned(t *testing.T) {
 		}
 	})
 	after := counted(drained(t, c, srv))
-	t.Logf("%d calls during the stall, %d decided by the failure policy, %d admissions received; Redis counted %d", calls.Load(), fellBack.Load(), received.Load(), after-before)
+	t.Logf("%d calls during the stall, %d decided by the fallback, %d admissions received; Redis counted %d", calls.Load(), fellBack.Load(), received.Load(), after-before)
 	if fellBack.Load() == 0 {
 		t.Fatal("no call fell back: the stall tested nothing")
 	}

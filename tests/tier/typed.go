@@ -162,7 +162,7 @@ func reply(d ratelimit.Decision) []any {
 	return []any{allowed, d.Remaining, retry, d.ResetAfter.Milliseconds()}
 }
 
-// viaMulti makes one call as a ratelimit user would with a Multi: a GCRA
+// viaMulti makes one call as a ratelimit user would with an Atomic rule: a GCRA
 // Limiter per key, "name:{tag}" being the limiter's prefix "name:" and the
 // key "tag", and AllowN, or Peek for a cost of 0; the reply is rebuilt from
 // the Decision's parts, the binding limit being the first denial with the

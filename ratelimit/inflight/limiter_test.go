@@ -321,8 +321,13 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 	}{{ratelimit.FailOpen, 200}, {ratelimit.FailClosed, 503}, {ratelimit.Fallback{}, 503}} {
 		c := mustConcurrency(t, down, 1, time.Second, inflight.WithFallback(tc.policy))
 		h := inflight.Middleware(c, httplimit.ByHeader("X-User"))(okHandler)
-		if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != tc.want {
+		rec := serve(h, get("192.0.2.1:1", "X-User", "u"))
+		if rec.Code != tc.want {
 			t.Errorf("%v: %d, want %d", tc.policy, rec.Code, tc.want)
+		}
+		// A 503 says when to come back (it used to say nothing).
+		if rec.Code == 503 && rec.Header().Get("Retry-After") != "1" {
+			t.Errorf("%v: a 503 with Retry-After %q, want 1", tc.policy, rec.Header().Get("Retry-After"))
 		}
 	}
 	f := newFrozen(t)

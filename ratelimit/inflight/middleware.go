@@ -85,9 +85,10 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	next.ServeHTTP(w, r)
 }
 
-// writeDenied is the default answer over the cap: 429 and Retry-After: 1,
-// or, when only the fallback denied, 503.
+// writeDenied is the default answer over the cap: 429, or, when only the
+// fallback denied, 503; both with Retry-After: 1.
 func writeDenied(w http.ResponseWriter, _ *http.Request, d Decision) {
+	w.Header().Set("Retry-After", strconv.Itoa(1))
 	if d.Fallback == ratelimit.FailClosed {
 		httplimit.Problem{
 			Type:   "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
@@ -97,7 +98,6 @@ func writeDenied(w http.ResponseWriter, _ *http.Request, d Decision) {
 		}.Write(w)
 		return
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(1))
 	httplimit.Problem{
 		Type:   "about:blank",
 		Title:  http.StatusText(http.StatusTooManyRequests),

@@ -147,7 +147,7 @@ func TestOutagePanel(t *testing.T) {
 	_, body := post(t, srv.URL+"/api/outage?send=5")
 	r := decode[result](t, body)
 	want := map[string][]int{
-		"no policy":      {503, 503, 503, 503, 503},
+		"no fallback":    {503, 503, 503, 503, 503},
 		"FailOpen":       {200, 200, 200, 200, 200},
 		"FailClosed":     {503, 503, 503, 503, 503},
 		"FailLocal(0.5)": {200, 200, 429, 429, 429}, // half of 4, in memory

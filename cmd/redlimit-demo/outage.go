@@ -39,7 +39,7 @@ func newOutage(s *server) (*outage, error) {
 		name, about string
 		fallback    *ratelimit.Fallback
 	}{
-		{"no policy", "the error reaches the middleware: 503", nil},
+		{"no fallback", "the error reaches the middleware: 503", nil},
 		{"FailOpen", "every request passes: availability over protection", &ratelimit.FailOpen},
 		{"FailClosed", "every request is refused: protection over availability", &ratelimit.FailClosed},
 		{"FailLocal(0.5)", "the insurance limiter: half the limit, in this process's memory", ptr(ratelimit.FailLocal(0.5))},

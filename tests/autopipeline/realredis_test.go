@@ -239,7 +239,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			switch fb {
 			case ratelimit.Fallback{}:
 				if !errors.Is(err, ratelimit.ErrUnavailable) {
-					t.Errorf("%s: no policy: %v, %v; want ErrUnavailable", name, d, err)
+					t.Errorf("%s: no fallback: %v, %v; want ErrUnavailable", name, d, err)
 				}
 			default:
 				if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || !errors.Is(d.Cause, ratelimit.ErrUnavailable) {
@@ -267,7 +267,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			d, err := l.Allow(ctx, "k")
 			if fb == (ratelimit.Fallback{}) {
 				if err == nil {
-					t.Errorf("%s: no policy, Redis down: %v", name, d)
+					t.Errorf("%s: no fallback, Redis down: %v", name, d)
 				}
 			} else if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || d.Cause == nil {
 				t.Errorf("%s %v, Redis down: %v, %v", name, fb, d, err)

@@ -12,7 +12,7 @@ GO ?= go
 # a real Redis, and the Envoy rate limit service (rls), whose tests build
 # envoyproxy/ratelimit through the module proxy (about two minutes on a
 # fresh cache) and run it side by side.
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel compat/redis_rate compat/ulule rls
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/ginlimit adapters/echolimit adapters/echov4/echolimit adapters/chilimit adapters/fiberlimit adapters/grpclimit adapters/otellimit compat/redis_rate compat/ulule rls
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -42,7 +42,7 @@ test-tools:
 # (and so are a missing redis-py or examples/node/node_modules for the
 # Python and Node examples).
 test-redis:
-	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/... ./tests/polyglot/...
+	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/servers/... ./ratelimit/... ./tests/polyglot/...
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:

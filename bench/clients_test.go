@@ -10,13 +10,14 @@ import (
 
 	rueidisscripter "github.com/redlimit/redlimit/clients/rueidis/scripter"
 	valkeyscripter "github.com/redlimit/redlimit/clients/valkey/scripter"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // otherClients are the rows over rueidis and valkey-go, each through its
 // adapter (clients/*/scripter), as a user opens it: default options, so
 // the client pipelines concurrent callers' commands on shared connections.
 type otherClients struct {
-	rueidis, valkey redis.Scripter
+	rueidis, valkey ratelimit.Client
 	// rueidisClient is the client itself, for the floor sent natively
 	// (floor_rueidis_native): set beside floor_rueidis, the adapter's own
 	// cost (building the command, decoding the reply).
@@ -44,28 +45,28 @@ func openOtherClients(b *testing.B, sent *sentCounter) otherClients {
 // counting counts the scripts sent through a Scripter that is not a
 // go-redis client (whose hook counts them otherwise).
 type counting struct {
-	redis.Scripter
+	ratelimit.Client
 	sent *sentCounter
 }
 
 func (c counting) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	c.sent.addName(ctx, "eval")
-	return c.Scripter.Eval(ctx, script, keys, args...)
+	return c.Client.Eval(ctx, script, keys, args...)
 }
 
 func (c counting) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	c.sent.addName(ctx, "evalsha")
-	return c.Scripter.EvalSha(ctx, sha, keys, args...)
+	return c.Client.EvalSha(ctx, sha, keys, args...)
 }
 
 func (c counting) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	c.sent.addName(ctx, "eval_ro")
-	return c.Scripter.EvalRO(ctx, script, keys, args...)
+	return c.Client.EvalRO(ctx, script, keys, args...)
 }
 
 func (c counting) EvalShaRO(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
 	c.sent.addName(ctx, "evalsha_ro")
-	return c.Scripter.EvalShaRO(ctx, sha, keys, args...)
+	return c.Client.EvalShaRO(ctx, sha, keys, args...)
 }
 
 // nativeFloor is the floor sent through rueidis's own API: EVALSHA of

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A scenario is a load pattern and the quota every limiter gets for it.
@@ -114,7 +115,7 @@ func BenchmarkDecision(b *testing.B) {
 		}
 		for _, v := range []struct {
 			variant
-			c        redis.Scripter
+			c        ratelimit.Client
 			pipeline bool
 		}{{plain, c, false}, {variant{suffix: "_ap"}, ap, true}, {withCache, c, false}} {
 			for i, l := range ours(v.c, sc.q, false, v.variant) {
@@ -132,7 +133,7 @@ func BenchmarkDecision(b *testing.B) {
 			impl{name: "floor_rueidis_native", pipeline: true, make: func() limiter { return nativeFloor(other.rueidisClient, sent) }},
 			impl{name: "floor_valkey", pipeline: true, make: func() limiter { return floor(other.valkey, "floor_valkey") }})
 		for _, v := range []struct {
-			c      redis.Scripter
+			c      ratelimit.Client
 			suffix string
 			only   []string
 		}{{other.rueidis, "_rueidis", nil}, {other.valkey, "_valkey", []string{"gcra", "token_bucket"}}} {

@@ -1,7 +1,8 @@
 package rls
 
-// This file and check.go are the only ones that use package ratelimit:
-// the rest of the server sees a rule's limiter, an outcome and an error.
+// This file is the one that decides with package ratelimit (server.go
+// only names its Client type): the rest of the server sees a rule's
+// limiter, an outcome and an error.
 
 import (
 	"context"
@@ -15,8 +16,10 @@ import (
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
 var algorithms = map[string]ratelimit.Algorithm{
@@ -36,7 +39,7 @@ const maxCost = 1e9
 // limit (Limiter.WithLimit), so rules and reloads share one deny cache
 // per algorithm and period.
 type limiters struct {
-	rdb    redis.Scripter
+	rdb    ratelimit.Client
 	prefix string
 	opts   []ratelimit.Option
 	mu     sync.Mutex
@@ -51,21 +54,21 @@ type limiterOptions struct {
 	denyCache int           // entries; 0 turns it off
 }
 
-func newLimiters(rdb redis.Scripter, o limiterOptions) (*limiters, error) {
+func newLimiters(rdb ratelimit.Client, o limiterOptions) (*limiters, error) {
 	ls := &limiters{rdb: rdb, prefix: o.prefix, bases: map[string]*ratelimit.Limiter{}}
 	ls.opts = append(ls.opts, ratelimit.WithTimeout(o.timeout), ratelimit.WithDenyCache(o.denyCache))
 	switch p := o.onFailure; {
 	case p == "" || p == "error":
 	case p == "allow":
-		ls.opts = append(ls.opts, ratelimit.OnFailure(ratelimit.FailOpen))
+		ls.opts = append(ls.opts, ratelimit.WithFallback(ratelimit.FailOpen))
 	case p == "deny":
-		ls.opts = append(ls.opts, ratelimit.OnFailure(ratelimit.FailClosed))
+		ls.opts = append(ls.opts, ratelimit.WithFallback(ratelimit.FailClosed))
 	case strings.HasPrefix(p, "local:"):
 		share, err := strconv.ParseFloat(strings.TrimPrefix(p, "local:"), 64)
 		if err != nil || !(share > 0 && share <= 1) {
 			return nil, fmt.Errorf("REDLIMIT_ON_REDIS_FAILURE=%s: want local:<share> with 0 < share <= 1", p)
 		}
-		ls.opts = append(ls.opts, ratelimit.OnFailure(ratelimit.FailLocal(share)))
+		ls.opts = append(ls.opts, ratelimit.WithFallback(ratelimit.FailLocal(share)))
 	default:
 		return nil, fmt.Errorf("REDLIMIT_ON_REDIS_FAILURE=%s: want error, allow, deny or local:<share>", p)
 	}
@@ -193,16 +196,16 @@ func errorKind(err error) string {
 	switch {
 	case errors.Is(err, ratelimit.ErrUnavailable):
 		return "unavailable"
-	case errors.Is(err, ratelimit.ErrWrongType), errors.Is(err, ratelimit.ErrBadState):
+	case errors.Is(err, bindings.ErrWrongType), errors.Is(err, bindings.ErrBadState):
 		return "state"
 	}
 	return "invalid"
 }
 
-// findings is what ratelimit.Check finds in the Redis behind c, one line
+// findings is what preflight.Check finds in the Redis behind c, one line
 // each.
 func findings(ctx context.Context, c redis.UniversalClient) ([]string, error) {
-	fs, err := ratelimit.Check(ctx, c)
+	fs, err := preflight.Check(ctx, c)
 	var lines []string
 	for _, f := range fs {
 		lines = append(lines, f.String())

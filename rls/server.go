@@ -28,6 +28,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Server is the running service: RLS v3 and gRPC health on the gRPC
@@ -233,7 +235,7 @@ func (srv *Server) Close() {
 // Sentinel client is used as it is: ratelimit's failover guard (a READONLY
 // resend, a slot map reloaded after a failover) wraps the client, not an
 // AutoPipeliner over it.
-func pipeliner(rdb redis.UniversalClient, s Settings) (redis.Scripter, func(), error) {
+func pipeliner(rdb redis.UniversalClient, s Settings) (ratelimit.Client, func(), error) {
 	if !s.AutoPipeline || s.RedisType != "single" {
 		return rdb, func() {}, nil
 	}
@@ -247,7 +249,7 @@ func pipeliner(rdb redis.UniversalClient, s Settings) (redis.Scripter, func(), e
 }
 
 // watchRedis reports Redis healthy once it answers, logs what
-// ratelimit.Check finds then, and, with follow, keeps health in step with
+// preflight.Check finds then, and, with follow, keeps health in step with
 // Redis after that.
 func (srv *Server) watchRedis(ctx context.Context, follow bool) {
 	wait := 250 * time.Millisecond

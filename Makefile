@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo screenshot ci download
+.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo rls screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -9,8 +9,10 @@ GO ?= go
 # ratelimit over rueidis and valkey-go, the framework adapters (gin,
 # Echo, chi, Fiber, gRPC, OpenTelemetry), and the drop-in modules for
 # redis_rate and ulule users, which run those projects' own test suites on
-# a real Redis.
-NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/gin adapters/echo adapters/echov4 adapters/chi adapters/fiber adapters/grpc adapters/otel compat/redis_rate compat/ulule
+# a real Redis, and the Envoy rate limit service (rls), whose tests build
+# envoyproxy/ratelimit through the module proxy (about two minutes on a
+# fresh cache) and run it side by side.
+NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapters/ginlimit adapters/echolimit adapters/echov4/echolimit adapters/chilimit adapters/fiberlimit adapters/grpclimit adapters/otellimit compat/redis_rate compat/ulule rls
 
 # Every tier. The real Redis and cluster tiers start their own servers when
 # redis-server is installed, and the browser test drives chromium when it
@@ -30,7 +32,7 @@ test:
 
 .PHONY: test-tools
 test-tools:
-	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers and the compat modules (redis_rate, ulule) SKIP (apt-get install -y redis-server)"
+	@command -v redis-server >/dev/null || echo "*** no redis-server on PATH: the real Redis, cluster, Functions, AutoPipeliner, Python and Node tiers, the compat modules (redis_rate, ulule) and the Envoy service (rls) SKIP (apt-get install -y redis-server)"
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || [ -n "$$REDLIMIT_CHROMIUM" ] || echo "*** no chromium on PATH: the browser test SKIPS (apt-get install -y chromium)"
 	@/usr/bin/python3 -c 'import redis' 2>/dev/null || python3 -c 'import redis' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with redis-py: the Python example's tests SKIP (apt-get install -y python3-redis)"
 	@/usr/bin/python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || python3 -c 'import fastapi, httpx, uvicorn' 2>/dev/null || [ -n "$$REDLIMIT_PYTHON" ] || echo "*** no Python with FastAPI, httpx and uvicorn: the FastAPI example's tests SKIP (apt-get install -y python3-fastapi python3-httpx python3-uvicorn)"
@@ -40,26 +42,28 @@ test-tools:
 # (and so are a missing redis-py or examples/node/node_modules for the
 # Python and Node examples).
 test-redis:
-	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/go/... ./ratelimit/... ./tests/polyglot/...
+	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/servers/... ./ratelimit/... ./tests/polyglot/...
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:
 	$(GO) test ./tests/lua/...
 
 # Every fuzz target: the scripts (tests/lua), luagen's header parser, lint
-# and generator (gen), the key builder (ratelimit/internal/key) and the
-# Forwarded parser (ratelimit/clientip), their targets found by go test
+# and generator (gen), the key builder (ratelimit/internal/key), the
+# Forwarded parser (ratelimit/clientip) and, in its own module, the Envoy
+# service's configuration loader (rls), their targets found by go test
 # -list so a new target cannot be left out. go test -fuzz takes one target
 # at a time; plain go test runs their seeds. fuzz-ci is the bounded run CI
 # makes; make fuzz runs 50 times longer; FUZZTIME sets the budget per target either
-# way, FUZZ_PKGS the packages (make fuzz FUZZ_PKGS=./gen for luagen alone).
+# way, FUZZ_PKGS the packages (make fuzz FUZZ_PKGS=./gen for luagen alone;
+# a package of a nested module is written module:package, as rls:.).
 # CI's budget is a count of inputs, never a duration: Go 1.26's coordinator
 # races a duration -fuzztime on a loaded machine and fails with "context
 # deadline exceeded" and no input (golang/go#75804); a count only takes
 # longer there. 2000 inputs is 0.3-12 s a target on an idle 2-core machine.
 # A failing input lands in the package's testdata/fuzz and from then on
 # runs in every go test.
-FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key ./ratelimit/clientip
+FUZZ_PKGS ?= ./tests/lua ./gen ./ratelimit/internal/key ./ratelimit/clientip rls:.
 
 fuzz-ci: FUZZTIME ?= 2000x
 fuzz-ci: fuzz-run
@@ -69,12 +73,13 @@ fuzz: fuzz-run
 
 .PHONY: fuzz-run
 fuzz-run:
-	@for p in $(FUZZ_PKGS); do \
-		list=$$($(GO) test -list '^Fuzz' $$p) || { echo "$$list"; echo "fuzz: cannot list the targets of $$p"; exit 1; }; \
-		ts=$$(echo "$$list" | grep '^Fuzz') || { echo "fuzz: $$p has no fuzz target"; exit 1; }; \
+	@for e in $(FUZZ_PKGS); do \
+		case $$e in *:*) d=$${e%%:*}; p=$${e#*:};; *) d=.; p=$$e;; esac; \
+		list=$$(cd $$d && $(GO) test -list '^Fuzz' $$p) || { echo "$$list"; echo "fuzz: cannot list the targets of $$e"; exit 1; }; \
+		ts=$$(echo "$$list" | grep '^Fuzz') || { echo "fuzz: $$e has no fuzz target"; exit 1; }; \
 		for t in $$ts; do \
-			echo "$$p $$t ($(FUZZTIME))"; \
-			$(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) || exit 1; \
+			echo "$$e $$t ($(FUZZTIME))"; \
+			(cd $$d && $(GO) test $$p -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME)) || exit 1; \
 		done; \
 	done
 
@@ -121,6 +126,12 @@ bench:
 # for a real one). Ctrl-C stops it.
 demo:
 	$(GO) run ./cmd/redlimit-demo
+
+# The Envoy rate limit service (docs/envoy.md) on an embedded miniredis
+# with an example configuration; it prints an Envoy snippet and requests
+# to try. Ctrl-C stops it.
+rls:
+	cd rls && $(GO) run ./cmd/redlimit-rls -demo
 
 # Refresh docs/demo.png, the README's screenshot: the compare view on the
 # boundary attack, as the browser test draws it at desktop size.

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 var (
@@ -70,7 +69,7 @@ func TestAccuracy(t *testing.T) {
 	// the clocks are those of the plain rows, only the transport differs.
 	for _, v := range []struct {
 		variant
-		c      redis.Scripter
+		c      ratelimit.Client
 		caller bool
 	}{{plain, c, true}, {variant{suffix: "_ap"}, ap, false}, {withCache, c, true}} {
 		for _, l := range ours(v.c, accuracyQuota, false, v.variant) {

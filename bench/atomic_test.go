@@ -22,7 +22,7 @@ var atomicCallers = []int{1, 64}
 // named BenchmarkAtomic/scenario=S/g=G/impl=I so that their rows join the
 // decision tables), at 1 and 64 goroutines, next to what they replace:
 //
-//   - redlimit_multi_2 and redlimit_multi_4: ratelimit.Multi over 2 and 4
+//   - redlimit_multi_2 and redlimit_multi_4: ratelimit.Atomic over 2 and 4
 //     GCRA limits (the scenario's quota, then 1000 an hour, 10 000 a day
 //     and 100 000 a week), one atomic call;
 //   - redlimit_allowall_2: ratelimit.All over the same 2 limiters, one
@@ -58,7 +58,7 @@ func BenchmarkAtomic(b *testing.B) {
 func atomicLimiters(c *redis.Client, q quota) []limiter {
 	limits := []ratelimit.Limit{
 		{Rate: q.rate, Period: q.period, Burst: q.burst},
-		ratelimit.PerHour(1000), ratelimit.PerDay(10000), {Rate: 100000, Period: 7 * 24 * time.Hour, Burst: 100000},
+		ratelimit.Per(1000, time.Hour), ratelimit.Per(10000, 24*time.Hour), {Rate: 100000, Period: 7 * 24 * time.Hour, Burst: 100000},
 	}
 	gcras := make([]*ratelimit.Limiter, len(limits))
 	for i, l := range limits {
@@ -69,7 +69,7 @@ func atomicLimiters(c *redis.Client, q quota) []limiter {
 		gcras[i] = lim
 	}
 	multi := func(n int) func(ctx context.Context, key string) (bool, bool, error) {
-		m, err := ratelimit.NewMulti(gcras[:n]...)
+		m, err := ratelimit.Atomic(gcras[:n]...)
 		if err != nil {
 			panic(err)
 		}

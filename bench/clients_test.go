@@ -13,16 +13,17 @@ import (
 	rueidisscripter "github.com/redlimit/redlimit/clients/rueidis/scripter"
 	vbindings "github.com/redlimit/redlimit/clients/valkey/bindings"
 	valkeyscripter "github.com/redlimit/redlimit/clients/valkey/scripter"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // otherClients are the rows over rueidis and valkey-go, each through its
 // adapter (clients/*/scripter), as a user opens it: default options, so
 // the client pipelines concurrent callers' commands on shared connections.
 type otherClients struct {
-	rueidis, valkey redis.Scripter
+	rueidis, valkey ratelimit.Client
 	// rueidisFlush is rueidis with MaxFlushDelay 20 µs: its writer waits
 	// that long after a write for more commands to send with the next.
-	rueidisFlush redis.Scripter
+	rueidisFlush ratelimit.Client
 	// rueidisClient and valkeyClient are the clients themselves, for the
 	// floor sent natively (floor_rueidis_native: set beside floor_rueidis,
 	// the adapter's own cost, building the command and decoding the reply)

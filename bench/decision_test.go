@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A scenario is a load pattern and the quota every limiter gets for it.
@@ -194,7 +195,7 @@ func BenchmarkDecision(b *testing.B) {
 // ourVariant is a set of redlimit's rows: a variant over a client.
 type ourVariant struct {
 	variant
-	c        redis.Scripter
+	c        ratelimit.Client
 	pipeline bool     // runs only with several callers
 	only     []string // the algorithms it runs; nil for all six
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	ulimiter "github.com/ulule/limiter/v3"
 	ulstdlib "github.com/ulule/limiter/v3/drivers/middleware/stdlib"
@@ -61,7 +60,7 @@ func httpRows(t *testing.T) []httpRow {
 	}
 	t.Cleanup(rc.Close)
 
-	ours := func(name string, s redis.Scripter, limit ratelimit.Limit, opts ...ratelimit.Option) httpRow {
+	ours := func(name string, s ratelimit.Client, limit ratelimit.Limit, opts ...ratelimit.Option) httpRow {
 		l, err := ratelimit.New(s, "http-"+name, limit, opts...)
 		if err != nil {
 			t.Fatal(err)

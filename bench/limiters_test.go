@@ -93,7 +93,7 @@ var (
 // ratelimit package over c (a client, or an AutoPipeliner for the "_ap"
 // rows), with the server's clock or each caller's own. The window
 // algorithms count burst per window of burst/rate periods.
-func ours(c redis.Scripter, q quota, callerClock bool, v variant) []limiter {
+func ours(c ratelimit.Client, q quota, callerClock bool, v variant) []limiter {
 	perPeriod := ratelimit.Limit{Rate: q.rate, Period: q.period, Burst: q.burst}
 	perWindow := ratelimit.Limit{Rate: q.windowLimit, Period: q.window(), Burst: q.windowLimit}
 	var out []limiter

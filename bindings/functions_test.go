@@ -11,7 +11,7 @@ import (
 
 // The committed library is what Go loads, and the manifest names it and
 // one function per script, as other stacks read them. (The library runs on
-// real servers in tests/go/functions_test.go.)
+// real servers in tests/servers/functions_test.go.)
 func TestFunctionsLibraryFile(t *testing.T) {
 	file, err := os.ReadFile(FunctionsLibrary + ".functions.lua")
 	if err != nil {

@@ -10,24 +10,12 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 )
 
-// All returns a Rule that asks every one of rules, such as a per-second
-// Limiter and a per-day one with another algorithm, each on its own: a
-// request passes when every rule lets it, and the Decision's Parts hold
-// every limit's answer.
-//
-// It is not atomic: each rule counts the request on its own, so a request
-// one rule denies is still counted by the rules that allowed it (a client
-// hammering a small per-second limit also spends its daily quota on
-// requests that never passed). A Multi is atomic, for GCRA limiters; a
-// Multi inside All stays atomic within itself.
-//
-// Limiters on one client are sent in one round trip (one pipeline, which
-// survives SCRIPT FLUSH) when the client can pipeline, as every go-redis
-// client can; the shortest timeout among them bounds it. Each limiter
-// applies its own failure policy, deny cache and hook. The error is the
-// first one a rule returned. All refuses, with ErrInvalid, no rules, a nil
-// one, and two limiters with the same prefix on one client, which would
-// count one key twice.
+// All returns a Rule that asks every one of rules on its own: a request
+// passes when every rule lets it, and the Decision's Parts hold each
+// limit's answer. It is not atomic: a request one rule denies still counts
+// in the others (use Atomic for all or nothing). Limiters on one client
+// share one round trip. All refuses no rules, a nil one, and two limiters
+// with one prefix on one client with ErrInvalid.
 func All(rules ...Rule) (Rule, error) {
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("%w: All needs at least one rule", ErrInvalid)
@@ -44,10 +32,7 @@ func All(rules ...Rule) (Rule, error) {
 				return nil, fmt.Errorf("%w: rule %d of All is a nil *Limiter", ErrInvalid, i)
 			}
 			ls = []*Limiter{r}
-		case *Multi:
-			if r == nil {
-				return nil, fmt.Errorf("%w: rule %d of All is a nil *Multi", ErrInvalid, i)
-			}
+		case *multi:
 			ls = r.limiters
 		}
 		for _, l := range ls {
@@ -62,6 +47,10 @@ func All(rules ...Rule) (Rule, error) {
 
 type all struct{ rules []Rule }
 
+func (a *all) Allow(ctx context.Context, key string) (Decision, error) {
+	return a.AllowN(ctx, key, 1)
+}
+
 func (a *all) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
 	if err := checkCost(n); err != nil {
 		return Decision{}, err
@@ -71,7 +60,7 @@ func (a *all) AllowN(ctx context.Context, key string, n int64) (Decision, error)
 
 func (a *all) Peek(ctx context.Context, key string) (Decision, error) { return a.decide(ctx, key, 0) }
 
-// decide sends the plain limiters (no block) that share the first one's
+// decide sends the plain limiters (no lockout) that share the first one's
 // client in one pipeline, and asks every other rule on its own.
 func (a *all) decide(ctx context.Context, key string, n int64) (Decision, error) {
 	ds := make([]Decision, len(a.rules))
@@ -151,7 +140,7 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 				continue
 			}
 		}
-		calls = append(calls, scriptCall{alg: l.alg, key: l.RedisKey(key), limit: l.limit, cost: n, now: now})
+		calls = append(calls, scriptCall{alg: l.alg, key: l.redisKey(key), limit: l.limit, cost: n, now: now})
 		send = append(send, i)
 		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
 			timeout = l.timeout

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
@@ -90,8 +91,8 @@ func TestAllIsOneRoundTrip(t *testing.T) {
 	}
 }
 
-// plainScripter is a redis.Scripter and nothing more: it cannot pipeline.
-type plainScripter struct{ redis.Scripter }
+// plainScripter is a ratelimit.Client and nothing more: it cannot pipeline.
+type plainScripter struct{ ratelimit.Client }
 
 // Limiters on a client that cannot pipeline are asked one after another,
 // each once, with their hooks called once each.
@@ -135,11 +136,11 @@ func TestAllAfterScriptFlush(t *testing.T) {
 }
 
 // The documented non-atomic semantics: a request one limiter denies is
-// still counted by the others. (TestMultiAllOrNothing is the contrast.)
+// still counted by the others. (TestAtomicAllOrNothing is the contrast.)
 func TestAllCountsWhereAllowed(t *testing.T) {
 	f := newFrozen(t)
 	wide, _ := ratelimit.New(f.rdb, "wide", ratelimit.PerSecond(5))
-	narrow, _ := ratelimit.New(f.rdb, "narrow", ratelimit.PerHour(1))
+	narrow, _ := ratelimit.New(f.rdb, "narrow", ratelimit.Per(1, time.Hour))
 	all := mustAll(t, wide, narrow)
 	var got []bool
 	for i := 0; i < 3; i++ {
@@ -174,14 +175,14 @@ func TestAllAcrossClients(t *testing.T) {
 	}
 }
 
-// All of rules of every kind: a Multi inside stays atomic, Select and
+// All of rules of every kind: an Atomic rule inside stays atomic, Select and
 // Unlimited are asked on their own, and parts are flattened.
 func TestAllOfRules(t *testing.T) {
 	f := newFrozen(t)
 	sec, _ := ratelimit.New(f.rdb, "sec", ratelimit.PerSecond(2))
-	hour, _ := ratelimit.New(f.rdb, "hour", ratelimit.PerHour(100))
-	day, _ := ratelimit.New(f.rdb, "day", ratelimit.PerDay(3), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
-	m, err := ratelimit.NewMulti(sec, hour)
+	hour, _ := ratelimit.New(f.rdb, "hour", ratelimit.Per(100, time.Hour))
+	day, _ := ratelimit.New(f.rdb, "day", ratelimit.Per(3, 24*time.Hour), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	m, err := ratelimit.Atomic(sec, hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestAllOfRules(t *testing.T) {
 		}
 		names = append(names, d.Name)
 	}
-	// sec denies the third: the Multi counts it in neither, day does.
+	// sec denies the third: the Atomic rule counts it in neither, day does.
 	if d, _ := hour.Peek(ctx, "k"); d.Remaining != 98 {
 		t.Errorf("hour has %d left, want 98 (atomic with sec)", d.Remaining)
 	}

@@ -6,13 +6,25 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
-// Any redis.Scripter works: a client, a cluster client, a ring, a
+// Every go-redis client is a ratelimit.Client, which states all a Limiter
+// calls (the scripts, and DEL for Reset); the compiler holds it. (The
+// AutoPipeliner, which needs a newer Go, is held so in tests/autopipeline,
+// and the rueidis and valkey-go scripters in internal/scriptingtest.)
+var _ = []ratelimit.Client{
+	(*redis.Client)(nil),
+	(*redis.ClusterClient)(nil),
+	(*redis.Ring)(nil),
+	redis.UniversalClient(nil),
+	(*bindings.FunctionsClient)(nil),
+}
+
+// Any of them works: a client, a cluster client, a ring, a
 // UniversalClient. (The real cluster runs the scenario tables through this
-// package in tests/go; go-redis's AutoPipeliner, which needs a newer Go,
-// is tested in tests/autopipeline.)
+// package in tests/servers.)
 func TestClients(t *testing.T) {
 	m1, m2 := miniredis.RunT(t), miniredis.RunT(t)
 	m1.SetTime(t0) // frozen: no refill however slow the machine

@@ -9,8 +9,7 @@ import (
 )
 
 // Never is the RetryAfter of a request that can never pass: it costs more
-// than the limit lets through at once. Waiting does not help, so there is
-// no wait to report (the scripts answer -1 ms; this layer never does).
+// than the Burst.
 const Never time.Duration = math.MaxInt64
 
 // A Decision is a rule's answer for one request, the same for every
@@ -38,11 +37,11 @@ type Decision struct {
 	// comes: 600ms after the 6.
 	ResetAfter time.Duration
 	// Fallback is the zero Fallback when Redis decided. When Redis could
-	// not be asked, it is the failure policy that decided (OnFailure):
+	// not be asked, it is the fallback that decided (WithFallback):
 	// FailOpen, FailClosed or a FailLocal. Cause then says why; for
 	// FailOpen and FailClosed, Remaining, RetryAfter and ResetAfter are 0.
 	Fallback Fallback
-	// Cause is the error a failure policy decided in spite of (it matches
+	// Cause is the error a fallback decided in spite of (it matches
 	// ErrUnavailable); nil when Redis decided.
 	Cause error
 	// Cached reports a denial the limiter's deny cache made without asking
@@ -50,7 +49,7 @@ type Decision struct {
 	// Redis made earlier, so it is never shorter than the real wait;
 	// Remaining and ResetAfter are from that denial.
 	Cached bool
-	// Parts holds, for a rule of several limits (a Multi, All), each
+	// Parts holds, for a rule of several limits (Atomic, All), each
 	// limit's Decision in order, its Allowed saying whether that limit had
 	// room; the fields above are those of the one that binds: on a denial,
 	// the one with the longest RetryAfter, else the one with the least
@@ -108,7 +107,7 @@ func combine(ds []Decision) Decision {
 
 // stricter reports whether a binds rather than b: a denial over an
 // allowance, then the longer wait or the smaller Remaining; a decision a
-// failure policy made binds only when no decision from Redis does.
+// fallback made binds only when no decision from Redis does.
 func stricter(a, b Decision) bool {
 	if a.Allowed != b.Allowed {
 		return !a.Allowed
@@ -123,10 +122,8 @@ func stricter(a, b Decision) bool {
 }
 
 // String reads like "allowed, 2 of 3 left, full in 667ms", "denied, 0 of 3
-// left, retry in 333ms, full in 1s", "denied, can never pass", "denied by
-// the deny cache, ...", "allowed by fail-open (cause)" or "allowed,
-// unlimited"; a decision of several limits names the one that binds, as in
-// "denied, ... (per-second)".
+// left, retry in 333ms, full in 1s" or "allowed by fail-open (cause)"; a
+// decision of several limits ends with the name of the one that binds.
 func (d Decision) String() string {
 	verdict := "denied"
 	if d.Allowed {

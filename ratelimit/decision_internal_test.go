@@ -6,7 +6,7 @@ import (
 )
 
 // combine reads as the part that binds: among denials the longest wait
-// (Never first), else the least Remaining; a failure policy's decision
+// (Never first), else the least Remaining; a fallback's decision
 // binds only when no decision from Redis does.
 func TestCombine(t *testing.T) {
 	down := ErrUnavailable

@@ -187,7 +187,7 @@ func TestDenyCacheServerClock(t *testing.T) {
 	}
 	h := &countingHook{}
 	f.rdb.AddHook(h)
-	l, err := ratelimit.New(f.rdb, "test", ratelimit.PerHour(2), ratelimit.WithDenyCache(10))
+	l, err := ratelimit.New(f.rdb, "test", ratelimit.Per(2, time.Hour), ratelimit.WithDenyCache(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestDenyCacheReset(t *testing.T) {
 }
 
 // What is not a finite denial from Redis is never cached: an admission, a
-// cost that can never pass (RetryAfter Never), a failure policy's denial,
+// cost that can never pass (RetryAfter Never), a fallback's denial,
 // an error.
 func TestDenyCacheOnlyCachesDenials(t *testing.T) {
 	f := newFrozen(t)
@@ -265,7 +265,7 @@ func TestDenyCacheOnlyCachesDenials(t *testing.T) {
 		}
 	}
 
-	down := newLimiter(t, downClient(t), ratelimit.GCRA, ratelimit.WithDenyCache(10), ratelimit.OnFailure(ratelimit.FailClosed))
+	down := newLimiter(t, downClient(t), ratelimit.GCRA, ratelimit.WithDenyCache(10), ratelimit.WithFallback(ratelimit.FailClosed))
 	for i := 0; i < 2; i++ {
 		if d, err := down.Allow(ctx, "k"); err != nil || d.Cached || d.Fallback != ratelimit.FailClosed {
 			t.Errorf("fail-closed: %v, %v", d, err)
@@ -286,7 +286,7 @@ func TestDenyCacheAll(t *testing.T) {
 	}
 	clock := ratelimit.WithClock(func() time.Time { return f.Now })
 	perSecond := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithDenyCache(10), clock)
-	perHour, _ := ratelimit.New(f.rdb, "hour", ratelimit.PerHour(100), ratelimit.WithDenyCache(10), clock)
+	perHour, _ := ratelimit.New(f.rdb, "hour", ratelimit.Per(100, time.Hour), ratelimit.WithDenyCache(10), clock)
 	both := mustAll(t, perSecond, perHour)
 	h := &countingHook{}
 	f.rdb.AddHook(h)

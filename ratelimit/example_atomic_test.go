@@ -7,19 +7,19 @@ import (
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
-func ExampleMulti() {
+func ExampleAtomic() {
 	rdb := exampleRedis()
 	ctx := context.Background()
 
 	// 2 a second AND 3 a minute for each user, as one atomic check.
 	perSecond, _ := ratelimit.New(rdb, "per-second", ratelimit.PerSecond(2))
 	perMinute, _ := ratelimit.New(rdb, "per-minute", ratelimit.PerMinute(3))
-	both, err := ratelimit.NewMulti(perSecond, perMinute)
+	both, err := ratelimit.Atomic(perSecond, perMinute)
 	if err != nil {
 		panic(err)
 	}
 	for i := 0; i < 3; i++ {
-		d, _ := both.AllowN(ctx, "alice", 1)
+		d, _ := both.Allow(ctx, "alice")
 		fmt.Printf("second: %v | minute: %v\n", d.Parts[0], d.Parts[1])
 	}
 	// The third was denied by the second's limit, so the minute's quota

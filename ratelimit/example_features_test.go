@@ -34,7 +34,7 @@ func ExampleLimiter_Wait() {
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	// (On a stopped clock, so that the wait prints as a whole hour.)
-	slow, _ := ratelimit.New(exampleRedis(), "slow", ratelimit.PerHour(1))
+	slow, _ := ratelimit.New(exampleRedis(), "slow", ratelimit.Per(1, time.Hour))
 	slow.Allow(context.Background(), "reindex")
 	fmt.Println(slow.Wait(short, "reindex"))
 	// Output:
@@ -42,12 +42,12 @@ func ExampleLimiter_Wait() {
 	// ratelimit: WaitN(n=1) would wait 1h0m0s, past the context's deadline: context deadline exceeded
 }
 
-// Brute-force protection: count only failed logins, and once five fail in
-// a row, lock the key out for a day.
-func ExampleWithBlock() {
+// Brute-force protection: count only failed logins, and once five fail
+// within 15 minutes, however paced, lock the key out for a day.
+func ExampleWithLockout() {
 	rdb := exampleRedis()
 	ctx := context.Background()
-	guard, _ := ratelimit.New(rdb, "login", ratelimit.PerHour(5), ratelimit.WithBlock(24*time.Hour))
+	guard, _ := ratelimit.New(rdb, "login", ratelimit.Per(5, 15*time.Minute), ratelimit.WithLockout(24*time.Hour))
 
 	login := func(password string) string {
 		if d, _ := guard.Peek(ctx, "alice"); !d.Allowed {
@@ -74,7 +74,7 @@ func ExampleWithBlock() {
 func ExampleFailLocal() {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // a Redis that is not there
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)                           // a fake clock, for exact output
-	limiter, _ := ratelimit.New(down, "api", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailLocal(0.5)),
+	limiter, _ := ratelimit.New(down, "api", ratelimit.PerSecond(10), ratelimit.WithFallback(ratelimit.FailLocal(0.5)),
 		ratelimit.WithClock(func() time.Time { return now }))
 
 	allowed := 0
@@ -92,7 +92,7 @@ func ExampleFailLocal() {
 	fmt.Println(d.Fallback, d.Limit.Burst, d.RetryAfter)
 	// Output:
 	// 5 of 8 allowed
-	// fail-local(0.5) 5 200ms
+	// fail-local 5 200ms
 }
 
 // A limit per call, say each customer's plan, on one state: an upgrade

@@ -98,7 +98,7 @@ func ExampleLimiter_Peek() {
 func ExampleLimiter_Reset() {
 	rdb := exampleRedis()
 	ctx := context.Background()
-	limiter, _ := ratelimit.New(rdb, "test", ratelimit.PerHour(1))
+	limiter, _ := ratelimit.New(rdb, "test", ratelimit.Per(1, time.Hour))
 
 	d, _ := limiter.Allow(ctx, "carol")
 	fmt.Println(d.Allowed)
@@ -121,7 +121,7 @@ func ExampleWithDenyCache() {
 	rdb := exampleRedis()
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // a fake clock, for exact output
-	limiter, _ := ratelimit.New(rdb, "test", ratelimit.PerHour(1), ratelimit.WithDenyCache(10000),
+	limiter, _ := ratelimit.New(rdb, "test", ratelimit.Per(1, time.Hour), ratelimit.WithDenyCache(10000),
 		ratelimit.WithClock(func() time.Time { return now }))
 
 	for i := 0; i < 3; i++ {
@@ -138,18 +138,6 @@ func ExampleWithDenyCache() {
 	// denied by the deny cache, 0 of 1 left, retry in 59m30s, full in 59m30s true
 }
 
-func ExampleLimiter_RedisKey() {
-	rdb := exampleRedis()
-	limiter, _ := ratelimit.New(rdb, "api", ratelimit.PerSecond(5))
-
-	// The whole key is the {hash tag}; braces in it cannot move the tag.
-	fmt.Println(limiter.RedisKey("user:42"))
-	fmt.Println(limiter.RedisKey("evil}{key"))
-	// Output:
-	// rl:api:{user:42}
-	// rl:api:{evil%7D%7Bkey}
-}
-
 func ExampleAll() {
 	rdb := exampleRedis()
 	ctx := context.Background()
@@ -157,7 +145,7 @@ func ExampleAll() {
 	// At most 2 a second and 3 a day, checked in one round trip; not
 	// atomic: a request one denies still counts in the other.
 	perSecond, _ := ratelimit.New(rdb, "per-second", ratelimit.PerSecond(2))
-	perDay, _ := ratelimit.New(rdb, "per-day", ratelimit.PerDay(3), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	perDay, _ := ratelimit.New(rdb, "per-day", ratelimit.Per(3, 24*time.Hour), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
 	both, err := ratelimit.All(perSecond, perDay)
 	if err != nil {
 		panic(err)
@@ -220,13 +208,13 @@ func ExampleSelect() {
 	// key-a    allowed, 97 of 100 left, full in 1.8s
 }
 
-func ExampleOnFailure() {
+func ExampleWithFallback() {
 	// A Redis that is not there; MaxRetries -1 gives up at once.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	ctx := context.Background()
 
-	open, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailOpen), ratelimit.WithTimeout(50*time.Millisecond))
-	closed, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailClosed), ratelimit.WithTimeout(50*time.Millisecond))
+	open, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10), ratelimit.WithFallback(ratelimit.FailOpen), ratelimit.WithTimeout(50*time.Millisecond))
+	closed, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10), ratelimit.WithFallback(ratelimit.FailClosed), ratelimit.WithTimeout(50*time.Millisecond))
 	strict, _ := ratelimit.New(down, "test", ratelimit.PerSecond(10))
 
 	d, err := open.Allow(ctx, "frank")

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
-	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
 // downClient talks to a port where no Redis listens, and gives up at once.
@@ -55,8 +55,8 @@ func TestFallbackWhenRedisIsDown(t *testing.T) {
 	rdb := downClient(t)
 	var events []ratelimit.Event
 	hook := ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) { events = append(events, e) })
-	open := newNamed(t, rdb, "open", ratelimit.GCRA, ratelimit.OnFailure(ratelimit.FailOpen), hook)
-	closed := newNamed(t, rdb, "closed", ratelimit.FixedWindow, ratelimit.OnFailure(ratelimit.FailClosed), hook)
+	open := newNamed(t, rdb, "open", ratelimit.GCRA, ratelimit.WithFallback(ratelimit.FailOpen), hook)
+	closed := newNamed(t, rdb, "closed", ratelimit.FixedWindow, ratelimit.WithFallback(ratelimit.FailClosed), hook)
 	none := newNamed(t, rdb, "none", ratelimit.TokenBucket, hook)
 
 	d, err := open.Allow(ctx, "k")
@@ -98,7 +98,7 @@ func TestTimeoutBoundsDecisions(t *testing.T) {
 	// timeout plus scheduling slack, far below go-redis's 3 s.
 	const slack = 900 * time.Millisecond
 	for _, fb := range []ratelimit.Fallback{ratelimit.FailOpen, ratelimit.FailClosed, {}} {
-		l := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.OnFailure(fb), ratelimit.WithTimeout(timeout))
+		l := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.WithFallback(fb), ratelimit.WithTimeout(timeout))
 		start := time.Now()
 		d, err := l.Allow(ctx, "k")
 		took := time.Since(start)
@@ -116,7 +116,7 @@ func TestTimeoutBoundsDecisions(t *testing.T) {
 		}
 
 		start = time.Now()
-		all, err := mustAll(t, l, newNamed(t, rdb, "window", ratelimit.FixedWindow, ratelimit.OnFailure(fb))).AllowN(ctx, "k", 1)
+		all, err := mustAll(t, l, newNamed(t, rdb, "window", ratelimit.FixedWindow, ratelimit.WithFallback(fb))).AllowN(ctx, "k", 1)
 		if took := time.Since(start); took > timeout+slack {
 			t.Errorf("%v: All took %v", fb, took)
 		}
@@ -130,7 +130,7 @@ func TestTimeoutBoundsDecisions(t *testing.T) {
 	rdb.Close()
 }
 
-// A caller that gives up gets its context's error: a failure policy decides
+// A caller that gives up gets its context's error: a fallback decides
 // for outages, not for requests nobody waits for.
 func TestCallerCancelIsNoOutage(t *testing.T) {
 	addr, _ := hungServer(t)
@@ -139,7 +139,7 @@ func TestCallerCancelIsNoOutage(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	for _, timeout := range []time.Duration{0, time.Minute} {
-		l := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.OnFailure(ratelimit.FailOpen), ratelimit.WithTimeout(timeout))
+		l := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.WithFallback(ratelimit.FailOpen), ratelimit.WithTimeout(timeout))
 		c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		d, err := l.Allow(c, "k")
 		cancel()

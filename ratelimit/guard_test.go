@@ -16,7 +16,7 @@ import (
 )
 
 // A standalone server killed: after the first call finds it gone, calls
-// fail fast under the policy without reaching go-redis's retries; started
+// fail fast under the fallback without reaching go-redis's retries; started
 // again, it decides within a few probes.
 func TestGuardStandalone(t *testing.T) {
 	srv := redisserver.New(t)
@@ -24,7 +24,7 @@ func TestGuardStandalone(t *testing.T) {
 	defer rdb.Close()
 	sent := &scriptCounter{}
 	rdb.AddHook(sent)
-	l, err := ratelimit.New(rdb, "guard", ratelimit.PerSecond(1e6), ratelimit.OnFailure(ratelimit.FailClosed))
+	l, err := ratelimit.New(rdb, "guard", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailClosed))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
+	"github.com/redlimit/redlimit/internal/testredis"
 )
 
 // t0 is where the tests' clocks start (testredis.T0).

@@ -27,10 +27,10 @@ func TestNewRefusesLimits(t *testing.T) {
 		{ratelimit.GCRA, ratelimit.PerSecond(-5), "Rate"},
 		{ratelimit.GCRA, ratelimit.PerSecond(1e9 + 1), "Rate"},
 		{ratelimit.GCRA, ratelimit.PerSecond(10).WithBurst(1e9 + 1), "Burst"},
-		{ratelimit.GCRA, ratelimit.Every(1500 * time.Microsecond), "Period"},
-		{ratelimit.GCRA, ratelimit.Every(999 * time.Microsecond), "Period"},
-		{ratelimit.GCRA, ratelimit.Every(1e11*ms + ms), "Period"},
-		{ratelimit.GCRA, ratelimit.Every(-time.Second), "Period"},
+		{ratelimit.GCRA, ratelimit.Per(1, 1500*time.Microsecond), "Period"},
+		{ratelimit.GCRA, ratelimit.Per(1, 999*time.Microsecond), "Period"},
+		{ratelimit.GCRA, ratelimit.Per(1, 1e11*ms+ms), "Period"},
+		{ratelimit.GCRA, ratelimit.Per(1, -time.Second), "Period"},
 		{ratelimit.GCRA, ratelimit.Limit{Rate: 1001, Period: ms, Burst: 1}, "Rate"},
 		{ratelimit.LeakyBucket, ratelimit.Limit{Rate: 1001, Period: ms, Burst: 1}, "Rate"},
 		{ratelimit.GCRA, ratelimit.Limit{Rate: 1, Period: 1e11 * ms, Burst: 11}, ""},
@@ -64,7 +64,7 @@ func TestNewAcceptsEdges(t *testing.T) {
 	ms := time.Millisecond
 	for _, alg := range ratelimit.Algorithms() {
 		for _, l := range []ratelimit.Limit{
-			ratelimit.PerSecond(1), ratelimit.PerDay(10000), ratelimit.Every(ms),
+			ratelimit.PerSecond(1), ratelimit.Per(10000, 24*time.Hour), ratelimit.Per(1, ms),
 			{Rate: 1000, Period: ms, Burst: 1000},
 			{Rate: 10000, Period: 1e11 * ms, Burst: 10000},
 		} {
@@ -96,11 +96,11 @@ func TestNewRefusesOptions(t *testing.T) {
 		"prefix with }": {ratelimit.WithPrefix("app}")},
 		"empty prefix":  {ratelimit.WithPrefix("")},
 		"timeout":       {ratelimit.WithTimeout(-time.Second)},
-		"share 0":       {ratelimit.OnFailure(ratelimit.FailLocal(0))},
-		"share above 1": {ratelimit.OnFailure(ratelimit.FailLocal(1.5))},
-		"share NaN":     {ratelimit.OnFailure(ratelimit.FailLocal(math.NaN()))},
-		"block 0":       {ratelimit.WithBlock(0)},
-		"block 1.5ms":   {ratelimit.WithBlock(1500 * time.Microsecond)},
+		"share 0":       {ratelimit.WithFallback(ratelimit.FailLocal(0))},
+		"share above 1": {ratelimit.WithFallback(ratelimit.FailLocal(1.5))},
+		"share NaN":     {ratelimit.WithFallback(ratelimit.FailLocal(math.NaN()))},
+		"lockout 0":     {ratelimit.WithLockout(0)},
+		"lockout 1.5ms": {ratelimit.WithLockout(1500 * time.Microsecond)},
 		"deny cache":    {ratelimit.WithDenyCache(-1)},
 	} {
 		if _, err := ratelimit.New(rdb, "test", ratelimit.PerSecond(1), opts...); !errors.Is(err, ratelimit.ErrInvalid) {
@@ -143,9 +143,9 @@ func TestLimitConstructors(t *testing.T) {
 	}{
 		{ratelimit.PerSecond(5), ratelimit.Limit{Rate: 5, Period: time.Second, Burst: 5}},
 		{ratelimit.PerMinute(5), ratelimit.Limit{Rate: 5, Period: time.Minute, Burst: 5}},
-		{ratelimit.PerHour(5), ratelimit.Limit{Rate: 5, Period: time.Hour, Burst: 5}},
-		{ratelimit.PerDay(5), ratelimit.Limit{Rate: 5, Period: 24 * time.Hour, Burst: 5}},
-		{ratelimit.Every(250 * time.Millisecond), ratelimit.Limit{Rate: 1, Period: 250 * time.Millisecond, Burst: 1}},
+		{ratelimit.Per(5, time.Hour), ratelimit.Limit{Rate: 5, Period: time.Hour, Burst: 5}},
+		{ratelimit.Per(5, 24*time.Hour), ratelimit.Limit{Rate: 5, Period: 24 * time.Hour, Burst: 5}},
+		{ratelimit.Per(1, 250*time.Millisecond), ratelimit.Limit{Rate: 1, Period: 250 * time.Millisecond, Burst: 1}},
 		{ratelimit.PerSecond(5).WithBurst(50), ratelimit.Limit{Rate: 5, Period: time.Second, Burst: 50}},
 	} {
 		if tt.got != tt.want {

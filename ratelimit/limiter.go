@@ -10,18 +10,19 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 	"github.com/redlimit/redlimit/ratelimit/internal/key"
+	"github.com/redlimit/redlimit/ratelimit/internal/option"
 )
 
-// A Limiter decides, for any number of keys, whether a request passes a
-// Limit. Its state lives in Redis under its name, so every process that
-// builds a Limiter with the same name and algorithm shares it, whatever
-// the limit (limits may change while keys live: each script says how it
-// carries its state over). A Limiter is safe for concurrent use.
+// A Limiter decides whether requests for any number of keys pass a Limit.
+// Its state lives in Redis under its name, shared by every Limiter with the
+// same name and algorithm, whatever their limits. A Limiter is safe for
+// concurrent use.
 type Limiter struct {
 	rdb       redis.Scripter
 	name      string
 	limit     Limit
 	alg       Algorithm
+	algSet    bool // WithAlgorithm chose alg
 	prefix    string
 	clock     func() time.Time
 	onFailure Fallback
@@ -33,21 +34,14 @@ type Limiter struct {
 	waits     *waitQueue // Wait's turns, shared by WithLimit's copies
 }
 
-// New returns a Limiter named name over rdb: a *redis.Client,
-// *redis.ClusterClient, *redis.Ring, redis.UniversalClient, or go-redis's
-// AutoPipeliner (Redis 6.2 or later, Valkey, or a managed service; no
-// module). The name keeps its state apart from every other limiter's: it
-// is in its Redis keys ("rl:<name>:{<key>}"), in the RateLimit header
-// fields and in hook events, and has 1 to 64 letters, digits, '_', '-' or
-// '.'. New refuses, with ErrInvalid, a limit its algorithm cannot take, an
-// option it cannot use, and a redis.Pipeliner, whose replies arrive only
-// at Exec. Nothing is sent to Redis until the first decision.
-func New(rdb redis.Scripter, name string, limit Limit, opts ...Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: no Redis client", ErrInvalid)
-	}
-	if _, ok := rdb.(redis.Pipeliner); ok {
-		return nil, fmt.Errorf("%w: a redis.Pipeliner answers only at Exec; pass the client", ErrInvalid)
+// New returns a Limiter named name over rdb. The name, 1 to 64 letters,
+// digits, '_', '-' or '.', is in its Redis keys ("rl:<name>:{<key>}"),
+// header fields and hook events. New refuses with ErrInvalid a limit the
+// algorithm cannot take, a bad option, and a redis.Pipeliner (it answers
+// only at Exec). It sends nothing to Redis.
+func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error) {
+	if err := option.Client(rdb); err != nil {
+		return nil, err
 	}
 	if err := key.CheckName(name); err != nil {
 		return nil, err
@@ -57,6 +51,9 @@ func New(rdb redis.Scripter, name string, limit Limit, opts ...Option) (*Limiter
 		if err := o(l); err != nil {
 			return nil, err
 		}
+	}
+	if l.block > 0 && !l.algSet {
+		l.alg = SlidingWindowLog // a lockout counts in any window (WithLockout)
 	}
 	if !l.alg.valid() {
 		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalid, l.alg)
@@ -71,10 +68,8 @@ func New(rdb redis.Scripter, name string, limit Limit, opts ...Option) (*Limiter
 }
 
 // WithLimit returns a Limiter like l, sharing its state, name and options,
-// that decides with limit instead: for limits chosen per call, such as a
-// customer's plan (see Select), without a limiter per limit. A key's state
-// carries over when its limit changes, as each script says. It refuses a
-// limit that New would refuse. The copy is cheap: one small allocation.
+// that decides with limit instead, such as a customer's plan. It refuses a
+// limit that New would refuse.
 func (l *Limiter) WithLimit(limit Limit) (*Limiter, error) {
 	if err := checkLimit(l.alg, limit); err != nil {
 		return nil, err
@@ -84,17 +79,16 @@ func (l *Limiter) WithLimit(limit Limit) (*Limiter, error) {
 	return &c, nil
 }
 
-// RedisKey returns the Redis key that holds key's state.
-func (l *Limiter) RedisKey(k string) string { return key.Redis(l.prefix, k) }
+// redisKey is the Redis key that holds key's state.
+func (l *Limiter) redisKey(k string) string { return key.Redis(l.prefix, k) }
 
 // Allow counts one request for key if it passes.
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 	return l.AllowN(ctx, key, 1)
 }
 
-// AllowN counts n requests (or a request of cost n) for key if they pass,
-// all or none. n must be from 1 to 1e9: there is no cost that only looks
-// (use Peek). An n above the Limit's Burst is denied with RetryAfter Never.
+// AllowN counts n requests (a request of cost n, 1 to 1e9) for key if they
+// pass, all or none. An n above the Burst is denied with RetryAfter Never.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
 	if l == nil {
 		return Decision{}, errNilLimiter
@@ -105,9 +99,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 	return l.decide(ctx, key, n)
 }
 
-// Peek reports whether one request for key would pass now, and what
-// Remaining, RetryAfter and ResetAfter are, without counting anything or
-// writing to Redis.
+// Peek reports what Allow would decide for key now, counting nothing and
+// writing nothing.
 func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l == nil {
 		return Decision{}, errNilLimiter
@@ -119,20 +112,15 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 // from a map that lacks the key, rather than a panic.
 var errNilLimiter = fmt.Errorf("%w: a nil *Limiter", ErrInvalid)
 
-// Reset forgets key's state: its next request meets a full limiter. It
-// needs a client with DEL (every go-redis client has it), and drops key's
-// entry from this limiter's deny cache, whether or not DEL succeeded.
+// Reset forgets key's state and lockout: its next request meets a full
+// limiter. It drops key from this limiter's deny cache, whether or not DEL
+// succeeded.
 func (l *Limiter) Reset(ctx context.Context, k string) error {
 	if k == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	}
-	del, ok := l.rdb.(interface {
-		Del(ctx context.Context, keys ...string) *redis.IntCmd
-	})
-	if !ok {
-		return fmt.Errorf("%w: %T has no Del", ErrInvalid, l.rdb)
-	}
-	keys := []string{l.RedisKey(k)}
+	del := l.rdb.(Client) // New took a Client; the guard passes Del on
+	keys := []string{l.redisKey(k)}
 	if l.block > 0 {
 		keys = append(keys, l.blockKey(k))
 	}
@@ -197,10 +185,10 @@ func (l *Limiter) decideQuietly(ctx context.Context, key string, cost int64) (De
 }
 
 // run sends one script call within the limiter's timeout and applies the
-// failure policy to what comes back.
+// fallback to what comes back.
 func (l *Limiter) run(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
 	r, err := runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-		return scripts[l.alg].run(ctx, l.rdb, l.RedisKey(key), l.limit, cost, now)
+		return scripts[l.alg].run(ctx, l.rdb, l.redisKey(key), l.limit, cost, now)
 	})
 	return l.finish(ctx, key, cost, now, r, err)
 }

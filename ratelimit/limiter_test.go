@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -16,13 +15,13 @@ var ctx = context.Background()
 
 // newLimiter builds a limiter named "test" for alg that admits 10 at once
 // and 10 per second (per 1 s window for the window algorithms).
-func newLimiter(t testing.TB, rdb redis.Scripter, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
+func newLimiter(t testing.TB, rdb ratelimit.Client, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
 	t.Helper()
 	return newNamed(t, rdb, "test", alg, opts...)
 }
 
 // newNamed is newLimiter with another name.
-func newNamed(t testing.TB, rdb redis.Scripter, name string, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
+func newNamed(t testing.TB, rdb ratelimit.Client, name string, alg ratelimit.Algorithm, opts ...ratelimit.Option) *ratelimit.Limiter {
 	t.Helper()
 	l, err := ratelimit.New(rdb, name, ratelimit.PerSecond(10), append([]ratelimit.Option{ratelimit.WithAlgorithm(alg)}, opts...)...)
 	if err != nil {
@@ -211,15 +210,15 @@ func TestClock(t *testing.T) {
 	}
 
 	// A clock more than 60 s from the server's is the scripts' to refuse:
-	// the error says it is the clock, and no failure policy hides it.
-	far := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) }), ratelimit.OnFailure(ratelimit.FailOpen))
+	// the error says it is the clock, and no fallback hides it.
+	far := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return t0.Add(time.Hour) }), ratelimit.WithFallback(ratelimit.FailOpen))
 	if d, err := far.Allow(ctx, "far"); !errors.Is(err, ratelimit.ErrInvalid) || d.Allowed || d.Cause != nil {
 		t.Errorf("a clock an hour ahead of the server's: %v, %v; want ErrInvalid, not allowed", d, err)
 	}
 
 	for _, bad := range []time.Time{time.Unix(-1, 0), time.UnixMicro(1 << 53), time.Unix(0, 0)} {
 		bad := bad
-		l := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return bad }), ratelimit.OnFailure(ratelimit.FailOpen))
+		l := newLimiter(t, f.rdb, ratelimit.GCRA, ratelimit.WithClock(func() time.Time { return bad }), ratelimit.WithFallback(ratelimit.FailOpen))
 		if _, err := l.Allow(ctx, "clock"); !errors.Is(err, ratelimit.ErrInvalid) {
 			t.Errorf("clock %v: err = %v, want ErrInvalid (never a fallback)", bad, err)
 		}
@@ -248,7 +247,7 @@ func TestNamesKeepStateApart(t *testing.T) {
 
 // Foreign data under a key is an error and is never overwritten. (miniredis
 // wraps the WRONGTYPE of a command inside a script in a plain ERR, so
-// errors.Is(err, ErrWrongType), and that no failure policy hides it, are
+// errors.Is(err, ErrWrongType), and that no fallback hides it, are
 // checked on a real server: TestRealWrongType.)
 func TestWrongType(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
@@ -302,17 +301,18 @@ func TestDifferentLimitsNeverShareState(t *testing.T) {
 }
 
 // Issue 15: a key that holds another script's state (or anyone's data of
-// the right Redis type) is ErrBadState, not ErrWrongType, and no failure
-// policy hides it; the key is left as it was.
+// the right Redis type) is ErrBadState, not ErrWrongType, and no fallback
+//
+//	hides it; the key is left as it was.
 func TestBadState(t *testing.T) {
 	for _, alg := range ratelimit.Algorithms() {
 		f := newFrozen(t)
-		l := newNamed(t, f.rdb, alg.String(), alg, ratelimit.OnFailure(ratelimit.FailOpen))
+		l := newNamed(t, f.rdb, alg.String(), alg, ratelimit.WithFallback(ratelimit.FailOpen))
 		if err := f.Set(l.RedisKey("k"), "not ours"); err != nil {
 			t.Fatal(err)
 		}
 		d, err := l.Allow(ctx, "k")
-		want, other := ratelimit.ErrBadState, ratelimit.ErrWrongType
+		want, other := bindings.ErrBadState, bindings.ErrWrongType
 		if alg == ratelimit.SlidingWindowLog { // a sorted set: a string is another type
 			want, other = other, want
 		}
@@ -321,6 +321,17 @@ func TestBadState(t *testing.T) {
 		}
 		if got, _ := f.Get(l.RedisKey("k")); got != "not ours" {
 			t.Errorf("%v: the key is now %q", alg, got)
+		}
+	}
+}
+
+// A limiter's key is its prefix and the caller's key as the whole {hash
+// tag}: braces in the key cannot move the tag.
+func TestRedisKeyEscapes(t *testing.T) {
+	limiter, _ := ratelimit.New(newFrozen(t).rdb, "api", ratelimit.PerSecond(5))
+	for key, want := range map[string]string{"user:42": "rl:api:{user:42}", "evil}{key": "rl:api:{evil%7D%7Bkey}"} {
+		if got := limiter.RedisKey(key); got != want {
+			t.Errorf("key %q: %s, want %s", key, got, want)
 		}
 	}
 }

@@ -22,7 +22,7 @@ var localBase = time.Now()
 var localIDs atomic.Uint64
 
 type local struct {
-	id   uint64 // the order in which a Multi locks several
+	id   uint64 // the order in which an Atomic rule locks several
 	mu   sync.Mutex
 	tats map[string]localState
 }
@@ -126,7 +126,7 @@ func localNowNs(now time.Time) int64 {
 }
 
 // decideLocally makes, all or nothing, the in-memory decisions of the
-// limiters at idx of a Multi: each limiter's own share of its limit, and a
+// limiters at idx of an Atomic rule: each limiter's own share of its limit, and a
 // request counted by every one or by none. allowed says whether the other
 // limits (those that fail open or closed) let it pass.
 func decideLocally(limiters []*Limiter, idx []int, key string, cost int64, now int64, allowed bool) []Decision {

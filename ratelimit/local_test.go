@@ -16,7 +16,7 @@ func TestFailLocal(t *testing.T) {
 	now := t0
 	clock := ratelimit.WithClock(func() time.Time { return now })
 	share := ratelimit.FailLocal(0.5)
-	l, err := ratelimit.New(downClient(t), "api", ratelimit.PerSecond(10), ratelimit.OnFailure(share), clock)
+	l, err := ratelimit.New(downClient(t), "api", ratelimit.PerSecond(10), ratelimit.WithFallback(share), clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,27 +53,27 @@ func TestFailLocal(t *testing.T) {
 		t.Errorf("a raised limit: %v", d)
 	}
 	// Errors that are no outage are never decided locally.
-	bad, _ := ratelimit.New(downClient(t), "api", ratelimit.PerSecond(10), ratelimit.OnFailure(share),
+	bad, _ := ratelimit.New(downClient(t), "api", ratelimit.PerSecond(10), ratelimit.WithFallback(share),
 		ratelimit.WithClock(func() time.Time { return time.Unix(0, 0) }))
 	if _, err := bad.Allow(ctx, "k"); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("a bad clock: %v", err)
 	}
 	for _, s := range []float64{0, -1, 1.01} {
-		if _, err := ratelimit.New(downClient(t), "api", ratelimit.PerSecond(10), ratelimit.OnFailure(ratelimit.FailLocal(s))); !errors.Is(err, ratelimit.ErrInvalid) {
+		if _, err := ratelimit.New(downClient(t), "api", ratelimit.PerSecond(10), ratelimit.WithFallback(ratelimit.FailLocal(s))); !errors.Is(err, ratelimit.ErrInvalid) {
 			t.Errorf("share %v: %v", s, err)
 		}
 	}
 }
 
-// A Multi's limiters that fail locally decide all or nothing, as the
+// An Atomic rule's limiters that fail locally decide all or nothing, as the
 // script does: a request one denies counts in none.
 func TestFailLocalMultiIsAtomic(t *testing.T) {
 	now := t0
 	clock := ratelimit.WithClock(func() time.Time { return now })
 	rdb := downClient(t)
-	sec, _ := ratelimit.New(rdb, "sec", ratelimit.PerSecond(2), ratelimit.OnFailure(ratelimit.FailLocal(1)), clock)
-	hour, _ := ratelimit.New(rdb, "hour", ratelimit.PerHour(3), ratelimit.OnFailure(ratelimit.FailLocal(1)), clock)
-	m, err := ratelimit.NewMulti(sec, hour)
+	sec, _ := ratelimit.New(rdb, "sec", ratelimit.PerSecond(2), ratelimit.WithFallback(ratelimit.FailLocal(1)), clock)
+	hour, _ := ratelimit.New(rdb, "hour", ratelimit.Per(3, time.Hour), ratelimit.WithFallback(ratelimit.FailLocal(1)), clock)
+	m, err := ratelimit.Atomic(sec, hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,16 +93,16 @@ func TestFailLocalMultiIsAtomic(t *testing.T) {
 	}
 	// One that fails open and one that fails locally: the local one counts
 	// only what the open one lets through (all of it).
-	open, _ := ratelimit.New(rdb, "open", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailOpen), clock)
-	closed, _ := ratelimit.New(rdb, "closed", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailClosed), clock)
-	local, _ := ratelimit.New(rdb, "local", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailLocal(1)), clock)
-	mc, _ := ratelimit.NewMulti(closed, local)
+	open, _ := ratelimit.New(rdb, "open", ratelimit.PerSecond(1), ratelimit.WithFallback(ratelimit.FailOpen), clock)
+	closed, _ := ratelimit.New(rdb, "closed", ratelimit.PerSecond(1), ratelimit.WithFallback(ratelimit.FailClosed), clock)
+	local, _ := ratelimit.New(rdb, "local", ratelimit.PerSecond(1), ratelimit.WithFallback(ratelimit.FailLocal(1)), clock)
+	mc, _ := ratelimit.Atomic(closed, local)
 	for i := 0; i < 3; i++ {
 		if d, _ := mc.AllowN(ctx, "j", 1); d.Allowed {
 			t.Errorf("with one that fails closed: %v", d)
 		}
 	}
-	mo, _ := ratelimit.NewMulti(open, local)
+	mo, _ := ratelimit.Atomic(open, local)
 	if d, _ := mo.AllowN(ctx, "j", 1); !d.Allowed {
 		t.Errorf("the closed one's denials were counted locally: %v", d)
 	}

@@ -12,13 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // TestFailurePolicyAcrossRestart loads limiters that fail open and closed
 // while their redis-server is killed and started again: every decision
-// returns within its timeout, the policies decide while Redis is down, and
+// returns within its timeout, the fallbacks decide while Redis is down, and
 // within 1.5 s of Redis being back every decision comes from Redis and
 // is right. No goroutine is left behind.
 func TestFailurePolicyAcrossRestart(t *testing.T) {
@@ -32,7 +33,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	const slack = 850 * time.Millisecond
 	newL := func(name string, fb ratelimit.Fallback) *ratelimit.Limiter {
 		l, err := ratelimit.New(rdb, name, ratelimit.PerSecond(1e6),
-			ratelimit.OnFailure(fb), ratelimit.WithTimeout(timeout))
+			ratelimit.WithFallback(fb), ratelimit.WithTimeout(timeout))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,11 +102,11 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 			t.Errorf("a decision took %v (timeout %v)", s.took, timeout)
 		}
 		if s.err != nil {
-			t.Errorf("%s: error %v: a failure policy must decide", s.d.Name, s.err)
+			t.Errorf("%s: error %v: a fallback must decide", s.d.Name, s.err)
 			continue
 		}
 		if s.fallback {
-			// While Redis is down, the policy decides, and as it says.
+			// While Redis is down, the fallback decides, and as it says.
 			if want := s.l == open; s.d.Allowed != want || s.d.Cause == nil {
 				t.Errorf("%s: fallback decision %v", s.d.Name, s.d)
 			}
@@ -146,7 +147,7 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	t.Logf("%d decisions: %d before the outage, %d during, %d after the recovery (%d of them timed out)", len(samples), before, down, after, lateTimeouts)
 
 	// And the limit itself holds again: a fresh key admits its burst.
-	exact, err := ratelimit.New(rdb, "exact", ratelimit.PerHour(5), ratelimit.OnFailure(ratelimit.FailOpen))
+	exact, err := ratelimit.New(rdb, "exact", ratelimit.Per(5, time.Hour), ratelimit.WithFallback(ratelimit.FailOpen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,16 +168,17 @@ func TestFailurePolicyAcrossRestart(t *testing.T) {
 	srv.Stop()
 }
 
-// On a real server a script's WRONGTYPE is ErrWrongType, and a failure
-// policy never turns it into an allow: it is foreign data, not an outage.
+// On a real server a script's WRONGTYPE is ErrWrongType, and a fallback
+//
+//	never turns it into an allow: it is foreign data, not an outage.
 func TestRealWrongType(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
 	defer rdb.Close()
 	for _, alg := range ratelimit.Algorithms() {
-		l := newNamed(t, rdb, alg.String(), alg, ratelimit.OnFailure(ratelimit.FailOpen))
+		l := newNamed(t, rdb, alg.String(), alg, ratelimit.WithFallback(ratelimit.FailOpen))
 		rdb.LPush(ctx, l.RedisKey("k"), "not ours")
 		d, err := l.Allow(ctx, "k")
-		if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Cause != nil {
+		if !errors.Is(err, bindings.ErrWrongType) || d.Allowed || d.Cause != nil {
 			t.Errorf("%v: %v, %v, want ErrWrongType", alg, d, err)
 		}
 		if n, _ := rdb.LLen(ctx, l.RedisKey("k")).Result(); n != 1 {
@@ -197,7 +199,7 @@ func TestFailLocalAcrossKill(t *testing.T) {
 	defer rdb.Close()
 	limit := ratelimit.PerSecond(100) // burst 100
 	const share = 0.25                // this process's share: 25 at once, 25 a second
-	l, err := ratelimit.New(rdb, "insured", limit, ratelimit.OnFailure(ratelimit.FailLocal(share)), ratelimit.WithTimeout(150*time.Millisecond))
+	l, err := ratelimit.New(rdb, "insured", limit, ratelimit.WithFallback(ratelimit.FailLocal(share)), ratelimit.WithTimeout(150*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestFailLocalAcrossKill(t *testing.T) {
 	var first, last time.Time
 	for _, s := range samples {
 		if s.err != nil {
-			t.Errorf("an error: %v (the policy must decide)", s.err)
+			t.Errorf("an error: %v (the fallback must decide)", s.err)
 			continue
 		}
 		if s.d.Cause != nil {

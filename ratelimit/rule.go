@@ -5,27 +5,26 @@ import (
 	"fmt"
 )
 
-// A Rule decides requests for keys: a *Limiter (one limit), a *Multi
-// (several limits, atomically), All (several rules, each on its own),
-// Select (a rule chosen per key) and Unlimited. The middleware of
-// httplimit, the framework adapters and Limiter.Wait all take a Rule.
-//
-// AllowN counts a request of cost n (1 to 1e9) for key if the rule lets it
-// pass; Peek reports what a request of cost 1 would get, counting nothing.
-// A rule that holds other rules keeps their atomicity: wrapping a Multi in
-// All or Select still checks its limits all or nothing.
+// A Rule decides requests for keys: a *Limiter, or a rule made by All,
+// Atomic or Select, or Unlimited. AllowN counts a request of cost n (1 to
+// 1e9) if it passes; Peek reports what one of cost 1 would get, counting
+// nothing. A rule that holds other rules keeps their atomicity.
 type Rule interface {
+	Allow(ctx context.Context, key string) (Decision, error)
 	AllowN(ctx context.Context, key string, n int64) (Decision, error)
 	Peek(ctx context.Context, key string) (Decision, error)
 }
 
-// Unlimited is the Rule that lets everything pass and reports no limit: its
-// Decision has Allowed set, no Name and no Parts, so httplimit writes no
-// rate-limit header fields for it. Select returns it to skip a key (an
-// allowlist).
+// Unlimited is the Rule that lets everything pass and reports no limit, so
+// httplimit writes no rate-limit fields for it. Select returns it to let a
+// key through.
 var Unlimited Rule = unlimited{}
 
 type unlimited struct{}
+
+func (u unlimited) Allow(ctx context.Context, key string) (Decision, error) {
+	return u.AllowN(ctx, key, 1)
+}
 
 func (unlimited) AllowN(_ context.Context, key string, n int64) (Decision, error) {
 	if err := checkCost(n); err != nil {
@@ -44,13 +43,9 @@ func unlimitedFor(key string) (Decision, error) {
 }
 
 // Select returns a Rule that asks choose which rule decides each request:
-// a customer's plan looked up by its API key (Limiter.WithLimit gives the
-// plan's limit on one shared state), Unlimited for an allowlisted key, or
-// an error to refuse the key. An error from choose is returned as it is,
-// never decided over by a failure policy and never turned into a fresh
-// bucket, so an unknown API key goes to the caller's error handling. choose
-// returning neither a rule nor an error is an error (ErrInvalid): return
-// Unlimited to let a key through.
+// a customer's plan (Limiter.WithLimit), Unlimited to let a key through, or
+// an error to refuse it. An error from choose is returned as it is; a nil
+// rule with a nil error is ErrInvalid.
 func Select(choose func(ctx context.Context, key string) (Rule, error)) Rule {
 	return selectRule(choose)
 }
@@ -63,6 +58,10 @@ func (s selectRule) rule(ctx context.Context, key string) (Rule, error) {
 		return nil, fmt.Errorf("%w: Select chose no rule for %q (return ratelimit.Unlimited to let it through)", ErrInvalid, key)
 	}
 	return r, err
+}
+
+func (s selectRule) Allow(ctx context.Context, key string) (Decision, error) {
+	return s.AllowN(ctx, key, 1)
 }
 
 func (s selectRule) AllowN(ctx context.Context, key string, n int64) (Decision, error) {

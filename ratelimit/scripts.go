@@ -1,11 +1,12 @@
 package ratelimit
 
-// This file and scripts_atomic.go (multi.lua) are the only ones of this
-// package that call package bindings (inflight/scripts.go calls
-// concurrency.lua): the one table that knows the six
-// scripts of one limit, how a Limit maps onto each one's arguments, and
-// which bounds (bounds.go) each one checks. When the generated bindings
-// change shape, these files are what adapts.
+// This file and scripts_atomic.go (multi.lua) are the only files of package
+// ratelimit that import package bindings (inflight/scripts.go calls
+// concurrency.lua, preflight checks the Functions library, and
+// internal/call reads bindings' error types): the one table that knows the
+// six scripts of one limit, how a Limit maps onto each one's arguments,
+// and which bounds (bounds.go) each one checks. When the generated
+// bindings change shape, these files are what adapts.
 
 import (
 	"context"

@@ -11,20 +11,11 @@ import (
 // Wait is WaitN(ctx, key, 1).
 func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(ctx, key, 1) }
 
-// WaitN blocks until n requests for key pass, and counts them, as
-// x/time/rate's WaitN does. It returns at once, counting nothing, with an
-// error matching context.DeadlineExceeded when the wait would pass ctx's
-// deadline, with ErrInvalid when n can never pass (above the Burst), and
-// with the error of a decision that fails (or its Cause, when the limiter
-// fails closed).
-//
-// Every admission is Redis's, so any number of waiters, in any number of
-// processes, never pass more than the limit. Waiters for one key in this
-// process queue in turn, so that only the first asks Redis; a waiter with
-// the turn sleeps what is left of its last denial's RetryAfter plus a
-// random jitter (up to an eighth of that or of the limit's interval,
-// Period/Rate, doubling with each denial up to four intervals), so that
-// processes woken together do not all ask at once.
+// WaitN blocks until n requests for key pass, and counts them. It returns
+// at once, counting nothing, with an error matching
+// context.DeadlineExceeded when the wait would pass ctx's deadline, with
+// ErrInvalid when n is above the Burst, and with the error of a decision
+// that fails (or its Cause, when the limiter fails closed).
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if l == nil {
 		return errNilLimiter

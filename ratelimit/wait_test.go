@@ -66,7 +66,7 @@ func TestWaitManyWaitersNeverOverAdmit(t *testing.T) {
 // nothing; so does a cost that can never pass.
 func TestWaitRefusesWhatItCannotWaitFor(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, "slow", ratelimit.Every(time.Minute).WithBurst(2))
+	l, _ := ratelimit.New(f.rdb, "slow", ratelimit.Per(1, time.Minute).WithBurst(2))
 	if err := l.WaitN(ctx, "k", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWaitRefusesWhatItCannotWaitFor(t *testing.T) {
 		t.Errorf("a cancelled wait: %v", err)
 	}
 	// A limiter that fails closed has nothing to wait for.
-	down, _ := ratelimit.New(downClient(t), "down", ratelimit.PerSecond(1), ratelimit.OnFailure(ratelimit.FailClosed))
+	down, _ := ratelimit.New(downClient(t), "down", ratelimit.PerSecond(1), ratelimit.WithFallback(ratelimit.FailClosed))
 	if err := down.Wait(ctx, "k"); !errors.Is(err, ratelimit.ErrUnavailable) {
 		t.Errorf("fail closed: %v, want ErrUnavailable", err)
 	}
@@ -103,7 +103,7 @@ func TestWaitPassesAfterRetryAfter(t *testing.T) {
 	now := t0
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	l, _ := ratelimit.New(f.rdb, "w", ratelimit.Every(30*time.Millisecond), ratelimit.WithClock(clock))
+	l, _ := ratelimit.New(f.rdb, "w", ratelimit.Per(1, 30*time.Millisecond), ratelimit.WithClock(clock))
 	l.Allow(ctx, "k")
 	done := make(chan error)
 	go func() { done <- l.Wait(ctx, "k") }()

@@ -302,7 +302,7 @@ func (s *server) runAt(ctx context.Context, start int64, p *punctual, limit rate
 		Requests: len(events),
 	}
 	prefix := fmt.Sprintf("demo:cmp:%d:", runs.Add(1))
-	algs := ratelimit.Algorithms()
+	algs := algorithms()
 	c.Lanes = make([]lane, len(algs))
 	errs := make([]error, len(algs))
 	var wg sync.WaitGroup

@@ -34,8 +34,8 @@ func decode[T any](t *testing.T, body string) T {
 	return v
 }
 
-// The same hammering through a Multi and through All, on the simulated
-// clock, so the numbers are exact: the Multi counts only what it admits,
+// The same hammering through an Atomic rule and through All, on the simulated
+// clock, so the numbers are exact: the Atomic rule counts only what it admits,
 // All spends both limits on requests the other denies and admits fewer.
 func TestTwoLimits(t *testing.T) {
 	srv := newTestServer(t)
@@ -49,7 +49,7 @@ func TestTwoLimits(t *testing.T) {
 			t.Fatalf("strategies %+v %+v", multi, all)
 		}
 		if multi.Wasted != [2]int64{} || multi.Counted != [2]int64{int64(multi.Admitted), int64(multi.Admitted)} {
-			t.Errorf("the Multi counted %v and wasted %v for %d admitted", multi.Counted, multi.Wasted, multi.Admitted)
+			t.Errorf("the Atomic rule counted %v and wasted %v for %d admitted", multi.Counted, multi.Wasted, multi.Admitted)
 		}
 		for i := range 2 {
 			if all.Counted[i]-all.Wasted[i] != int64(all.Admitted) || all.Wasted[i] == 0 {
@@ -57,7 +57,7 @@ func TestTwoLimits(t *testing.T) {
 			}
 		}
 		if all.Admitted >= multi.Admitted {
-			t.Errorf("All admitted %d, the Multi %d: the waste should cost All", all.Admitted, multi.Admitted)
+			t.Errorf("All admitted %d, the Atomic rule %d: the waste should cost All", all.Admitted, multi.Admitted)
 		}
 		// A run is exact: the next one, on fresh keys, decides alike.
 		if run == 0 {
@@ -147,7 +147,7 @@ func TestOutagePanel(t *testing.T) {
 	_, body := post(t, srv.URL+"/api/outage?send=5")
 	r := decode[result](t, body)
 	want := map[string][]int{
-		"no policy":      {503, 503, 503, 503, 503},
+		"no fallback":    {503, 503, 503, 503, 503},
 		"FailOpen":       {200, 200, 200, 200, 200},
 		"FailClosed":     {503, 503, 503, 503, 503},
 		"FailLocal(0.5)": {200, 200, 429, 429, 429}, // half of 4, in memory

@@ -32,7 +32,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
 func main() {
@@ -71,7 +71,7 @@ func run(ctx context.Context, redisAddr, listen string, out io.Writer) error {
 	// The browser test reads this line for the address.
 	fmt.Fprintf(out, "redlimit demo: http://%s/ (Redis: %s); Ctrl-C stops it\n", ln.Addr(), backend)
 	if redisAddr != "" { // what a real Redis's configuration risks (docs/operations.md)
-		fs, err := ratelimit.Check(ctx, rdb)
+		fs, err := preflight.Check(ctx, rdb)
 		for _, f := range fs {
 			fmt.Fprintln(out, "preflight:", f)
 		}
@@ -101,8 +101,8 @@ func run(ctx context.Context, redisAddr, listen string, out io.Writer) error {
 // connect returns a client of the Redis at addr, or of an embedded
 // miniredis when addr is empty. The miniredis keeps real time: its TIME
 // command and its TTLs follow the wall clock as long as SetTime is never
-// called (PITFALLS.md), so the scripts' server clock moves as on a real
-// server and keys expire.
+// called (miniredis's TIME follows SetTime, not FastForward), so the
+// scripts' server clock moves as on a real server and keys expire.
 func connect(addr string) (rdb *redis.Client, backend string, closeAll func(), err error) {
 	if addr == "" {
 		m, err := miniredis.Run()

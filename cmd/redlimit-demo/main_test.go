@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
@@ -22,6 +23,12 @@ import (
 )
 
 func newTestServer(t *testing.T) *httptest.Server {
+	srv, _ := newTestServerRedis(t)
+	return srv
+}
+
+// newTestServerRedis is newTestServer and a client of its Redis.
+func newTestServerRedis(t *testing.T) (*httptest.Server, *redis.Client) {
 	t.Helper()
 	rdb, backend, closeAll, err := connect("")
 	if err != nil {
@@ -30,7 +37,7 @@ func newTestServer(t *testing.T) *httptest.Server {
 	t.Cleanup(closeAll)
 	srv := httptest.NewServer(newServer(rdb, backend))
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, rdb
 }
 
 func query(alg, rate, period, burst, client string) string {
@@ -52,8 +59,8 @@ func mustGet(t *testing.T, u string) (*http.Response, string) {
 // The page's API goes through the real middleware: a burst is allowed up
 // to its size, then denied with the headers the middleware sets.
 func TestLimited(t *testing.T) {
-	srv := newTestServer(t)
-	for _, alg := range ratelimit.Algorithms() {
+	srv, rdb := newTestServerRedis(t)
+	for alg := ratelimit.GCRA; alg <= ratelimit.SlidingWindowCounter; alg++ {
 		q := query(alg.String(), "3", "1m", "3", "client } {1")
 		var codes []int
 		var last *http.Response
@@ -78,6 +85,9 @@ func TestLimited(t *testing.T) {
 		json.Unmarshal([]byte(body), &peek)
 		if peek.Remaining != 0 || peek.Limit != 3 || !strings.HasSuffix(peek.RedisKey, ":{client %7D %7B1}") {
 			t.Errorf("%v: peek %s", alg, body)
+		}
+		if n, err := rdb.Exists(context.Background(), peek.RedisKey).Result(); n != 1 || err != nil {
+			t.Errorf("%v: EXISTS %s: %d, %v: the page names a key Redis does not have", alg, peek.RedisKey, n, err)
 		}
 		resp, err := http.Post(srv.URL+"/api/reset?"+q, "", nil)
 		if err != nil || resp.StatusCode != http.StatusNoContent {

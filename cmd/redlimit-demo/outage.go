@@ -1,6 +1,6 @@
 package main
 
-// Redis down: one limit under each failure policy, on a client the page
+// Redis down: one limit under each fallback, on a client the page
 // can switch off (its commands then fail as a dead server's would), each
 // behind the real middleware.
 
@@ -39,14 +39,14 @@ func newOutage(s *server) (*outage, error) {
 		name, about string
 		fallback    *ratelimit.Fallback
 	}{
-		{"no policy", "the error reaches the middleware: 503", nil},
+		{"no fallback", "the error reaches the middleware: 503", nil},
 		{"FailOpen", "every request passes: availability over protection", &ratelimit.FailOpen},
 		{"FailClosed", "every request is refused: protection over availability", &ratelimit.FailClosed},
 		{"FailLocal(0.5)", "the insurance limiter: half the limit, in this process's memory", ptr(ratelimit.FailLocal(0.5))},
 	} {
 		opts := []ratelimit.Option{ratelimit.WithPrefix(fmt.Sprintf("%s%d:", prefix, i))}
 		if p.fallback != nil {
-			opts = append(opts, ratelimit.OnFailure(*p.fallback))
+			opts = append(opts, ratelimit.WithFallback(*p.fallback))
 		}
 		l, err := ratelimit.New(o.client, "outage", outageLimit, opts...)
 		if err != nil {

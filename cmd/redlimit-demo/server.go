@@ -50,10 +50,10 @@ type server struct {
 //
 // Then the panels of what only redlimit has, each with fixed limits:
 //
-//	GET       /api/two        two limits at once, Multi against All (twolimits.go)
+//	GET       /api/two        two limits at once, Atomic against All (twolimits.go)
 //	GET, POST /api/tier       a plan switch through ratelimit.Select (tiers.go)
 //	GET, POST /api/denycache  hammering with and without a deny cache (denycache.go)
-//	GET, POST /api/outage     Redis down, under each failure policy (outage.go)
+//	GET, POST /api/outage     Redis down, under each fallback (outage.go)
 //	GET, POST /api/leases     jobs holding leases of inflight (leases.go)
 func newServer(rdb *redis.Client, backend string) *server {
 	s := &server{rdb: rdb, backend: backend, mux: http.NewServeMux()}
@@ -109,7 +109,7 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 		Windowed bool   `json:"windowed"`
 	}
 	var algs []algorithm
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range algorithms() {
 		algs = append(algs, algorithm{a.String(), s.windowed(a)})
 	}
 	writeJSON(w, map[string]any{"backend": s.backend, "algorithms": algs})
@@ -118,7 +118,7 @@ func (s *server) info(w http.ResponseWriter, r *http.Request) {
 // limited runs the request through the real middleware, keyed by the
 // client field.
 func (s *server) limited(w http.ResponseWriter, r *http.Request) {
-	l, cost, err := s.limiter(r.URL.Query())
+	l, _, cost, err := s.limiter(r.URL.Query())
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -130,7 +130,7 @@ func (s *server) limited(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) peek(w http.ResponseWriter, r *http.Request) {
-	l, _, err := s.limiter(r.URL.Query())
+	l, prefix, _, err := s.limiter(r.URL.Query())
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -145,13 +145,13 @@ func (s *server) peek(w http.ResponseWriter, r *http.Request) {
 		"limit":        d.Limit.Burst,
 		"remaining":    d.Remaining,
 		"resetAfterMs": d.ResetAfter.Milliseconds(),
-		"redisKey":     l.RedisKey(r.URL.Query().Get("client")),
+		"redisKey":     redisKey(prefix, r.URL.Query().Get("client")),
 		"at":           time.Now().UnixMilli(),
 	})
 }
 
 func (s *server) reset(w http.ResponseWriter, r *http.Request) {
-	l, _, err := s.limiter(r.URL.Query())
+	l, _, _, err := s.limiter(r.URL.Query())
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -167,44 +167,56 @@ func byClient(r *http.Request) (string, error) {
 	return r.URL.Query().Get("client"), nil
 }
 
-// limiter builds the limiter the query describes. Each limit gets a
-// prefix of its own, so changing a field on the page starts afresh, while
-// the same settings keep their state between requests.
-func (s *server) limiter(q url.Values) (*ratelimit.Limiter, int64, error) {
+// limiter builds the limiter the query describes, and returns its key
+// prefix and the request's cost. Each limit gets a prefix of its own, so
+// changing a field on the page starts afresh, while the same settings keep
+// their state between requests.
+func (s *server) limiter(q url.Values) (*ratelimit.Limiter, string, int64, error) {
 	alg, ok := algorithm(q.Get("algorithm"))
 	if !ok {
-		return nil, 0, fmt.Errorf("algorithm: pick one of the list")
+		return nil, "", 0, fmt.Errorf("algorithm: pick one of the list")
 	}
 	rate, err := wholeNumber("rate", q.Get("rate"))
 	if err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
 	period, err := time.ParseDuration(strings.TrimSpace(q.Get("period")))
 	if err != nil {
-		return nil, 0, fmt.Errorf("period: %q is not a duration such as 1s, 500ms or 1m", q.Get("period"))
+		return nil, "", 0, fmt.Errorf("period: %q is not a duration such as 1s, 500ms or 1m", q.Get("period"))
 	}
 	burst := rate
 	if !s.windowed(alg) {
 		if burst, err = wholeNumber("burst", q.Get("burst")); err != nil {
-			return nil, 0, err
+			return nil, "", 0, err
 		}
 	}
 	cost := int64(1)
 	if c := q.Get("cost"); c != "" {
 		if cost, err = wholeNumber("cost", c); err != nil {
-			return nil, 0, err
+			return nil, "", 0, err
 		}
 		if cost < 1 || cost > 1e9 {
-			return nil, 0, fmt.Errorf("cost: %d requests, want 1 to 1e9", cost)
+			return nil, "", 0, fmt.Errorf("cost: %d requests, want 1 to 1e9", cost)
 		}
 	}
 	if strings.TrimSpace(q.Get("client")) == "" {
-		return nil, 0, fmt.Errorf("client: give a key, such as alice")
+		return nil, "", 0, fmt.Errorf("client: give a key, such as alice")
 	}
 	limit := ratelimit.Limit{Rate: rate, Period: period, Burst: burst}
 	prefix := fmt.Sprintf("demo:%v:%d/%v/%d:", alg, rate, period, burst)
 	l, err := ratelimit.New(s.rdb, alg.String(), limit, ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix))
-	return l, cost, err
+	return l, prefix, cost, err
+}
+
+// redisKey is where a limiter with prefix keeps client's state, as
+// docs/limiters.md lays keys out: the client as a {hash tag}, with '%', '{'
+// and '}' percent-encoded (TestLimited holds it to the key Redis has).
+func redisKey(prefix, client string) string {
+	tag := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(client)
+	if len(tag) > 200 {
+		return prefix + "{%#<SHA-256 of the client>}"
+	}
+	return prefix + "{" + tag + "}"
 }
 
 // windowed reports whether a admits Rate per window, all at once, so that a
@@ -215,9 +227,19 @@ func (s *server) windowed(a ratelimit.Algorithm) bool {
 	return err != nil
 }
 
+// algorithms lists every algorithm, GCRA first (the constants run from
+// GCRA to SlidingWindowCounter).
+func algorithms() []ratelimit.Algorithm {
+	var as []ratelimit.Algorithm
+	for a := ratelimit.GCRA; a <= ratelimit.SlidingWindowCounter; a++ {
+		as = append(as, a)
+	}
+	return as
+}
+
 // algorithm reads an algorithm's name.
 func algorithm(name string) (ratelimit.Algorithm, bool) {
-	for _, a := range ratelimit.Algorithms() {
+	for _, a := range algorithms() {
 		if a.String() == name {
 			return a, true
 		}

@@ -1,6 +1,6 @@
 package main
 
-// Two limits at once: the same hammering client through an atomic Multi
+// Two limits at once: the same hammering client through an Atomic rule
 // and through All (each limit on its own), on the simulated clock of the
 // compare view. What each limit counted is read with Peek at the same
 // instant before and after each request, so "wasted" (quota a limit spent
@@ -41,7 +41,7 @@ type strategy struct {
 }
 
 // two serves GET /api/two: 80 requests, ten a second, against "5 a second
-// and 20 every 10 seconds", checked by a Multi and by All.
+// and 20 every 10 seconds", checked by an Atomic rule and by All.
 func (s *server) two(w http.ResponseWriter, r *http.Request) {
 	events := evenly(0, twoSpan, twoRate*int64(twoSpan/time.Second))
 	out, err := simulate(r.Context(), s, time.Second, func(start int64, p *punctual) ([2]strategy, error) {
@@ -86,8 +86,8 @@ func (s *server) strategy(ctx context.Context, prefix string, atomic bool, start
 	st := strategy{Name: "All: each limit on its own", Atomic: atomic, LongLimit: twoLong.Burst}
 	var rule ratelimit.Rule
 	if atomic {
-		st.Name = "Multi: atomic, all or nothing"
-		rule, err = ratelimit.NewMulti(short, long)
+		st.Name = "Atomic: all or nothing"
+		rule, err = ratelimit.Atomic(short, long)
 	} else {
 		rule, err = ratelimit.All(short, long)
 	}

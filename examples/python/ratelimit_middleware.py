@@ -52,7 +52,7 @@ QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded
 REDUCED_CAPACITY = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 
 # What a limiter does when Redis cannot decide, as the Go limiter's
-# OnFailure: nothing (the error), FailOpen, FailClosed.
+# WithFallback: nothing (the error), FailOpen, FailClosed.
 FAIL_ERROR, FAIL_OPEN, FAIL_CLOSED = "error", "open", "closed"
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
@@ -226,9 +226,9 @@ class RateLimitMiddleware:
     to answer at once without counting (an unknown API key's 401, say).
     cost(request) is what it counts (1 by default; 0 is refused, as in Go).
     on_failure is what happens when Redis cannot decide (down, timing out):
-    FAIL_ERROR answers 503 (the default, as a Go limiter without OnFailure),
+    FAIL_ERROR answers 503 (the default, as a Go limiter without WithFallback),
     FAIL_OPEN serves the request, FAIL_CLOSED answers 503 with the draft's
-    reduced-capacity problem. A script's own error (a key holding another
+    reduced-capacity problem; both 503s carry Retry-After: 1. A script's own error (a key holding another
     script's state) is a 503 whatever the policy: it is a bug, not an outage.
 
     The call to Redis is redis-py's blocking one, run in Starlette's thread
@@ -267,11 +267,13 @@ class RateLimitMiddleware:
             if self.on_failure == FAIL_OPEN:
                 await self.app(scope, receive, _adding(send, headers))
             elif self.on_failure == FAIL_CLOSED:
+                # Redis cannot say when to come back; a second, as the Go middleware says.
+                headers["Retry-After"] = "1"
                 await _problem(503, "Request cannot be satisfied due to temporary server capacity constraints",
                                REDUCED_CAPACITY, "The rate limiter cannot reach its store and fails closed.",
                                [policy.name], headers)(scope, receive, send)
             else:
-                await _problem(503, "Service Unavailable")(scope, receive, send)
+                await _problem(503, "Service Unavailable", headers={"Retry-After": "1"})(scope, receive, send)
             return
         except (redlimit.Error, redis.exceptions.RedisError):
             await _problem(503, "Service Unavailable")(scope, receive, send)

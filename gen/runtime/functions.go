@@ -63,9 +63,9 @@ func (e *FunctionsConflictError) Is(target error) bool { return target == ErrFun
 // would cost a round trip per decision.
 const FunctionsRecheck = time.Second
 
-// FunctionsCmdable is what the library needs of a client: *redis.Client,
-// *redis.ClusterClient, *redis.Ring, redis.UniversalClient and *redis.Tx
-// have it.
+// FunctionsCmdable is what the library needs of a client, and Del, which a
+// FunctionsClient passes on: *redis.Client, *redis.ClusterClient,
+// *redis.Ring, redis.UniversalClient and *redis.Tx have it.
 type FunctionsCmdable interface {
 	redis.Scripter
 	PipelineClient
@@ -74,6 +74,7 @@ type FunctionsCmdable interface {
 	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
 	FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd
 	FunctionList(ctx context.Context, q redis.FunctionListQuery) *redis.FunctionListCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 }
 
 // FunctionsClient is a redis.Scripter, and a PipelineClient, whose calls of
@@ -94,7 +95,7 @@ type FunctionsCmdable interface {
 // once, as EVALSHA falls back to EVAL. Where the server holds other code
 // under the library's name the call fails with ErrFunctionsStale rather
 // than replace it: run LoadFunctions when you deploy, which does. Other
-// commands (Eval, EvalSha, ScriptLoad...) go to the client unchanged.
+// commands (Eval, EvalSha, ScriptLoad, Del...) go to the client unchanged.
 //
 // Make one FunctionsClient per client and keep it: it remembers its last
 // check, and a new one checks again. Functions need Redis 7.0 or later
@@ -112,6 +113,11 @@ func WithFunctions(c FunctionsCmdable) *FunctionsClient { return &FunctionsClien
 // Eval sends EVAL to the client unchanged.
 func (f *FunctionsClient) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
 	return f.c.Eval(ctx, script, keys, args...)
+}
+
+// Del sends DEL to the client unchanged (ratelimit's Reset).
+func (f *FunctionsClient) Del(ctx context.Context, keys ...string) *redis.IntCmd {
+	return f.c.Del(ctx, keys...)
 }
 
 // EvalSha sends EVALSHA to the client unchanged.

@@ -1,7 +1,7 @@
 // Package adaptertest is the suite every HTTP framework adapter of
-// httplimit (adapters/gin, adapters/echo, adapters/chi) passes on a real
+// httplimit (adapters/ginlimit, adapters/echolimit, adapters/chilimit) passes on a real
 // redis-server: route-pattern keys, the header fields and problem bodies of
-// httplimit, skipping, refusing, failure policies, costs and WithCountIf.
+// httplimit, skipping, refusing, fallbacks, costs and WithCountIf.
 // One suite, so the adapters cannot drift apart from httplimit or from
 // each other.
 package adaptertest
@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
@@ -60,7 +61,7 @@ func Run(t *testing.T, app App) {
 	down := downClient(t)
 	// A limiter named after the subtest, with a hook that keeps its last
 	// decision.
-	limiter := func(t *testing.T, rdb redis.Scripter, limit ratelimit.Limit, opts ...ratelimit.Option) (*ratelimit.Limiter, *ratelimit.Decision) {
+	limiter := func(t *testing.T, rdb ratelimit.Client, limit ratelimit.Limit, opts ...ratelimit.Option) (*ratelimit.Limiter, *ratelimit.Decision) {
 		t.Helper()
 		last := new(ratelimit.Decision)
 		name := strings.ReplaceAll(t.Name()[strings.LastIndex(t.Name(), "/")+1:], " ", "-")
@@ -100,8 +101,8 @@ func Run(t *testing.T, app App) {
 			}
 		}
 		key := "route:" + httplimit.JoinKey(app.Users) + ":ip:192.0.2.1"
-		if n, err := rdb.Exists(context.Background(), l.RedisKey(key)).Result(); err != nil || n != 1 {
-			t.Errorf("EXISTS %s: %d, %v: the state is not under the route's pattern", l.RedisKey(key), n, err)
+		if n, err := rdb.Exists(context.Background(), testredis.Key("rl:"+last.Name+":", key)).Result(); err != nil || n != 1 {
+			t.Errorf("EXISTS %s: %d, %v: the state is not under the route's pattern", testredis.Key("rl:"+last.Name+":", key), n, err)
 		}
 		rec := Serve(h, "GET", "/items", client)
 		if rec.Code != 200 || rec.Header().Get("RateLimit") == "" {
@@ -189,7 +190,7 @@ func Run(t *testing.T, app App) {
 		}
 	})
 
-	// Redis unreachable: each failure policy decides, and the responses
+	// Redis unreachable: each fallback decides, and the responses
 	// say which.
 	t.Run("fallback", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -205,7 +206,7 @@ func Run(t *testing.T, app App) {
 			t.Run(tc.name, func(t *testing.T) {
 				var opts []ratelimit.Option
 				if tc.fallback != (ratelimit.Fallback{}) {
-					opts = append(opts, ratelimit.OnFailure(tc.fallback))
+					opts = append(opts, ratelimit.WithFallback(tc.fallback))
 				}
 				l, last := limiter(t, down, ratelimit.PerMinute(2), opts...)
 				h := app.New(l, byRoute)
@@ -243,9 +244,10 @@ func Run(t *testing.T, app App) {
 		}
 	})
 
-	// Only failed logins count, as the framework's handler answers them;
-	// once two have failed, even the right password is denied before the
-	// handler runs. Good logins never count.
+	// Only failed logins count, as the framework's handler answers them,
+	// and their response shows the count; once two have failed, even the
+	// right password is denied before the handler runs. Good logins never
+	// count.
 	t.Run("count if", func(t *testing.T) {
 		l, _ := limiter(t, rdb, ratelimit.PerMinute(2))
 		h := app.New(l, byRoute, httplimit.WithCountIf(func(status int) bool { return status == http.StatusUnauthorized }))
@@ -255,8 +257,14 @@ func Run(t *testing.T, app App) {
 			}
 		}
 		for i, want := range []int{401, 401, 429} {
-			if rec := Serve(h, "POST", "/login", client, "X-Password", "wrong"); rec.Code != want {
+			rec := Serve(h, "POST", "/login", client, "X-Password", "wrong")
+			if rec.Code != want {
 				t.Fatalf("bad login %d: %d, want %d", i, rec.Code, want)
+			}
+			// A counted 401 shows the decision after counting: the second
+			// used up the limit.
+			if field, wantR := rec.Result().Header.Get("RateLimit"), []string{";r=1;", ";r=0;"}; i < 2 && !strings.Contains(field, wantR[i]) {
+				t.Errorf("bad login %d: RateLimit %q, want %s (the count's, not the peek's)", i, field, wantR[i])
 			}
 		}
 		if rec := Serve(h, "POST", "/login", client, "X-Password", "right"); rec.Code != 429 {
@@ -389,6 +397,8 @@ func (fixed) AllowN(context.Context, string, int64) (ratelimit.Decision, error) 
 }
 
 func (fixed) Peek(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
+
+func (fixed) Allow(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
 
 // Bench serves GET /users/1 through bare (the framework's router alone)
 // and limited (the same with the adapter over Fixed, keyed by route and

@@ -16,27 +16,11 @@ import (
 // address, or a trusted proxy forwarded something that is not one.
 var ErrNoAddr = errors.New("clientip: no client address")
 
-// A Resolver tells a request's client address.
-//
-// The address is RemoteAddr, the peer of the connection, unless that peer is
-// a trusted proxy. Then the forwarding header is read from its right end,
-// where the nearest proxy wrote, leftwards: each address that is itself a
-// trusted proxy is skipped, and the first that is not is the client. What
-// lies left of it was written by the client or by proxies nobody vouches
-// for, and is never read: a client cannot choose its key by sending the
-// header itself. A request that reaches the server directly is keyed by its
-// own address, whatever headers it sends.
-//
-// Forwarded is read element by element from the right, each held to RFC
-// 7239's grammar exactly (tokens, quoted-strings, quoted-pairs, obs-text, no
-// parameter twice; IPv6 as "[addr]", ports and obfuscated ports allowed), so
-// a client's unclosed quote cannot swallow the element a proxy appended to
-// its line. A hop that says nothing usable (an element that fails the
-// grammar, "unknown", an obfuscated node, no for=; in X-Forwarded-For,
-// anything but an address) is distrusted: the address the nearest trusted
-// proxy recorded to its right is the client. When that hop is the very
-// element the peer wrote, Addr fails with ErrNoAddr: the proxy is
-// misconfigured, and keying by it would put all its clients in one key.
+// A Resolver tells a request's client address: RemoteAddr, unless that
+// peer is a trusted proxy. Then the forwarding header is read from its
+// right end, skipping trusted proxies; the first address that is not one is
+// the client's. A hop that says nothing usable is distrusted, and Addr
+// fails with ErrNoAddr when that hop is the peer's own.
 type Resolver struct {
 	// TrustedProxies are the networks of the proxies in front of the
 	// server, such as netip.MustParsePrefix("10.0.0.0/8"). None by default:

@@ -112,11 +112,12 @@ func ExampleWithSkip() {
 	// 200 ""
 }
 
-// Brute-force protection: only failed logins count, and five failures lock
-// the address out for a day, whatever the password then.
+// Brute-force protection: only failed logins count, and five failures in
+// any 15 minutes, however paced, lock the address out for a day, whatever
+// the password then.
 func ExampleWithCountIf() {
 	rdb := exampleRedis()
-	guard, _ := ratelimit.New(rdb, "login", ratelimit.PerHour(5), ratelimit.WithBlock(24*time.Hour))
+	guard, _ := ratelimit.New(rdb, "login", ratelimit.Per(5, 15*time.Minute), ratelimit.WithLockout(24*time.Hour))
 	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Password") != "s3cret" {
 			w.WriteHeader(http.StatusUnauthorized)

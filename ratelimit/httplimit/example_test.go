@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
@@ -62,8 +63,8 @@ func ExampleMiddleware_perRoute() {
 func ExampleMiddleware_multi() {
 	rdb := exampleRedis()
 	perSecond, _ := ratelimit.New(rdb, "burst", ratelimit.PerSecond(1))
-	perDay, _ := ratelimit.New(rdb, "daily", ratelimit.PerDay(1000))
-	both, _ := ratelimit.NewMulti(perSecond, perDay)
+	perDay, _ := ratelimit.New(rdb, "daily", ratelimit.Per(1000, 24*time.Hour))
+	both, _ := ratelimit.Atomic(perSecond, perDay)
 	handler := httplimit.Middleware(both, httplimit.ByHeader("X-API-Key"))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 
 	for i := 0; i < 2; i++ {

@@ -34,30 +34,16 @@ const (
 )
 
 // SetHeaders sets the rate-limit fields of a response for d, as the
-// middleware does; call it to answer with the same fields elsewhere (a
-// framework's own response). Each limit of d (each of its Parts, or d
-// itself) appears by its name:
-//
-//   - RateLimit-Policy: q is Burst and w is Burst × Period / Rate, the time
-//     a full burst takes to come back, rounded up to whole seconds (at least
-//     1): a client that paces itself at q per w never outruns the limit. For
-//     the window algorithms (Burst = Rate) that is Rate per Period.
-//   - RateLimit: r is Remaining; t is the Retry-After of a denied request
-//     (when it can pass at all), else the seconds until the limit is full
-//     again (ResetAfter). On a 429, then, Retry-After is never earlier than
-//     the t of a policy that denied, as the draft's section 5 asks. A
-//     decision a failure policy made has no item: Redis said nothing.
-//   - X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the
-//     older convention most clients read, show the binding decision from
-//     Redis: Burst, Remaining, and the Unix time in seconds, rounded up,
-//     when it is full again.
-//   - Retry-After, on a denial: the longest wait among the limits that
-//     denied, in whole seconds rounded up, so never early. It is left out
-//     when the request can never pass (waiting would not help) and when
-//     only a failure policy that fails closed denied.
-//
-// A decision that reports no limit (ratelimit.Unlimited's) sets nothing.
+// middleware does: RateLimit-Policy and RateLimit for each limit of d
+// (draft-ietf-httpapi-ratelimit-headers-10), X-RateLimit-Limit, -Remaining
+// and -Reset for the one that binds, and on a denial Retry-After in whole
+// seconds, rounded up. A decision that reports no limit sets nothing.
 func SetHeaders(h http.Header, d ratelimit.Decision) { writeHeaders(h, d, time.Now()) }
+
+// closedRetryAfter is the Retry-After of a 503: Redis could not be asked,
+// so no wait is known, and a second brings a client back soon after a
+// short outage.
+const closedRetryAfter = "1"
 
 // parts are the limits a Decision reports.
 func parts(d ratelimit.Decision) []ratelimit.Decision {
@@ -68,6 +54,14 @@ func parts(d ratelimit.Decision) []ratelimit.Decision {
 		return nil
 	}
 	return []ratelimit.Decision{d}
+}
+
+// clearHeaders removes what writeHeaders sets for a decision that passed,
+// to write another decision.
+func clearHeaders(h http.Header) {
+	for _, f := range []string{"RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		h.Del(f)
+	}
 }
 
 func writeHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
@@ -88,8 +82,12 @@ func writeHeaders(h http.Header, d ratelimit.Decision, now time.Time) {
 		}
 	}
 	h.Set("RateLimit-Policy", strings.Join(policy, ", "))
-	if retry := retryAfter(ps); retry > 0 && retry != ratelimit.Never {
+	switch retry := retryAfter(ps); {
+	case retry == ratelimit.Never: // waiting would not help
+	case retry > 0:
 		h.Set("Retry-After", strconv.FormatInt(ceilSeconds(retry), 10))
+	case !d.Allowed:
+		h.Set("Retry-After", closedRetryAfter) // only a fallback failing closed denied
 	}
 	if strictest < 0 {
 		return

@@ -52,7 +52,7 @@ func TestDraftExamples(t *testing.T) {
 			name: "section 3.2: several policies",
 			parts: []ratelimit.Decision{
 				{Name: "permin", Limit: ratelimit.PerMinute(50), Allowed: true, Remaining: 49, ResetAfter: 1200 * time.Millisecond},
-				{Name: "perhr", Limit: ratelimit.PerHour(1000), Allowed: true, Remaining: 999, ResetAfter: 3599 * sec},
+				{Name: "perhr", Limit: ratelimit.Per(1000, time.Hour), Allowed: true, Remaining: 999, ResetAfter: 3599 * sec},
 			},
 			policy: `"permin";q=50;w=60,"perhr";q=1000;w=3600`,
 			limit:  `"permin";r=49;t=2, "perhr";r=999;t=3599`,
@@ -144,9 +144,9 @@ func TestPolicyWindow(t *testing.T) {
 	}{
 		{ratelimit.PerSecond(10).WithBurst(20), ratelimit.GCRA, `"p";q=20;w=2`},
 		{ratelimit.PerSecond(3).WithBurst(5), ratelimit.TokenBucket, `"p";q=5;w=2`},
-		{ratelimit.Every(250 * ms), ratelimit.LeakyBucket, `"p";q=1;w=1`},
+		{ratelimit.Per(1, 250*ms), ratelimit.LeakyBucket, `"p";q=1;w=1`},
 		{ratelimit.Limit{Rate: 1000, Period: ms, Burst: 1000}, ratelimit.FixedWindow, `"p";q=1000;w=1`},
-		{ratelimit.PerDay(1e9), ratelimit.SlidingWindowCounter, `"p";q=1000000000;w=86400`},
+		{ratelimit.Per(1e9, 24*time.Hour), ratelimit.SlidingWindowCounter, `"p";q=1000000000;w=86400`},
 		{ratelimit.Limit{Rate: 1, Period: 1e11 * ms, Burst: 10}, ratelimit.TokenBucketInterval, `"p";q=10;w=1000000000`},
 	} {
 		// The limit as a limiter accepts it, and its decision from Redis.

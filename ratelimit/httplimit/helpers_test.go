@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
-	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
 var ctx = context.Background()
@@ -28,7 +28,7 @@ func (f *frozen) advance(d time.Duration) { f.Advance(d) }
 func exampleRedis() *redis.Client { return testredis.Example() }
 
 // newNamed is a GCRA limiter of 10 a second named name.
-func newNamed(t testing.TB, rdb redis.Scripter, name string, opts ...ratelimit.Option) *ratelimit.Limiter {
+func newNamed(t testing.TB, rdb ratelimit.Client, name string, opts ...ratelimit.Option) *ratelimit.Limiter {
 	t.Helper()
 	l, err := ratelimit.New(rdb, name, ratelimit.PerSecond(10), opts...)
 	if err != nil {

@@ -13,8 +13,7 @@ import (
 )
 
 // A KeyFunc says who a request counts against: a client address, an API
-// key, a user, a route and a user. Its key goes through the limiter's key
-// builder (see ratelimit.Limiter.RedisKey), so it may hold anything.
+// key, a user. Any string will do: the limiter escapes it.
 type KeyFunc func(r *http.Request) (string, error)
 
 var (
@@ -27,20 +26,16 @@ var (
 	ErrNoRoute = errors.New("httplimit: no route pattern")
 )
 
-// ByClientIP keys requests by client address: "ip:" and RemoteAddr, or,
-// when the connection comes from one of the trusted proxies, the address
-// that they recorded in X-Forwarded-For (clientip.Resolver has the rules
-// and the other choices, such as Forwarded). IPv6 addresses count per /64.
+// ByClientIP keys requests by client address: "ip:" and RemoteAddr or,
+// from trusted proxies, the address they recorded in X-Forwarded-For
+// (clientip.Resolver has the rules). IPv6 addresses count per /64.
 func ByClientIP(trustedProxies ...netip.Prefix) KeyFunc {
 	return clientip.Resolver{TrustedProxies: trustedProxies}.Key
 }
 
-// ByHeader keys requests by a header, such as an API key or a user id set
-// by an authenticating proxy: "header:", the lower-case name, ':' and the
-// value, so that no header value can pose as another key function's key.
-// A request without it (or with it empty) fails with ErrNoKey. Only trust
-// a header that something in front of the limiter sets or checks; anyone
-// can send any value.
+// ByHeader keys requests by a header, such as an API key: "header:", its
+// lower-case name, ':' and the value. A request without it fails with
+// ErrNoKey. Trust only a header that something in front of you sets.
 func ByHeader(name string) KeyFunc {
 	canon := strings.ToLower(name)
 	return func(r *http.Request) (string, error) {
@@ -52,12 +47,10 @@ func ByHeader(name string) KeyFunc {
 	}
 }
 
-// ByRoute keys requests by route and by what key says, so one limiter
-// counts each route apart: "route:", JoinKey(route), ':' and the key. The
-// route is the pattern the standard mux matched (Go 1.23 and later, when
-// the middleware wraps the route's handler: mux.Handle(pattern, mw(h))),
-// or one an adapter set with SetRoute. With neither, the request fails
-// with ErrNoRoute: ByRoute never falls back to the URL path.
+// ByRoute keys requests by route and by key: "route:", JoinKey(route), ':'
+// and the key. The route is the pattern the standard mux matched (Go 1.23+,
+// when the middleware wraps the route's handler) or SetRoute's; with
+// neither, the request fails with ErrNoRoute, never keyed by its path.
 func ByRoute(key KeyFunc) KeyFunc {
 	return func(r *http.Request) (string, error) {
 		route := Route(r)
@@ -105,8 +98,7 @@ func FirstOf(keys ...KeyFunc) KeyFunc {
 	}
 }
 
-// JoinKey builds one key from several parts, such as a route and a user,
-// so that no part can pose as another: it escapes '\' as `\\` and ':' as
-// `\:` in each part and joins them with ':'. JoinKey("a:b", "c") and
-// JoinKey("a", "b:c") differ. ByRoute builds its keys with it.
+// JoinKey joins parts into one key with ':', escaping each part's '\' and
+// ':', so that no part can pose as another: JoinKey("a:b", "c") and
+// JoinKey("a", "b:c") differ.
 func JoinKey(part string, more ...string) string { return key.Join(part, more...) }

@@ -1,16 +1,11 @@
 // Package httplimit limits net/http handlers with any ratelimit.Rule, and
 // writes the IETF RateLimit header fields and RFC 9457 problem bodies.
 //
-//	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(100))
-//	if err != nil {
-//		log.Fatal(err)
-//	}
 //	limit := httplimit.Middleware(limiter, httplimit.ByClientIP())
 //	log.Fatal(http.ListenAndServe(":8080", limit(mux)))
 //
-// The middleware only maps a Decision to HTTP: all the limiting is the
-// rule's. SetHeaders and ProblemFor do the same mapping for code that
-// answers by other means (a framework's own response type).
+// The middleware only maps a Decision to HTTP; SetHeaders and ProblemFor
+// do the same for a response written by other means.
 package httplimit
 
 import (
@@ -23,23 +18,13 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/clientip"
 )
 
-// Middleware limits an http.Handler: for each request, key says who it
-// counts against and rule decides (a *ratelimit.Limiter, a Multi, All,
-// Select...). It works with the standard mux and any router that takes
-// func(http.Handler) http.Handler. For per-route limits, wrap each route's
-// handler with its own rule, or key with ByRoute.
-//
-// A request that passes goes on to the handler. One that is denied gets a
-// 429 (or a 503 when only a failure policy that fails closed denied it)
-// with an RFC 9457 problem body that WithDenied replaces. Both carry the
-// RateLimit-Policy and RateLimit fields of the IETF draft, the usual
-// X-RateLimit-Limit, -Remaining and -Reset, and, on a denial, Retry-After
-// (SetHeaders has the rules); a rule that reports no limit (Unlimited)
-// sets none. A request that cannot be decided goes to the error handler
-// (WithErrorHandler; WriteError by default: 400 without a key, 503 when
-// Redis is unavailable, 500 for a bad configuration or an error of your
-// own, such as a Select refusing an unknown API key). Middleware panics on
-// a nil rule or key.
+// Middleware limits an http.Handler: key says who a request counts against
+// and rule decides. A request that passes goes on; one that is denied gets
+// a 429 (a 503 when only a fallback failing closed denied it) with a
+// problem body (WithDenied). Both carry the rate-limit fields (SetHeaders).
+// A request that cannot be decided goes to the error handler
+// (WithErrorHandler; WriteError by default). Middleware panics on a nil
+// rule or key.
 func Middleware(rule ratelimit.Rule, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
 	if rule == nil || key == nil {
 		panic("httplimit: Middleware needs a rule and a key function")
@@ -58,10 +43,8 @@ func Middleware(rule ratelimit.Rule, key KeyFunc, opts ...Option) func(http.Hand
 // An Option configures Middleware.
 type Option func(*middleware)
 
-// WithCost sets what a request costs; 1 by default. A cost below 1 or
-// above 1e9 is refused with ratelimit.ErrInvalid, which the default error
-// handler answers with a 500: the cost function is wrong, not the request
-// (check what a client sends before it becomes a cost).
+// WithCost sets what a request costs; 1 by default. A cost out of 1 to 1e9
+// is ratelimit.ErrInvalid, which WriteError answers with a 500.
 func WithCost(cost func(r *http.Request) int64) Option {
 	return func(m *middleware) { m.cost = cost }
 }
@@ -86,14 +69,10 @@ func WithSkip(skip func(r *http.Request) bool) Option {
 }
 
 // WithCountIf counts a request only when count is true of the status its
-// handler answered: for brute-force protection, count(status) is status
-// == 401, so only failed logins count. Before the handler the rule is
-// peeked (ratelimit.Rule's Peek), so a key that is over its limit, or
-// blocked (ratelimit.WithBlock), is denied without running the handler;
-// after it, a request that counts is charged (AllowN) with a context that
-// outlives the request's. Requests that pass the peek at the same moment
-// all run: the limit bounds the failures counted, and so the requests that
-// come after them.
+// handler answers, such as 401 for failed logins. Before the handler the
+// rule is peeked, so a key over its limit or locked out is denied without
+// running it; a request that counts is charged once its status is known,
+// and its fields show the decision after counting.
 func WithCountIf(count func(status int) bool) Option {
 	return func(m *middleware) { m.countIf = count }
 }
@@ -142,38 +121,50 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	defer func() {
-		// Deferred, so a handler that panics after a failure still counts.
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+	// A request that counts is charged when its status is known, before it
+	// goes out, so the response's fields show the decision after counting
+	// (the peek's, should counting fail).
+	sw := &statusWriter{ResponseWriter: w, commit: func(status int) {
+		if !m.countIf(status) {
+			return
 		}
-		if m.countIf(sw.status) {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-			defer cancel()
-			_, _ = m.rule.AllowN(ctx, key, n) // the rule's hook sees an error
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		if d, err := m.rule.AllowN(ctx, key, n); err == nil { // else the rule's hook sees the error
+			clearHeaders(w.Header())
+			writeHeaders(w.Header(), d, m.now())
 		}
-	}()
+	}}
+	// Deferred, so a handler that writes nothing, or panics after a
+	// failure, still counts.
+	defer sw.settle(http.StatusOK)
 	next.ServeHTTP(sw, r)
 }
 
-// statusWriter records the status a handler answers.
+// statusWriter hands the final status a handler answers to commit, once,
+// before it passes it on.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	commit func(status int)
+}
+
+func (w *statusWriter) settle(status int) {
+	if w.status == 0 {
+		w.status = status
+		w.commit(status)
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+	if code >= 200 { // not an informational 1xx
+		w.settle(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.settle(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -185,14 +176,11 @@ func writeDenied(w http.ResponseWriter, _ *http.Request, d ratelimit.Decision) {
 	ProblemFor(d).Write(w)
 }
 
-// WriteError is the default error handler (WithErrorHandler): a problem
-// with status 400 for a request without a key (ErrNoKey,
-// clientip.ErrNoAddr) and the reason, 503 when Redis is unavailable
-// (ratelimit.ErrUnavailable) or the request's context ended, without
-// details, which could expose the store, and 500 otherwise: with the reason for a bad configuration
-// (ErrNoRoute, ratelimit.ErrInvalid), without it for an error of your own.
-// Call it from a handler of yours for the errors you do not answer
-// yourself.
+// WriteError is the default error handler: a problem with status 400 for a
+// request without a key (ErrNoKey, clientip.ErrNoAddr), 503 with
+// Retry-After when Redis is unavailable or the request's context ended, and
+// 500 otherwise, saying why only for a bad configuration (ErrNoRoute,
+// ratelimit.ErrInvalid).
 func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	p := Problem{Type: "about:blank", Status: http.StatusInternalServerError}
 	switch {
@@ -201,6 +189,7 @@ func WriteError(w http.ResponseWriter, _ *http.Request, err error) {
 	case errors.Is(err, ratelimit.ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// Redis failed, or the request's context ended while it decided.
 		p.Status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", closedRetryAfter)
 	case errors.Is(err, ErrNoRoute), errors.Is(err, ratelimit.ErrInvalid):
 		// The server's configuration or code is wrong: say how, loudly.
 		p.Detail = err.Error()

@@ -23,10 +23,9 @@ type Problem struct {
 	ViolatedPolicies []string `json:"violated-policies,omitempty"`
 }
 
-// ProblemFor is the default body for a denied request: the RateLimit
-// draft's "quota-exceeded" problem with status 429, or its
-// "temporary-reduced-capacity" problem with status 503 when only limits
-// that fail closed denied it, because Redis could not be asked.
+// ProblemFor is the default body of a denied request: the RateLimit draft's
+// quota-exceeded problem, status 429, or its temporary-reduced-capacity
+// problem, status 503, when only fallbacks failing closed denied it.
 func ProblemFor(d ratelimit.Decision) Problem {
 	if d.Allowed {
 		return Problem{Type: "about:blank", Title: "OK", Status: http.StatusOK}

@@ -36,7 +36,7 @@ func codes(h http.Handler, paths ...string) []int {
 // request is a 500 that says how to fix it.
 func TestByRouteNeverFallsBackToThePath(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(3))
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.Per(3, time.Hour))
 	mw := httplimit.Middleware(l, httplimit.ByRoute(httplimit.ByClientIP()))
 	mux := http.NewServeMux()
 	mux.Handle("GET /users/{id}", okHandler)
@@ -73,7 +73,7 @@ func TestByRouteNeverFallsBackToThePath(t *testing.T) {
 // answer 503.)
 func TestSkip(t *testing.T) {
 	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, "api", ratelimit.PerHour(1))
+	l, _ := ratelimit.New(f.rdb, "api", ratelimit.Per(1, time.Hour))
 	allowlist := ratelimit.Select(func(_ context.Context, key string) (ratelimit.Rule, error) {
 		if key == "ip:10.0.0.1" {
 			return ratelimit.Unlimited, nil
@@ -114,8 +114,10 @@ func TestSkip(t *testing.T) {
 }
 
 // A tier function can refuse: an unknown API key goes to the error handler
-// with the function's own error; no bucket is made for it, and no failure
-// policy turns it into an allow, Redis up or down. (Tiers used to give it
+// with the function's own error; no bucket is made for it, and no fallback
+//
+//	turns it into an allow, Redis up or down. (Tiers used to give it
+//
 // the Default tier and a fresh bucket per bogus key.)
 func TestRefuse(t *testing.T) {
 	errUnknown := errors.New("unknown API key")
@@ -125,7 +127,7 @@ func TestRefuse(t *testing.T) {
 		if down {
 			rdb = downClient(t)
 		}
-		free, _ := ratelimit.New(rdb, "free", ratelimit.PerHour(5), ratelimit.OnFailure(ratelimit.FailOpen))
+		free, _ := ratelimit.New(rdb, "free", ratelimit.Per(5, time.Hour), ratelimit.WithFallback(ratelimit.FailOpen))
 		rule := ratelimit.Select(func(_ context.Context, key string) (ratelimit.Rule, error) {
 			if key != "header:x-api-key:good" {
 				return nil, fmt.Errorf("%w: %s", errUnknown, key)
@@ -159,7 +161,7 @@ func TestRefuse(t *testing.T) {
 // if Redis were down.
 func TestBadLimit(t *testing.T) {
 	f := newFrozen(t)
-	api, _ := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(ratelimit.FixedWindow), ratelimit.OnFailure(ratelimit.FailOpen))
+	api, _ := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(ratelimit.FixedWindow), ratelimit.WithFallback(ratelimit.FailOpen))
 	bad := ratelimit.PerMinute(10).WithBurst(20) // a burst means nothing to a window
 	if _, err := ratelimit.New(f.rdb, "api", bad, ratelimit.WithAlgorithm(ratelimit.FixedWindow)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("New: %v", err)
@@ -175,11 +177,12 @@ func TestBadLimit(t *testing.T) {
 }
 
 // Brute-force protection: only failed logins count (WithCountIf), and once
-// the limit is used up the key is blocked for an hour (WithBlock), however
-// the limit refills meanwhile. A blocked request never reaches the handler.
+// the limit is used up the key is locked out for an hour (WithLockout),
+// however the limit refills meanwhile. A locked-out request never reaches
+// the handler.
 func TestBruteForce(t *testing.T) {
 	f := newFrozen(t)
-	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithBlock(time.Hour))
+	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithLockout(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,37 +203,87 @@ func TestBruteForce(t *testing.T) {
 		}
 	}
 	var got []int
+	var fields []string
 	for i := 0; i < 5; i++ {
-		got = append(got, try("wrong"))
+		rec := serve(h, get("192.0.2.1:1", "X-Password", "wrong"))
+		got = append(got, rec.Code)
+		fields = append(fields, rec.Result().Header.Get("RateLimit")) // as sent
 	}
 	if want := []int{401, 401, 401, 429, 429}; !cmp.Equal(got, want) {
 		t.Errorf("failed logins: %v, want %v", got, want)
 	}
-	if ran != 13 {
-		t.Errorf("the handler ran %d times, want 13 (not for a blocked request)", ran)
+	// A counted response shows the decision after counting: the third
+	// failure used up the limit and started the lockout (they used to show
+	// the peek before it, one behind: r=1).
+	for i, want := range []string{`"login";r=2;t=60`, `"login";r=1;t=60`, `"login";r=0;t=3600`} {
+		sameSF(t, fmt.Sprintf("failure %d's RateLimit", i+1), fields[i], want)
 	}
-	// A minute refills the limit, but the block holds, for the right
+	if ran != 13 {
+		t.Errorf("the handler ran %d times, want 13 (not for a locked-out request)", ran)
+	}
+	// A minute refills the limit, but the lockout holds, for the right
 	// password too.
 	f.advance(time.Minute)
 	rec := serve(h, get("192.0.2.1:1", "X-Password", "right"))
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "3540" {
-		t.Errorf("blocked after a minute: %d, Retry-After %q, want 429 and 3540", rec.Code, rec.Header().Get("Retry-After"))
+		t.Errorf("locked out after a minute: %d, Retry-After %q, want 429 and 3540", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	f.advance(59 * time.Minute)
 	if code := try("right"); code != 200 {
-		t.Errorf("after the block: %d", code)
+		t.Errorf("after the lockout: %d", code)
 	}
-	// Reset lifts a block (an admin, or a successful second factor).
+	// Reset lifts a lockout (an admin, or a successful second factor).
 	for i := 0; i < 3; i++ {
 		try("wrong")
 	}
 	if code := try("right"); code != 429 {
-		t.Fatalf("blocked again: %d", code)
+		t.Fatalf("locked out again: %d", code)
 	}
 	if err := guard.Reset(ctx, "ip:192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
 	if code := try("right"); code != 200 {
 		t.Errorf("after Reset: %d", code)
+	}
+}
+
+// The brute-force recipe (docs/recipes.md) against a patient guesser who
+// paces at exactly the rate, one guess every 3 minutes under 5 per 15
+// minutes: the fifth failure in any 15 minutes locks the address out for
+// the day. GCRA, the default before a lockout chose the sliding log, never
+// saw its limit used up at that pace: 12 guesses of 12 got through.
+func TestBruteForcePaced(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		opts   []ratelimit.Option
+		passed int // guesses the handler answered, of 12
+	}{
+		{"the recipe", nil, 5},
+		{"GCRA", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA)}, 12},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFrozen(t)
+			guard, err := ratelimit.New(f.rdb, "login", ratelimit.Per(5, 15*time.Minute), append(tt.opts, ratelimit.WithLockout(24*time.Hour))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := httplimit.WithCountIf(func(status int) bool { return status == http.StatusUnauthorized })
+			h := httplimit.Middleware(guard, httplimit.ByClientIP(), failed)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized) // every guess is wrong
+			}))
+			var codes []int
+			passed := 0
+			for i := 0; i < 12; i++ {
+				code := serve(h, get("192.0.2.1:1")).Code
+				codes = append(codes, code)
+				if code == http.StatusUnauthorized {
+					passed++
+				}
+				f.advance(3 * time.Minute)
+			}
+			if passed != tt.passed {
+				t.Errorf("%d of 12 paced guesses reached the handler, want %d: %v", passed, tt.passed, codes)
+			}
+		})
 	}
 }

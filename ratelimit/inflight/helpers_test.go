@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
-	"github.com/redlimit/redlimit/ratelimit/internal/testredis"
 )
 
 var (

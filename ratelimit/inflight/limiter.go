@@ -1,11 +1,11 @@
 // Package inflight caps the requests in flight per key, across every
-// process that shares a Redis: at most Limit at once, each holding a Lease
-// from Acquire until it releases it (concurrency.lua).
+// process that shares a Redis: each holds a Lease from Acquire until it
+// releases it (concurrency.lua).
 //
 //	inFlight, err := inflight.New(rdb, "uploads", 10, 30*time.Second)
 //	lease, d, err := inFlight.Acquire(ctx, "user:42")
 //	if err != nil || !d.Allowed {
-//		return // d.RetryAfter: when leases expire if their holders crashed
+//		return
 //	}
 //	defer lease.Release(context.WithoutCancel(ctx))
 //
@@ -27,20 +27,12 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 	"github.com/redlimit/redlimit/ratelimit/internal/key"
+	"github.com/redlimit/redlimit/ratelimit/internal/option"
 )
 
-// A Limiter caps the requests in flight per key: at most Limit at once,
-// each holding a Lease from Acquire until it releases it. Its state lives
-// in Redis, so the cap holds across every process that builds a Limiter
-// with the same name.
-//
-// A lease lives TTL unless renewed, so a holder that crashes, or loses its
-// connection, frees its slot when the TTL runs out: set TTL above the
-// longest request, or renew (KeepAlive) while working. A lease that
-// expired stops counting at once and is removed by the next call that
-// writes. Lease ids are 128 random bits, made here: whoever knows one can
-// renew or release that lease, and an acquire that go-redis sends again
-// after a timeout takes the same lease, never a second slot. A Limiter is
+// A Limiter caps the requests in flight per key, across every process that
+// builds one with the same name. A lease lives TTL unless renewed, so a
+// holder that crashes frees its slot when the TTL runs out. A Limiter is
 // safe for concurrent use.
 type Limiter struct {
 	rdb       redis.Scripter
@@ -56,11 +48,9 @@ type Limiter struct {
 }
 
 // A Decision is Acquire's answer: Limit is the cap, Remaining the slots
-// free, RetryAfter (on a denial) when enough leases will have expired for
-// one more if no holder releases or renews (a release frees a slot sooner:
-// it is an upper bound for holders that crashed, not a wait to sleep), and
-// ResetAfter when every lease will have expired. Fallback and Cause are
-// set when the failure policy decided, as in ratelimit.Decision.
+// free, RetryAfter (on a denial) when enough leases expire for one more if
+// no holder releases, ResetAfter when all will have. Fallback and Cause are
+// as in ratelimit.Decision.
 type Decision struct {
 	Allowed    bool
 	Limit      int64
@@ -97,10 +87,8 @@ const (
 	maxLeaseTTL = 24 * time.Hour
 )
 
-// ErrLeaseLost: the lease is no longer held. It expired (its TTL ran out
-// before a renew or a release: raise the TTL or renew more often), or it
-// was released. Renew returns it, and so does the first Release of a lease
-// that had expired.
+// ErrLeaseLost: the lease is no longer held: it expired, or was released.
+// Renew returns it, and so does the first Release of an expired lease.
 var ErrLeaseLost = errors.New("inflight: the lease is no longer held")
 
 // An Option configures a Limiter in New.
@@ -110,11 +98,8 @@ type Option func(*Limiter) error
 // It may not hold '{' or '}'.
 func WithPrefix(prefix string) Option {
 	return func(l *Limiter) error {
-		if err := key.CheckPrefix(prefix); err != nil {
+		if err := option.Prefix(prefix); err != nil {
 			return err
-		}
-		if prefix == "" {
-			return fmt.Errorf("%w: empty prefix", ratelimit.ErrInvalid)
 		}
 		l.prefix = prefix
 		return nil
@@ -130,23 +115,22 @@ func WithClock(now func() time.Time) Option {
 // WithTimeout bounds each call to Redis, as ratelimit.WithTimeout does.
 func WithTimeout(d time.Duration) Option {
 	return func(l *Limiter) error {
-		if d < 0 {
-			return fmt.Errorf("%w: negative timeout %v", ratelimit.ErrInvalid, d)
+		if err := option.Timeout(d); err != nil {
+			return err
 		}
 		l.timeout = d
 		return nil
 	}
 }
 
-// OnFailure sets what Acquire decides when Redis fails or times out:
-// ratelimit.FailOpen allows without a lease, FailClosed denies, and
-// FailLocal(share) caps the requests in flight in this process at share
-// of the limit (at least 1), with a lease that is released in memory.
-func OnFailure(f ratelimit.Fallback) Option {
+// WithFallback sets what Acquire decides when Redis fails or times out:
+// ratelimit.FailOpen allows without a lease, FailClosed denies, FailLocal
+// caps in this process at its share of the limit.
+func WithFallback(f ratelimit.Fallback) Option {
 	return func(l *Limiter) error {
 		p := call.PolicyOf(f)
-		if !p.Valid() {
-			return fmt.Errorf("%w: failure policy %v", ratelimit.ErrInvalid, f)
+		if err := option.Fallback(p); err != nil {
+			return err
 		}
 		l.onFailure = p
 		return nil
@@ -154,17 +138,13 @@ func OnFailure(f ratelimit.Fallback) Option {
 }
 
 // New returns a Limiter named name over rdb that lets at most limit
-// requests per key hold a lease at once (1 to 10000), each lease living
-// ttl (a whole number of milliseconds, at most 24 h) unless renewed or
-// released. Its keys are "rl:inflight:<name>:{<key>}"; the name has 1 to 64
-// letters, digits, '_', '-' or '.'. It refuses anything else with
+// requests per key (1 to 10000) hold a lease at once, each living ttl (whole
+// milliseconds, at most 24 h) unless renewed or released. Its keys are
+// "rl:inflight:<name>:{<key>}". It refuses anything else with
 // ratelimit.ErrInvalid.
 func New(rdb redis.Scripter, name string, limit int64, ttl time.Duration, opts ...Option) (*Limiter, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: no Redis client", ratelimit.ErrInvalid)
-	}
-	if _, ok := rdb.(redis.Pipeliner); ok {
-		return nil, fmt.Errorf("%w: a redis.Pipeliner answers only at Exec; pass the client", ratelimit.ErrInvalid)
+	if err := option.Client(rdb); err != nil {
+		return nil, err
 	}
 	if err := key.CheckName(name); err != nil {
 		return nil, err
@@ -190,12 +170,9 @@ func New(rdb redis.Scripter, name string, limit int64, ttl time.Duration, opts .
 // RedisKey returns the Redis key that holds key's leases.
 func (l *Limiter) RedisKey(k string) string { return key.Redis(l.prefix, k) }
 
-// Acquire takes a lease for key if fewer than Limit are held. When the
-// Decision is Allowed, release the lease once the work is done (defer
-// lease.Release(ctx)); when it is denied, the lease is nil. Release and
-// Renew are safe on a nil *Lease (they do nothing), so a deferred Release
-// needs no check. When Redis fails and the failure policy decides (see
-// OnFailure), FailOpen allows without a lease (nil) and FailClosed denies.
+// Acquire takes a lease for key if fewer than Limit are held. A denied or
+// fail-open Acquire returns a nil Lease, whose methods do nothing, so a
+// deferred Release needs no check.
 func (l *Limiter) Acquire(ctx context.Context, k string) (*Lease, Decision, error) {
 	id, err := newLeaseID()
 	if err != nil {
@@ -213,7 +190,7 @@ func (l *Limiter) Acquire(ctx context.Context, k string) (*Lease, Decision, erro
 	return &Lease{c: l, key: k, id: id}, d, nil
 }
 
-// fail turns an error into the Decision the failure policy makes, or
+// fail turns an error into the Decision the fallback makes, or
 // returns it.
 func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decision, error) {
 	err = call.Classify(ctx, err)
@@ -314,10 +291,9 @@ func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string)
 	})
 }
 
-// A Lease is one slot of a Limiter, held from Acquire until
-// Release, or until its TTL runs out without a Renew. Its methods are safe
-// for concurrent use, and on a nil *Lease (a denied or fail-open Acquire)
-// they do nothing.
+// A Lease is one slot of a Limiter, held from Acquire until Release, or
+// until its TTL runs out without a Renew. Its methods are safe for
+// concurrent use, and do nothing on a nil *Lease.
 type Lease struct {
 	c     *Limiter
 	key   string
@@ -335,15 +311,10 @@ func (l *Lease) ID() string { return l.id }
 // Key returns the key the lease was acquired for.
 func (l *Lease) Key() string { return l.key }
 
-// Release gives the slot back. It is idempotent: after the first Release
-// that reached Redis, later ones return nil at once. The first returns
-// ErrLeaseLost when the lease had already expired, so a caller can tell
-// its work outlived the TTL. A Release that fails (Redis unreachable) is
-// sent again in the background until the lease's TTL; it may be retried
-// too (a retry after the background one got through answers ErrLeaseLost).
-// Pass a
-// context that outlives the request's (context.WithoutCancel): a client
-// that hangs up cancels the request's context.
+// Release gives the slot back; later calls return nil. The first returns
+// ErrLeaseLost when the lease had expired. One that fails is sent again in
+// the background until the TTL. Pass a context that outlives the
+// request's (context.WithoutCancel).
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -372,10 +343,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	return nil
 }
 
-// Renew extends the lease to the limiter's TTL from now (never shortening
-// it), for work that may outlive the TTL. It returns ErrLeaseLost when the
-// lease is no longer held (it expired or was released): its slot may have
-// gone to another request, and the caller should stop or acquire again.
+// Renew extends the lease to the TTL from now (never shortening it). It
+// returns ErrLeaseLost when the lease is no longer held: stop, or acquire
+// again.
 func (l *Lease) Renew(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -400,10 +370,8 @@ func (l *Lease) Renew(ctx context.Context) error {
 }
 
 // KeepAlive renews the lease every third of its TTL until stop is called,
-// ctx ends, or the lease is lost, so long work keeps its slot while a
-// crashed holder still loses its own within one TTL. A renew that fails
-// (Redis unreachable) is tried again at the next tick. stop waits for the
-// renewing goroutine to end.
+// ctx ends, or the lease is lost; a renew that fails is tried at the next
+// tick. stop waits for the renewing to end.
 func (l *Lease) KeepAlive(ctx context.Context) (stop func()) {
 	if l == nil {
 		return func() {}

@@ -45,8 +45,8 @@ func TestNewRefuses(t *testing.T) {
 		{"n", 1, time.Second, []inflight.Option{inflight.WithPrefix("a{")}},
 		{"n", 1, time.Second, []inflight.Option{inflight.WithPrefix("")}},
 		{"n", 1, time.Second, []inflight.Option{inflight.WithTimeout(-1)}},
-		{"n", 1, time.Second, []inflight.Option{inflight.OnFailure(ratelimit.FailLocal(0))}},
-		{"n", 1, time.Second, []inflight.Option{inflight.OnFailure(ratelimit.FailLocal(2))}},
+		{"n", 1, time.Second, []inflight.Option{inflight.WithFallback(ratelimit.FailLocal(0))}},
+		{"n", 1, time.Second, []inflight.Option{inflight.WithFallback(ratelimit.FailLocal(2))}},
 	} {
 		if _, err := inflight.New(f.rdb, tc.name, tc.limit, tc.ttl, tc.opts...); !errors.Is(err, ratelimit.ErrInvalid) {
 			t.Errorf("%q limit %d ttl %v: %v, want ErrInvalid", tc.name, tc.limit, tc.ttl, err)
@@ -196,7 +196,7 @@ func (l lostReply) EvalSha(ctx context.Context, sha1 string, keys []string, args
 func TestConcurrencyForgetsALostAcquire(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
-	c := mustConcurrency(t, lostReply{f.rdb}, 1, time.Hour, inflight.OnFailure(ratelimit.FailClosed))
+	c := mustConcurrency(t, lostReply{f.rdb}, 1, time.Hour, inflight.WithFallback(ratelimit.FailClosed))
 	lease, d, err := c.Acquire(ctx, "u")
 	if err != nil || d.Allowed || d.Fallback != ratelimit.FailClosed || lease != nil {
 		t.Fatalf("got %v %v %v", lease, d, err)
@@ -213,14 +213,14 @@ func TestConcurrencyFailurePolicies(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer down.Close()
 	ctx := context.Background()
-	open := mustConcurrency(t, down, 1, time.Second, inflight.OnFailure(ratelimit.FailOpen))
+	open := mustConcurrency(t, down, 1, time.Second, inflight.WithFallback(ratelimit.FailOpen))
 	lease, d, err := open.Acquire(ctx, "u")
 	if err != nil || !d.Allowed || d.Fallback != ratelimit.FailOpen || lease != nil || d.Cause == nil {
 		t.Errorf("fail-open: %v %v %v", lease, d, err)
 	}
 	strict := mustConcurrency(t, down, 1, time.Second)
 	if _, _, err := strict.Acquire(ctx, "u"); err == nil {
-		t.Error("no policy: no error")
+		t.Error("no fallback: no error")
 	}
 	if _, _, err := strict.Acquire(ctx, ""); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("empty key: %v", err)
@@ -319,10 +319,15 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 		policy ratelimit.Fallback
 		want   int
 	}{{ratelimit.FailOpen, 200}, {ratelimit.FailClosed, 503}, {ratelimit.Fallback{}, 503}} {
-		c := mustConcurrency(t, down, 1, time.Second, inflight.OnFailure(tc.policy))
+		c := mustConcurrency(t, down, 1, time.Second, inflight.WithFallback(tc.policy))
 		h := inflight.Middleware(c, httplimit.ByHeader("X-User"))(okHandler)
-		if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != tc.want {
+		rec := serve(h, get("192.0.2.1:1", "X-User", "u"))
+		if rec.Code != tc.want {
 			t.Errorf("%v: %d, want %d", tc.policy, rec.Code, tc.want)
+		}
+		// A 503 says when to come back (it used to say nothing).
+		if rec.Code == 503 && rec.Header().Get("Retry-After") != "1" {
+			t.Errorf("%v: a 503 with Retry-After %q, want 1", tc.policy, rec.Header().Get("Retry-After"))
 		}
 	}
 	f := newFrozen(t)
@@ -348,13 +353,13 @@ func TestConcurrencyMiddlewareFailures(t *testing.T) {
 func TestConcurrencyMiddlewareOptions(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	defer down.Close()
-	closed := mustConcurrency(t, down, 1, time.Second, inflight.OnFailure(ratelimit.FailClosed))
+	closed := mustConcurrency(t, down, 1, time.Second, inflight.WithFallback(ratelimit.FailClosed))
 	rec := serve(inflight.Middleware(closed, httplimit.ByHeader("X-User"))(okHandler), get("192.0.2.1:1", "X-User", "u"))
 	if p := problemOf(t, rec); rec.Code != http.StatusServiceUnavailable || p.Type != "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity" {
 		t.Errorf("fail-closed: %d, problem %+v", rec.Code, p)
 	}
 
-	// WithConcurrencyError: called when Redis fails and there is no policy.
+	// WithConcurrencyError: called when Redis fails and there is no fallback.
 	var failed error
 	strict := mustConcurrency(t, down, 1, time.Second)
 	h := inflight.Middleware(strict, httplimit.ByHeader("X-User"), inflight.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
@@ -362,7 +367,7 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 		w.WriteHeader(http.StatusTeapot)
 	}))(okHandler)
 	if rec := serve(h, get("192.0.2.1:1", "X-User", "u")); rec.Code != http.StatusTeapot || failed == nil {
-		t.Errorf("no policy, Redis down: %d, error handler got %v", rec.Code, failed)
+		t.Errorf("no fallback, Redis down: %d, error handler got %v", rec.Code, failed)
 	}
 
 	// WithConcurrencyDenied: called with the limiter's decision when the
@@ -392,7 +397,7 @@ func TestConcurrencyMiddlewareOptions(t *testing.T) {
 // FailLocal caps the requests in flight in this process at its share of
 // the limit while Redis is down; a local lease is released in memory.
 func TestFailLocal(t *testing.T) {
-	c := mustConcurrency(t, downClient(t), 4, time.Second, inflight.OnFailure(ratelimit.FailLocal(0.5)))
+	c := mustConcurrency(t, downClient(t), 4, time.Second, inflight.WithFallback(ratelimit.FailLocal(0.5)))
 	var leases []*inflight.Lease
 	for i := 0; i < 2; i++ {
 		l, d, err := c.Acquire(ctx, "u")

@@ -10,29 +10,12 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
 
-// Middleware caps the requests in flight: a request whose key holds fewer
-// than the limiter's Limit leases takes one, runs the handler while
-// renewing it (Lease.KeepAlive, so a long request keeps its slot), and
-// releases it when the handler returns, also when the handler panics and
-// when the client hangs up (the release does not use the request's
-// context, which a hang-up cancels). A lease whose release fails expires
-// with its TTL.
-//
-// A request over the cap gets a 429 with Retry-After: 1 and an RFC 9457
-// problem body (WithDenied replaces it). 429, because the key says who has
-// too many requests in flight, as Kubernetes' API server answers its
-// max-in-flight limit; a cap shared by every client (a constant key) is
-// server capacity, for which WithDenied can answer 503. Retry-After is 1
-// second because a slot frees when any holder finishes, usually sooner than
-// anything the limiter can promise. No RateLimit header fields are sent:
-// they describe quotas over time windows, and a cap in flight has none.
-//
-// When Redis fails, the limiter's failure policy decides: FailOpen serves
-// the request without a lease, FailClosed answers 503 with the draft's
-// "temporary-reduced-capacity" problem, FailLocal caps it in this process.
-// Without a policy, and when the key function fails, the error handler
-// answers (WithErrorHandler; httplimit.WriteError by default).
-// Middleware panics on a nil limiter or key.
+// Middleware caps the requests in flight per key: a request takes a lease,
+// which is renewed while the handler runs and released when it returns,
+// panics, or its client hangs up. A request over the cap gets a 429 with
+// Retry-After: 1 and a problem body (WithDenied); FailClosed answers 503.
+// A request that cannot be decided goes to the error handler
+// (WithErrorHandler). Middleware panics on a nil limiter or key.
 func Middleware(l *Limiter, key httplimit.KeyFunc, opts ...MiddlewareOption) func(http.Handler) http.Handler {
 	if l == nil || key == nil {
 		panic("inflight: Middleware needs a limiter and a key function")
@@ -53,14 +36,13 @@ func Middleware(l *Limiter, key httplimit.KeyFunc, opts ...MiddlewareOption) fun
 type MiddlewareOption func(*middleware)
 
 // WithDenied replaces what a request over the cap gets: denied writes the
-// status, headers and body; d is the limiter's Decision (or the failure
-// policy's, FailClosed, when Redis could not be asked).
+// status, headers and body for d, the limiter's Decision.
 func WithDenied(denied func(w http.ResponseWriter, r *http.Request, d Decision)) MiddlewareOption {
 	return func(m *middleware) { m.denied = denied }
 }
 
 // WithErrorHandler replaces what a request gets when it cannot be decided:
-// the key function or the limiter failed (no failure policy).
+// the key function or the limiter failed.
 func WithErrorHandler(fail func(w http.ResponseWriter, r *http.Request, err error)) MiddlewareOption {
 	return func(m *middleware) { m.fail = fail }
 }
@@ -103,9 +85,10 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	next.ServeHTTP(w, r)
 }
 
-// writeDenied is the default answer over the cap: 429 and Retry-After: 1,
-// or, when only the failure policy denied, 503.
+// writeDenied is the default answer over the cap: 429, or, when only the
+// fallback denied, 503; both with Retry-After: 1.
 func writeDenied(w http.ResponseWriter, _ *http.Request, d Decision) {
+	w.Header().Set("Retry-After", strconv.Itoa(1))
 	if d.Fallback == ratelimit.FailClosed {
 		httplimit.Problem{
 			Type:   "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity",
@@ -115,7 +98,6 @@ func writeDenied(w http.ResponseWriter, _ *http.Request, d Decision) {
 		}.Write(w)
 		return
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(1))
 	httplimit.Problem{
 		Type:   "about:blank",
 		Title:  http.StatusText(http.StatusTooManyRequests),

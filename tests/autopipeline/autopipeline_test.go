@@ -17,6 +17,9 @@ import (
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
+// The AutoPipeliner is a ratelimit.Client: the compiler holds it.
+var _ ratelimit.Client = (*redis.AutoPipeliner)(nil)
+
 func TestAutoPipeliner(t *testing.T) {
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) // frozen: nothing refills
@@ -34,7 +37,7 @@ func TestAutoPipeliner(t *testing.T) {
 	defer async.Close()
 
 	for name, ap := range map[string]*redis.AutoPipeliner{"blocking": blocking, "async": async} {
-		for _, alg := range ratelimit.Algorithms() {
+		for alg := ratelimit.GCRA; alg <= ratelimit.SlidingWindowCounter; alg++ {
 			l, err := ratelimit.New(ap, name+"-"+alg.String(), ratelimit.PerMinute(100), ratelimit.WithAlgorithm(alg))
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +66,7 @@ func TestAutoPipeliner(t *testing.T) {
 			}
 			// Several limits in one round trip over the AutoPipeliner's
 			// own Pipeline.
-			other, _ := ratelimit.New(ap, name+"-other-"+alg.String(), ratelimit.PerHour(1), ratelimit.WithAlgorithm(alg))
+			other, _ := ratelimit.New(ap, name+"-other-"+alg.String(), ratelimit.Per(1, time.Hour), ratelimit.WithAlgorithm(alg))
 			both, err := ratelimit.All(l, other)
 			if err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -60,7 +61,7 @@ func TestNoScriptUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	for name, ap := range faces(t, rdb) {
 		evalsBefore := commandCalls(t, rdb, "eval")
-		l, err := ratelimit.New(ap, "flush-"+name, ratelimit.PerDay(300))
+		l, err := ratelimit.New(ap, "flush-"+name, ratelimit.Per(300, 24*time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func TestNoScriptUnderLoad(t *testing.T) {
 // Error replies reach the caller whose call caused them, however calls
 // share a pipeline: BADARG from the script (a rate above one per µs, which
 // Go does not check), WRONGTYPE from foreign data, and good calls beside
-// them, all at once. A failure policy never hides WRONGTYPE.
+// them, all at once. A fallback never hides WRONGTYPE.
 func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
 	defer rdb.Close()
@@ -128,11 +129,11 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 		// A burst of 1e6 that gains 1 a minute: Remaining counts the calls
 		// exactly however long a loaded machine takes (PerDay(1e6) gains
 		// one every 86 ms).
-		l, err := ratelimit.New(ap, "errs-"+name, ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1e6}, ratelimit.OnFailure(ratelimit.FailOpen))
+		l, err := ratelimit.New(ap, "errs-"+name, ratelimit.Limit{Rate: 1, Period: time.Minute, Burst: 1e6}, ratelimit.WithFallback(ratelimit.FailOpen))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rdb.LPush(ctx, l.RedisKey("foreign"), "not ours").Err(); err != nil {
+		if err := rdb.LPush(ctx, testredis.Key("rl:errs-"+name+":", "foreign"), "not ours").Err(); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -149,7 +150,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 						}
 					case 1:
 						d, err := l.Allow(ctx, "foreign")
-						if !errors.Is(err, ratelimit.ErrWrongType) || d.Allowed || d.Cause != nil {
+						if !errors.Is(err, bindings.ErrWrongType) || d.Allowed || d.Cause != nil {
 							t.Errorf("%s: foreign data: %v, %v; want ErrWrongType", name, d, err)
 						}
 					default:
@@ -162,7 +163,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 			}(g)
 		}
 		wg.Wait()
-		if n, _ := rdb.LLen(ctx, l.RedisKey("foreign")).Result(); n != 1 {
+		if n, _ := rdb.LLen(ctx, testredis.Key("rl:errs-"+name+":", "foreign")).Result(); n != 1 {
 			t.Errorf("%s: the foreign list has %d elements", name, n)
 		}
 		if n, _ := rdb.Exists(ctx, "badarg").Result(); n != 0 {
@@ -188,7 +189,7 @@ func awaitStall(t *testing.T, addr string) {
 }
 
 // Redis stops answering for a while (DEBUG SLEEP): decisions over the
-// AutoPipeliner still end within their timeout, the failure policies
+// AutoPipeliner still end within their timeout, the fallbacks
 // decide, and once Redis answers again decisions come from it. Then Redis
 // crashes and restarts empty: the policies decide while it is down, and
 // decisions come from it again after. No goroutine is left behind once the
@@ -208,15 +209,15 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 	for name, ap := range aps {
 		policies := map[ratelimit.Fallback]*ratelimit.Limiter{}
 		for _, fb := range []ratelimit.Fallback{{}, ratelimit.FailOpen, ratelimit.FailClosed} {
-			l, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6),
-				ratelimit.WithTimeout(timeout), ratelimit.OnFailure(fb))
+			l, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.Per(1e6, 24*time.Hour),
+				ratelimit.WithTimeout(timeout), ratelimit.WithFallback(fb))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// 1000 counted before: a key that Redis lost counts far less.
 			// Counted by a twin without the timeout, which a loaded machine
 			// can pass on a first call (it loads the script).
-			warm, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.PerDay(1e6))
+			warm, err := ratelimit.New(ap, fmt.Sprintf("%s-%v", name, fb), ratelimit.Per(1e6, 24*time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +239,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			switch fb {
 			case ratelimit.Fallback{}:
 				if !errors.Is(err, ratelimit.ErrUnavailable) {
-					t.Errorf("%s: no policy: %v, %v; want ErrUnavailable", name, d, err)
+					t.Errorf("%s: no fallback: %v, %v; want ErrUnavailable", name, d, err)
 				}
 			default:
 				if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || !errors.Is(d.Cause, ratelimit.ErrUnavailable) {
@@ -266,7 +267,7 @@ func TestTimeoutAndFailurePolicyOverAutoPipeline(t *testing.T) {
 			d, err := l.Allow(ctx, "k")
 			if fb == (ratelimit.Fallback{}) {
 				if err == nil {
-					t.Errorf("%s: no policy, Redis down: %v", name, d)
+					t.Errorf("%s: no fallback, Redis down: %v", name, d)
 				}
 			} else if err != nil || d.Fallback != fb || d.Allowed != (fb == ratelimit.FailOpen) || d.Cause == nil {
 				t.Errorf("%s %v, Redis down: %v, %v", name, fb, d, err)

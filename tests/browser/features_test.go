@@ -57,7 +57,7 @@ func TestFeatures(t *testing.T) {
 			t.Fatalf("lanes %v", lanes)
 		}
 		if multi["wasted"] != 0 || all["wasted"] == 0 || all["admitted"] >= multi["admitted"] {
-			t.Errorf("the Multi should waste nothing and admit more than All: %v", lanes)
+			t.Errorf("the Atomic rule should waste nothing and admit more than All: %v", lanes)
 		}
 		overlaps := eval[int](t, ctx, `(() => { let n = 0; for (const l of document.querySelectorAll('#two-lanes .lane')) {
 		  const r = Array.from(l.querySelectorAll('.mark')).map((m) => m.getBoundingClientRect());
@@ -115,7 +115,7 @@ func TestFeatures(t *testing.T) {
 		got := eval[map[string]string](t, ctx, `Object.fromEntries(Array.from(document.querySelectorAll('#outage-lanes .policy')).map((p) =>
 		  [p.dataset.policy, Array.from(p.querySelectorAll('.answer')).map((a) => a.textContent).join(' ')]))`)
 		want := map[string]string{
-			"no policy":      "503 503 503 503 503",
+			"no fallback":    "503 503 503 503 503",
 			"FailOpen":       "200 200 200 200 200",
 			"FailClosed":     "503 503 503 503 503",
 			"FailLocal(0.5)": "200 200 429 429 429",

@@ -81,7 +81,7 @@ var (
 // goApp is examples/python/app.py written with the Go middleware: /health
 // unlimited, an unknown API key a 401, anonymous requests per client
 // address, users per plan.
-func goApp(t *testing.T, rdb redis.Scripter, prefix string, fb ratelimit.Fallback, costs func(*http.Request) int64) http.Handler {
+func goApp(t *testing.T, rdb ratelimit.Client, prefix string, fb ratelimit.Fallback, costs func(*http.Request) int64) http.Handler {
 	t.Helper()
 	limiters := map[string]*ratelimit.Limiter{}
 	for name, p := range fastapiPolicies {
@@ -90,7 +90,7 @@ func goApp(t *testing.T, rdb redis.Scripter, prefix string, fb ratelimit.Fallbac
 			alg = ratelimit.TokenBucket
 		}
 		l, err := ratelimit.New(rdb, name, ratelimit.Limit{Rate: p.Rate, Period: time.Duration(p.PeriodMs) * time.Millisecond, Burst: p.Burst},
-			ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix+name+":"), ratelimit.OnFailure(fb))
+			ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix+name+":"), ratelimit.WithFallback(fb))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +360,7 @@ func TestFastAPIMatchesGo(t *testing.T) {
 	}
 }
 
-// TestFastAPIRedisDown: with Redis unreachable, each failure policy
+// TestFastAPIRedisDown: with Redis unreachable, each fallback
 // answers in Python as in Go: an error is a 503, fail-open serves the
 // request with the policy field only, fail-closed is the draft's 503.
 func TestFastAPIRedisDown(t *testing.T) {

@@ -108,7 +108,7 @@ func init() {
 			// read window 1767225600 of 1 s as one of 60 s, 1.06e14 ms away.
 			// (10 s here, so the real tiers run it too: their runs start on
 			// a whole window of the server's clock, which 60 s would not
-			// leave inside the bound; tests/go runs the audit's own 60 s
+			// leave inside the bound; tests/servers runs the audit's own 60 s
 			// through redis-cli.)
 			Name: "audit 3: a longer window counts the calls so far and never bricks the key",
 			Keys: []string{"fw:{audit3}"},

@@ -1,5 +1,5 @@
 // Package scenario holds the step tables that every test tier runs: the
-// gopher-lua tier (tests/lua), miniredis and real Redis (tests/go). A table
+// gopher-lua tier (tests/lua), miniredis and real Redis (tests/servers). A table
 // says what a caller sends at which instant and what must come back, so the
 // tiers can be compared reply for reply.
 package scenario

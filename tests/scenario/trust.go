@@ -9,7 +9,7 @@ import (
 // every tier: a call its caller gave up on changes nothing (the deadline),
 // and stored state dated further ahead than any write could date it is
 // refused. (That no script accepts another's state is tested across every
-// pair of scripts in tests/lua and tests/go: crossing_test.go.)
+// pair of scripts in tests/lua and tests/servers: crossing_test.go.)
 
 // farAhead is, per script, its state dated µs past the server's clock at
 // t0 (a write's clock, or its newest instant, at t0 + ahead): the most a

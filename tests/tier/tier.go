@@ -1,6 +1,6 @@
 // Package tier runs the scenario tables (tests/scenario) on one server
 // through one client, step by step beside the gopher-lua tier given the
-// very same arguments: every reply, error and PTTL must agree. tests/go
+// very same arguments: every reply, error and PTTL must agree. tests/servers
 // runs it on miniredis, a real redis-server, a Redis Cluster and the
 // Functions library over go-redis; the nested modules of other clients
 // (clients/rueidis, clients/valkey) run it over their redis.Scripter.

@@ -121,8 +121,12 @@ func viaRatelimit(sh shape) typedCall {
 		if now != 0 {
 			opts = append(opts, ratelimit.WithClock(func() time.Time { return time.UnixMicro(now) }))
 		}
-		l, err := ratelimit.New(c, "scenario", limit, opts...)
-		if err != nil || l.RedisKey(tag) != key {
+		rc, err := limiterClient(c)
+		if err != nil {
+			return nil, err
+		}
+		l, err := ratelimit.New(rc, "scenario", limit, opts...)
+		if err != nil || !keptAsIs(prefix, tag, key) {
 			return nil, ErrNotTyped
 		}
 		var d ratelimit.Decision
@@ -158,7 +162,7 @@ func reply(d ratelimit.Decision) []any {
 	return []any{allowed, d.Remaining, retry, d.ResetAfter.Milliseconds()}
 }
 
-// viaMulti makes one call as a ratelimit user would with a Multi: a GCRA
+// viaMulti makes one call as a ratelimit user would with an Atomic rule: a GCRA
 // Limiter per key, "name:{tag}" being the limiter's prefix "name:" and the
 // key "tag", and AllowN, or Peek for a cost of 0; the reply is rebuilt from
 // the Decision's parts, the binding limit being the first denial with the
@@ -182,13 +186,17 @@ func viaMulti(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) 
 			return nil, ErrNotTyped
 		}
 		tag = t
-		l, err := ratelimit.New(c, fmt.Sprintf("limit%d", i), limit, append(opts, ratelimit.WithPrefix(prefix))...)
-		if err != nil || l.RedisKey(t) != key {
+		rc, err := limiterClient(c)
+		if err != nil {
+			return nil, err
+		}
+		l, err := ratelimit.New(rc, fmt.Sprintf("limit%d", i), limit, append(opts, ratelimit.WithPrefix(prefix))...)
+		if err != nil || !keptAsIs(prefix, t, key) {
 			return nil, ErrNotTyped
 		}
 		limiters[i] = l
 	}
-	m, err := ratelimit.NewMulti(limiters...)
+	m, err := ratelimit.Atomic(limiters...)
 	if err != nil {
 		return nil, ErrNotTyped
 	}
@@ -301,4 +309,21 @@ func Typed(ctx context.Context, script string, c redis.Scripter, keys, argv []st
 		return nil, fmt.Errorf("%s has no typed call listed in tests/tier/typed.go", script)
 	}
 	return call(ctx, c, keys, &rawArgs{vals: argv, ok: true})
+}
+
+// limiterClient is c as ratelimit takes it: every client the tiers run
+// over is one, so one that is not fails the step.
+func limiterClient(c redis.Scripter) (ratelimit.Client, error) {
+	rc, ok := c.(ratelimit.Client)
+	if !ok {
+		return nil, fmt.Errorf("tier: %T is no ratelimit.Client (it has no Del)", c)
+	}
+	return rc, nil
+}
+
+// keptAsIs reports whether a limiter with prefix keeps tag's state at key:
+// key is prefix + "{" + tag + "}" and the key builder leaves tag as it is
+// (no '%', '{' or '}', at most 200 bytes; docs/limiters.md).
+func keptAsIs(prefix, tag, key string) bool {
+	return prefix+"{"+tag+"}" == key && !strings.ContainsAny(tag, "%{}") && len(tag) <= 200
 }

@@ -16,7 +16,7 @@
 // reply (the command may still run on the server, as with go-redis).
 //
 // Replies and errors read exactly as go-redis's (see
-// github.com/redlimit/redlimit/internal/scripting): an error reply is a
+// github.com/redlimit/redlimit/clients/internal/scripting): an error reply is a
 // redis.Error with the server's text, so redis.Script.Run's fallback from
 // NOSCRIPT to EVAL and the bindings' error codes work unchanged.
 package scripter
@@ -27,7 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/redlimit/redlimit/internal/scripting"
+	"github.com/redlimit/redlimit/clients/internal/scripting"
 )
 
 // Scripter is a redis.Scripter over a valkey.Client, with Del (for

@@ -5,17 +5,17 @@ package scripter_test
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/redlimit/redlimit/clients/valkey/scripter"
-	"github.com/redlimit/redlimit/internal/scripting/scriptingtest"
+	"github.com/redlimit/redlimit/internal/scriptingtest"
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // TestScripter runs the suite every client's redis.Scripter passes (see
-// internal/scripting/scriptingtest) over valkey-go, as a user opens it.
+// internal/scriptingtest) over valkey-go, as a user opens it.
 func TestScripter(t *testing.T) {
-	scriptingtest.Run(t, func(t testing.TB, addrs []string) redis.Scripter {
+	scriptingtest.Run(t, func(t testing.TB, addrs []string) ratelimit.Client {
 		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package call holds what every limiter of ratelimit and its subpackages
 // does around a script call: the errors it can end in, the timeout that
-// bounds it, and which failures a failure policy may decide over.
+// bounds it, and which failures a fallback may decide over.
 package call
 
 import (
@@ -44,8 +44,9 @@ func Clock(now func() time.Time) (time.Time, error) {
 // only the server can tell); the error as it is, prefixed, when the script
 // answered an error of its own (foreign data under the key: ErrWrongType,
 // ErrBadState) or the caller gave up (its context ended); and ErrUnavailable
-// for everything else, Redis or the network failing, which a failure
-// policy may decide over.
+// for everything else, Redis or the network failing, which a fallback
+//
+//	may decide over.
 func Classify(ctx context.Context, err error) error {
 	var se *bindings.ScriptError
 	var re *bindings.ReplyError
@@ -105,7 +106,7 @@ func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Con
 	}
 }
 
-// Mode is what a failure policy does.
+// Mode is what a fallback does.
 type Mode uint8
 
 const (
@@ -129,6 +130,20 @@ func (p Policy) Valid() bool {
 	return p.Mode <= Local && (p.Mode != Local || p.Share > 0 && p.Share <= 1)
 }
 
+// String is the policy's word, the one vocabulary of decisions, hook
+// events and metrics: "fail-open", "fail-closed", "fail-local" or "none".
+func (p Policy) String() string {
+	switch p.Mode {
+	case Open:
+		return "fail-open"
+	case Closed:
+		return "fail-closed"
+	case Local:
+		return "fail-local"
+	}
+	return "none"
+}
+
 // PolicyOf reads a ratelimit.Fallback: package ratelimit sets it in its
 // init, so that subpackages (inflight) take the same Fallback values as
 // New does.
@@ -136,13 +151,13 @@ var PolicyOf func(fallback any) Policy
 
 // ClockRefused marks the scripts' refusal of a caller clock more than 60 s
 // from the server's TIME as ErrInvalid: only the server can tell, so a
-// constructor cannot refuse it, and no failure policy may hide a wrong
+// constructor cannot refuse it, and no fallback may hide a wrong
 // clock. The scripts' EXPIRED (a call Redis ran at or after its deadline,
 // which changed nothing) is ErrUnavailable when the caller of ctx, the
 // call's own context, has given up on this process's clock: an answer that
 // came too late, as a timeout whose timer has not fired yet. Otherwise the
 // caller still waits although Redis's TIME has passed its deadline: Redis's
-// clock runs ahead of this process's, which no failure policy may hide
+// clock runs ahead of this process's, which no fallback may hide
 // either (ErrInvalid).
 func ClockRefused(ctx context.Context, err error) error {
 	if err == nil {
@@ -165,8 +180,10 @@ func ClockRefused(ctx context.Context, err error) error {
 // Deadline is when ctx's caller stops waiting (its deadline, or a
 // limiter's timeout, which WithTimeout runs under one), sent with every
 // call that writes: a call Redis runs at or after it answers EXPIRED and
-// counts nothing, so a request its caller gave up on (a timeout, a failure
-// policy that answered meanwhile, go-redis sending it again after a read
+// counts nothing, so a request its caller gave up on (a timeout, a fallback
+//
+//	that answered meanwhile, go-redis sending it again after a read
+//
 // timeout, a server that stalled with it queued) never counts. The zero
 // time sends none. It is an instant on this process's clock, judged by
 // Redis's TIME, so a skew between the two moves it: a clock s ahead of

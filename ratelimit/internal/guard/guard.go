@@ -5,10 +5,10 @@
 // a dead node, and a ClusterClient reloads its slot map only on
 // MOVED/ASK/READONLY or when the map is 10 s old, which a crashed master
 // never causes: after its replica is promoted, calls kept going to the dead
-// address for up to 10 s more (PITFALLS). So ratelimit.New and
+// address for up to 10 s more (measured here: docs/operations.md). So ratelimit.New and
 // inflight.New wrap a *redis.Client or *redis.ClusterClient in a guard with a breaker per node address: the
 // first call that finds a node unreachable opens its breaker, and from then
-// on calls whose key lives on that node fail at once (the failure policy
+// on calls whose key lives on that node fail at once (the fallback
 // decides them in microseconds) while one probe at a time, every
 // probeEvery, asks the node about the key (and, on a cluster, asks for the
 // slot map again). Calls on other nodes never wait. Once the node answers,

@@ -18,7 +18,7 @@ import (
 // The escaping percent-encodes '%', '{' and '}', so the escaped key holds no
 // brace: the {hash tag} Redis Cluster hashes is always exactly the escaped
 // key, whatever the input, and one caller's state under every limiter (each
-// with its own prefix) lands in one slot, which a Multi's atomic check of
+// with its own prefix) lands in one slot, which an Atomic rule's atomic check of
 // several limits needs. Prefixes hold no brace either (New refuses one), so
 // the first '{' of a Redis key is always where the tag starts: no input can
 // end the tag early, move it, or reach another prefix's or another key's

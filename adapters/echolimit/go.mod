@@ -1,0 +1,18 @@
+module github.com/redlimit/redlimit/adapters/echolimit
+
+go 1.25.0
+
+replace github.com/redlimit/redlimit => ../..
+
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/labstack/echo/v5 v5.4.4
+	github.com/redis/go-redis/v9 v9.7.3
+	github.com/redlimit/redlimit v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.2.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+)

@@ -1,0 +1,50 @@
+package fiberlimit_test
+
+import (
+	"fmt"
+	"log"
+	"net/http/httptest"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gofiber/fiber/v3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/adapters/fiberlimit"
+	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/httplimit"
+)
+
+// Three requests a minute per client address and route: /users/1 to
+// /users/4 are one route, /users/:id, so the fourth is denied.
+func Example() {
+	rdb := exampleRedis() // redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	limiter, err := ratelimit.New(rdb, "api", ratelimit.PerMinute(3))
+	if err != nil {
+		log.Fatal(err)
+	}
+	perRoute := fiberlimit.Middleware(limiter, httplimit.ByRoute(httplimit.ByClientIP()))
+	app := fiber.New()
+	app.Get("/users/:id", perRoute, func(c fiber.Ctx) error { return c.SendString("user " + c.Params("id")) })
+
+	for _, path := range []string{"/users/1", "/users/2", "/users/3", "/users/4"} {
+		resp, err := app.Test(httptest.NewRequest("GET", path, nil))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(path, resp.StatusCode, resp.Header.Get("RateLimit"))
+	}
+	// Output:
+	// /users/1 200 "api";r=2;t=20
+	// /users/2 200 "api";r=1;t=40
+	// /users/3 200 "api";r=0;t=60
+	// /users/4 429 "api";r=0;t=20
+}
+
+func exampleRedis() *redis.Client {
+	m, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	m.SetTime(testT0)
+	return redis.NewClient(&redis.Options{Addr: m.Addr()})
+}

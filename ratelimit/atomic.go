@@ -1,0 +1,129 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
+)
+
+// Atomic returns a Rule that checks limiters on one key as one: a request
+// passes only when every limiter has room, and then counts against all of
+// them, in one script call. It takes 1 to 16 GCRA limiters without a
+// lockout, on one client, with prefixes of their own and one kind of clock,
+// and refuses anything else with ErrInvalid.
+func Atomic(limiters ...*Limiter) (Rule, error) {
+	if len(limiters) == 0 || len(limiters) > maxMulti {
+		return nil, fmt.Errorf("%w: Atomic takes 1 to %d limiters, got %d", ErrInvalid, maxMulti, len(limiters))
+	}
+	m := &multi{limiters: append([]*Limiter(nil), limiters...)}
+	prefixes := map[string]string{}
+	for _, l := range limiters {
+		if l == nil {
+			return nil, fmt.Errorf("%w: a nil limiter", ErrInvalid)
+		}
+		if l.alg != GCRA {
+			return nil, fmt.Errorf("%w: limiter %q uses %v; an atomic check takes GCRA limiters only (use All for others)", ErrInvalid, l.name, l.alg)
+		}
+		if l.block > 0 {
+			return nil, fmt.Errorf("%w: limiter %q has a lockout (WithLockout), which one script call cannot check", ErrInvalid, l.name)
+		}
+		if other, ok := prefixes[l.prefix]; ok {
+			return nil, fmt.Errorf("%w: limiters %q and %q share the prefix %q, so they would share keys: name them apart", ErrInvalid, other, l.name, l.prefix)
+		}
+		prefixes[l.prefix] = l.name
+		if (l.clock == nil) != (limiters[0].clock == nil) {
+			return nil, fmt.Errorf("%w: limiters %q and %q differ in clock (the server's and a caller's); one call has one clock", ErrInvalid, limiters[0].name, l.name)
+		}
+		if l.timeout > 0 && (m.timeout == 0 || l.timeout < m.timeout) {
+			m.timeout = l.timeout
+		}
+		m.hooked = m.hooked || l.hook != nil
+		m.limits = append(m.limits, l.limit)
+	}
+	if !sameClient(limiters) {
+		return nil, fmt.Errorf("%w: the limiters of Atomic must share one client (one script call reaches one server)", ErrInvalid)
+	}
+	return m, nil
+}
+
+// multi is Atomic's rule: several GCRA limits checked by multi.lua, each
+// keeping its state where its Limiter does.
+type multi struct {
+	limiters []*Limiter
+	limits   []Limit
+	timeout  time.Duration
+	hooked   bool
+}
+
+// maxMulti is the most limits multi.lua takes in one call.
+const maxMulti = 16
+
+func (m *multi) Allow(ctx context.Context, key string) (Decision, error) {
+	return m.AllowN(ctx, key, 1)
+}
+
+func (m *multi) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if err := checkCost(n); err != nil {
+		return Decision{}, err
+	}
+	return m.decide(ctx, key, n)
+}
+
+func (m *multi) Peek(ctx context.Context, key string) (Decision, error) {
+	return m.decide(ctx, key, 0)
+}
+
+func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, error) {
+	var start time.Time
+	if m.hooked {
+		start = time.Now()
+	}
+	first := m.limiters[0]
+	var replies []reply
+	now, err := first.now(key)
+	refused := err != nil
+	if err == nil {
+		keys := make([]string, len(m.limiters))
+		for i, l := range m.limiters {
+			keys[i] = l.redisKey(key)
+		}
+		replies, err = call.WithTimeout(ctx, m.timeout, func(ctx context.Context) ([]reply, error) {
+			return runMulti(ctx, first.rdb, keys, m.limits, cost, now)
+		})
+	}
+	ds := make([]Decision, len(m.limiters))
+	errs := make([]error, len(m.limiters))
+	var locals []int
+	othersAllow := true
+	for i, l := range m.limiters {
+		switch {
+		case err == nil:
+			ds[i] = decision(replies[i], l.name, l.limit)
+		case refused:
+			ds[i], errs[i] = Decision{Name: l.name, Limit: l.limit}, err
+		case l.onFailure.p.Mode == call.Local && errors.Is(call.Classify(ctx, err), ErrUnavailable):
+			ds[i] = Decision{Cause: call.Classify(ctx, err)}
+			locals = append(locals, i)
+		default:
+			ds[i], errs[i] = l.fallback(ctx, key, cost, 0, err)
+			othersAllow = othersAllow && ds[i].Allowed
+		}
+	}
+	if len(locals) > 0 && firstError(errs) == nil {
+		// The in-memory decisions, all or nothing like the script's.
+		for j, d := range decideLocally(m.limiters, locals, key, cost, localNowNs(now), othersAllow) {
+			i := locals[j]
+			d.Name, d.Fallback, d.Cause = m.limiters[i].name, m.limiters[i].onFailure, ds[i].Cause
+			ds[i] = d
+		}
+	}
+	for i, l := range m.limiters {
+		if l.hook != nil {
+			l.hook(ctx, Event{Name: l.name, Key: key, Cost: cost, Decision: ds[i], Err: errs[i], Duration: time.Since(start)})
+		}
+	}
+	return combine(ds), firstError(errs)
+}

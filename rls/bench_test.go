@@ -1,0 +1,201 @@
+package rls
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
+)
+
+// BenchmarkRLS: the reference and this server side by side, each its own
+// process on one redis-server, asked by 64 concurrent gRPC clients (a
+// connection each): a hot descriptor that is always admitted, 10 000
+// distinct ones, and a flood on one descriptor that is over its limit.
+// Besides ns/op it reports requests/s and the redis-server's CPU per
+// request (its used_cpu_user + used_cpu_sys over the run). Run it with
+//
+//	cd rls && go test -run '^$' -bench BenchmarkRLS -benchtime 20000x
+//
+// On a shared machine compare the servers within one run.
+func BenchmarkRLS(b *testing.B) {
+	addr := redisserver.Start(b)
+	// The reference refuses the gcra rule (an unknown key): it gets the
+	// configuration without it.
+	const refConfig = `
+domain: bench
+descriptors:
+  - key: fixed
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
+  - key: flood
+    rate_limit: {unit: hour, requests_per_unit: 10}
+`
+	const config = refConfig + `  - key: gcra
+    rate_limit: {unit: hour, requests_per_unit: 1000000000, algorithm: gcra}
+`
+	ours := buildOurs(b)
+	servers := []struct {
+		name string
+		env  map[string]string
+		bin  string
+	}{
+		{"reference", nil, referenceBinary(b)},
+		{"reference+local-cache", map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "1048576"}, referenceBinary(b)},
+		{"redlimit", nil, ours},
+		{"redlimit+deny-cache", map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "2560000"}, ours},
+	}
+	workloads := []struct {
+		name, key string
+		distinct  int
+		servers   string // which servers run it
+	}{
+		{"hot/fixed_window", "fixed", 1, "reference redlimit"},
+		{"distinct/fixed_window", "fixed", 10000, "reference redlimit"},
+		{"hot/gcra", "gcra", 1, "redlimit"},
+		{"distinct/gcra", "gcra", 10000, "redlimit"},
+		{"flood", "flood", 1, "reference reference+local-cache redlimit redlimit+deny-cache"},
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	for _, w := range workloads {
+		for _, s := range servers {
+			if !strings.Contains(" "+w.servers+" ", " "+s.name+" ") {
+				continue
+			}
+			b.Run(w.name+"/"+s.name, func(b *testing.B) {
+				cfg := config
+				if strings.HasPrefix(s.name, "reference") {
+					cfg = refConfig
+				}
+				grpcAddr := runServer(b, s.bin, addr, cfg, s.env)
+				clients := dial(b, grpcAddr, 64)
+				reqs := make([]*rlpb.RateLimitRequest, w.distinct)
+				for i := range reqs {
+					reqs[i] = req("bench", []string{w.key, "v" + strconv.Itoa(i)})
+				}
+				rdb.FlushAll(context.Background())
+				// Warm up: connections, scripts, the flood's denial.
+				for i := 0; i < 64; i++ {
+					if _, err := clients[i].ShouldRateLimit(context.Background(), reqs[i%len(reqs)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu0 := redisCPU(b, rdb)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for c := 0; c < 64; c++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := next.Add(1) - 1
+							if i >= int64(b.N) {
+								return
+							}
+							if _, err := clients[c].ShouldRateLimit(context.Background(), reqs[int(i)%len(reqs)]); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				cpu := redisCPU(b, rdb) - cpu0
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+				b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "redis-µs/req")
+			})
+		}
+	}
+}
+
+// buildOurs builds redlimit-rls into the test's temporary directory.
+func buildOurs(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "redlimit-rls")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/redlimit-rls").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runServer runs bin (either server: both read the same environment) on
+// Redis at redisAddr with config, and returns its gRPC address once it
+// is healthy.
+func runServer(b *testing.B, bin, redisAddr, config string, env map[string]string) string {
+	root := b.TempDir()
+	dir := filepath.Join(root, "ratelimit", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	writeFile(b, filepath.Join(dir, "c.yaml"), config)
+	ports := freePorts(b, 3)
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + redisAddr, "RUNTIME_ROOT=" + root, "RUNTIME_SUBDIRECTORY=ratelimit",
+		"RUNTIME_WATCH_ROOT=false", "USE_STATSD=false", "LOG_LEVEL=error", "HOST=127.0.0.1", "GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1",
+		"PORT=" + ports[0], "GRPC_PORT=" + ports[1], "DEBUG_PORT=" + ports[2]}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	lb := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = lb, lb
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rs := &refServer{http: "127.0.0.1:" + ports[0]}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if code, _ := rs.healthcheck(); code == 200 {
+			return "127.0.0.1:" + ports[1]
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s did not become healthy:\n%s", bin, lb)
+		}
+	}
+}
+
+func dial(b *testing.B, addr string, n int) []rlpb.RateLimitServiceClient {
+	var cs []rlpb.RateLimitServiceClient
+	for i := 0; i < n; i++ {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { conn.Close() })
+		cs = append(cs, rlpb.NewRateLimitServiceClient(conn))
+	}
+	return cs
+}
+
+// redisCPU is the CPU redis-server has used, user and system.
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), f); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				total += x
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}

@@ -115,7 +115,7 @@ lint:
 
 # Side by side with the peers on a real redis-server of its own (see
 # BENCHMARKS.md): six passes of the decision benchmarks, the memory
-# benchmark, the accuracy test, TestAnatomy and the HTTP tier (wrk) into
+# benchmark, the accuracy and outbound tests, TestAnatomy and the HTTP tier (wrk) into
 # bench/results/latest.txt, then every table of BENCHMARKS.md and
 # benchmarks.svg regenerated from it (about 25 minutes). SMOKE=1 make bench
 # checks the harness in about 3 minutes and writes no table.

@@ -78,6 +78,9 @@ type impl struct {
 //     commandstats, each command charged at its mean over the run);
 //   - srv-cpu-us/op: the redis-server process's CPU (INFO cpu), which adds
 //     the socket reads and writes;
+//   - cli-cpu-us/op: this process's CPU (getrusage), the client side: on
+//     2 cores that the client and the server share, what one side spends
+//     the other cannot;
 //   - cmds/op: commands the client sent per decision;
 //   - p50-us, p99-us: latency of one decision;
 //   - cached/op and cmds/cached (deny cache rows): the share of decisions
@@ -113,39 +116,43 @@ func BenchmarkDecision(b *testing.B) {
 			{name: "floor", make: func() limiter { return floor(c, "floor") }},
 			{name: "floor_ap", make: func() limiter { return floor(ap, "floor_ap") }, pipeline: true},
 		}
-		for _, v := range []struct {
-			variant
-			c        ratelimit.Client
-			pipeline bool
-		}{{plain, c, false}, {variant{suffix: "_ap"}, ap, true}, {withCache, c, false}} {
+		// redlimit's rows: each variant is the six scripts (or those it
+		// names) as ratelimit runs them over one client. rueidis and
+		// valkey-go pipeline by default; over valkey-go (the rueidis adapter
+		// under another import path), GCRA and the token bucket; GCRA over
+		// rueidis with a MaxFlushDelay of 20 µs.
+		coalescing := []string{"gcra", "token_bucket"} // the algorithms that coalesce
+		variants := []ourVariant{
+			{plain, c, false, nil},
+			{variant{suffix: "_ap"}, ap, true, nil},
+			{withCache, c, false, nil},
+			{variant{suffix: "_rueidis"}, other.rueidis, true, nil},
+			{variant{suffix: "_valkey"}, other.valkey, true, coalescing},
+			{variant{suffix: "_flush20us_rueidis"}, other.rueidisFlush, true, []string{"gcra"}},
+		}
+		if withoutCoalescing != nil {
+			variants = append(variants,
+				ourVariant{variant{"_nocoalesce", withoutCoalescing}, c, false, coalescing},
+				ourVariant{variant{"_nocoalesce_rueidis", withoutCoalescing}, other.rueidis, true, []string{"gcra"}})
+		}
+		for _, v := range variants {
 			for i, l := range ours(v.c, sc.q, false, v.variant) {
+				if v.only != nil && !slices.Contains(v.only, strings.TrimSuffix(strings.TrimPrefix(l.name, "redlimit_"), v.suffix)) {
+					continue
+				}
 				impls = append(impls, impl{name: l.name, pipeline: v.pipeline, make: func() limiter {
 					return ours(v.c, sc.q, false, v.variant)[i]
 				}})
 			}
 		}
-		// Over rueidis and valkey-go, which pipeline by default: the floor
-		// (through the adapter, and natively over rueidis), the six scripts
-		// over rueidis, GCRA and the token bucket over valkey-go (the same
-		// adapter under another import path).
+		// The floor through the adapters and natively over rueidis, and
+		// GCRA through each client's own generated bindings.
 		impls = append(impls,
 			impl{name: "floor_rueidis", pipeline: true, make: func() limiter { return floor(other.rueidis, "floor_rueidis") }},
 			impl{name: "floor_rueidis_native", pipeline: true, make: func() limiter { return nativeFloor(other.rueidisClient, sent) }},
-			impl{name: "floor_valkey", pipeline: true, make: func() limiter { return floor(other.valkey, "floor_valkey") }})
-		for _, v := range []struct {
-			c      ratelimit.Client
-			suffix string
-			only   []string
-		}{{other.rueidis, "_rueidis", nil}, {other.valkey, "_valkey", []string{"gcra", "token_bucket"}}} {
-			for i, l := range ours(v.c, sc.q, false, variant{suffix: v.suffix}) {
-				if v.only != nil && !slices.Contains(v.only, strings.TrimSuffix(strings.TrimPrefix(l.name, "redlimit_"), v.suffix)) {
-					continue
-				}
-				impls = append(impls, impl{name: l.name, pipeline: true, make: func() limiter {
-					return ours(v.c, sc.q, false, variant{suffix: v.suffix})[i]
-				}})
-			}
-		}
+			impl{name: "floor_valkey", pipeline: true, make: func() limiter { return floor(other.valkey, "floor_valkey") }},
+			impl{name: "bindings_gcra_rueidis", pipeline: true, make: func() limiter { return rueidisGCRA(other.rueidisClient, sc.q, sent) }},
+			impl{name: "bindings_gcra_valkey", pipeline: true, make: func() limiter { return valkeyGCRA(other.valkeyClient, sc.q, sent) }})
 		// GCRA and the token bucket through the Functions library (FCALL),
 		// to set beside the same scripts through EVALSHA.
 		for i, l := range ours(fc, sc.q, false, viaFunctions) {
@@ -183,6 +190,14 @@ func BenchmarkDecision(b *testing.B) {
 			}
 		}
 	}
+}
+
+// ourVariant is a set of redlimit's rows: a variant over a client.
+type ourVariant struct {
+	variant
+	c        ratelimit.Client
+	pipeline bool     // runs only with several callers
+	only     []string // the algorithms it runs; nil for all six
 }
 
 // warmPool opens a connection for every caller, so that no run pays for
@@ -247,6 +262,7 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 		}
 	}
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	b.ResetTimer()
 	if g == 1 {
 		i := 0
@@ -256,6 +272,7 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 		b.RunParallel(func(pb *testing.PB) { loop(pb.Next) })
 	}
 	b.StopTimer()
+	cli := processCPU() - cpu0
 	counts := sent.snapshot()
 	after, err := readStats(ctx, c)
 	if err != nil {
@@ -269,6 +286,7 @@ func benchDecisions(b *testing.B, ctx context.Context, c *redis.Client, sent *se
 	slices.Sort(lat)
 	b.ReportMetric(cmd, "srv-cmd-us/op")
 	b.ReportMetric(cpu, "srv-cpu-us/op")
+	b.ReportMetric(float64(cli.Microseconds())/float64(b.N), "cli-cpu-us/op")
 	b.ReportMetric(float64(total)/float64(b.N), "cmds/op")
 	b.ReportMetric(float64(lat[b.N/2].Nanoseconds())/1e3, "p50-us")
 	b.ReportMetric(float64(lat[(b.N*99)/100].Nanoseconds())/1e3, "p99-us")

@@ -65,12 +65,22 @@ var ourAlgorithms = []ratelimit.Algorithm{
 
 // variant is how a redlimit row calls its script.
 type variant struct {
-	suffix string // "", "_ap", "_cache"
+	suffix string // "", "_ap", "_cache", "_rueidis", ...
 	opts   []ratelimit.Option
 }
 
 // denyCacheSize is the deny cache of the "_cache" rows.
 const denyCacheSize = 10000
+
+// withoutCoalescing is ratelimit.WithoutCoalescing() (issue 25): with it,
+// BenchmarkDecision adds the rows "_nocoalesce" (GCRA and the token bucket,
+// the algorithms that coalesce, each request a script call of its own, as
+// before coalescing) and "_nocoalesce_rueidis" (GCRA over rueidis), beside
+// the default rows, which coalesce a hot key's concurrent requests. Nil
+// until the option exists: then this line becomes
+//
+//	var withoutCoalescing = []ratelimit.Option{ratelimit.WithoutCoalescing()}
+var withoutCoalescing []ratelimit.Option
 
 var (
 	plain     = variant{}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,4 +258,15 @@ func serverCost(before, after serverStats, sent map[string]int64, decisions int)
 	cmd /= float64(decisions)
 	cpu = (after.cpu - before.cpu) * 1e6 / float64(decisions)
 	return cmd, cpu
+}
+
+// processCPU is the CPU this process has used so far, user and system, on
+// every thread: the benchmark's client side, its goroutines and the
+// clients' own.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -9,6 +9,8 @@
 #   ANATOMY_ROUNDS   rounds of TestAnatomy (default 5)
 #   HTTP_ROUNDS      rounds of TestHTTP, the HTTP tier driven by wrk
 #                    (default 6); HTTP_DURATION each row's run (default 5s)
+#   OUTBOUND_ROUNDS  rounds of TestOutbound, the outbound limit (default
+#                    3); OUTBOUND_DURATION each recipe's run (default 5s)
 #   BENCHTIME        decisions per row and pass (default 10000x)
 #
 # SMOKE=1 checks the harness in a few minutes: one short pass of
@@ -20,6 +22,7 @@ GO=${GO:-go}
 out=results/latest.txt
 if [ "${SMOKE:-}" = 1 ]; then
 	: "${PASSES:=1}" "${ROUNDS:=1}" "${ANATOMY_ROUNDS:=1}" "${HTTP_ROUNDS:=1}" "${HTTP_DURATION:=1s}" "${BENCHTIME:=1000x}"
+	: "${OUTBOUND_ROUNDS:=1}" "${OUTBOUND_DURATION:=3s}"
 	out=results/smoke.txt
 fi
 PASSES=${PASSES:-6}
@@ -27,6 +30,8 @@ ROUNDS=${ROUNDS:-3}
 ANATOMY_ROUNDS=${ANATOMY_ROUNDS:-5}
 HTTP_ROUNDS=${HTTP_ROUNDS:-6}
 HTTP_DURATION=${HTTP_DURATION:-5s}
+OUTBOUND_ROUNDS=${OUTBOUND_ROUNDS:-3}
+OUTBOUND_DURATION=${OUTBOUND_DURATION:-5s}
 BENCHTIME=${BENCHTIME:-10000x}
 command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get install -y wrk)"; exit 1; }
 {
@@ -39,6 +44,7 @@ command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get ins
 	done
 	"$GO" test -run '^$' -bench '^BenchmarkMemory$' -benchtime 1x -count 1
 	"$GO" test -run '^TestAccuracy$' -v -accuracy.rounds "$ROUNDS"
+	"$GO" test -run '^TestOutbound$' -v -outbound.rounds "$OUTBOUND_ROUNDS" -outbound.dur "$OUTBOUND_DURATION"
 	"$GO" test -run '^TestAnatomy$' -v -count "$ANATOMY_ROUNDS"
 	"$GO" test -run '^TestHTTP$' -v -timeout 60m -http.rounds "$HTTP_ROUNDS" -http.duration "$HTTP_DURATION"
 	echo "# bench-env end=$(date -u +%FT%TZ)"

@@ -26,6 +26,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	if err != nil || wait == 0 {
 		return err
 	}
+	// The wait runs from the denial, not from the turn: a waiter that
+	// queued for longer asks at once.
+	due := time.Now().Add(wait)
 	release, err := l.waits.enter(ctx, key)
 	if err != nil {
 		return err
@@ -33,6 +36,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 	defer release()
 	interval := l.limit.Period / time.Duration(l.limit.Rate)
 	for attempt := 0; ; attempt++ {
+		wait = max(time.Until(due), 0)
 		wait += jitter(wait, interval, attempt)
 		if deadline, ok := ctx.Deadline(); ok {
 			wait = min(wait, time.Until(deadline))
@@ -47,6 +51,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 		if wait, err = l.try(ctx, key, n); err != nil || wait == 0 {
 			return err
 		}
+		due = time.Now().Add(wait)
 	}
 }
 

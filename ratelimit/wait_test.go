@@ -124,3 +124,42 @@ func TestWaitPassesAfterRetryAfter(t *testing.T) {
 		t.Fatal("still waiting after its RetryAfter")
 	}
 }
+
+// A waiter that queued behind another sleeps, once it has its turn, only
+// what is left of the wait its first try was told, not all of it again:
+// two waiters on a full sliding log of 2 per 2 s both pass when the log's
+// two entries leave, 2 s on, where the second slept 2 s more before (and
+// a sliding log of N waiters took N windows).
+func TestWaitSleepsWhatIsLeftOfItsWait(t *testing.T) {
+	m := miniredis.RunT(t) // TIME follows the wall clock
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	const window = 2 * time.Second
+	l, err := ratelimit.New(rdb, "turns", ratelimit.Limit{Rate: 2, Period: window, Burst: 2},
+		ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
+			t.Fatalf("filling the log: %v, %v", d, err)
+		}
+	}
+	start := time.Now()
+	took := make(chan time.Duration, 2)
+	for range 2 {
+		go func() {
+			if err := l.Wait(ctx, "k"); err != nil {
+				t.Error(err)
+			}
+			took <- time.Since(start)
+		}()
+	}
+	for range 2 {
+		// Both pass once the entries leave, at 2 s (jitter adds at most
+		// an eighth of a wait); the second waiter used to pass at 4 s.
+		if d := <-took; d < window-100*time.Millisecond || d > window+window/2 {
+			t.Errorf("a waiter passed after %v, want about %v", d, window)
+		}
+	}
+}

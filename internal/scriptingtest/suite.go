@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 
 	t.Run("Replies", func(t *testing.T) { replies(t, s, ref) })
 	t.Run("Arguments", func(t *testing.T) { arguments(t, s, ref) })
+	t.Run("Process", func(t *testing.T) { process(t, s, ref) })
 	t.Run("NoScript", func(t *testing.T) { noScript(t, s, ref) })
 	t.Run("Deadline", func(t *testing.T) { deadline(t, s, ref) })
 	t.Run("Concurrency", func(t *testing.T) { concurrency(t, s) })
@@ -195,6 +196,65 @@ func arguments(t *testing.T, s redis.Scripter, ref *redis.Client) {
 		if err := s.Eval(ctx, "return ARGV", nil, arg).Err(); err == nil || !strings.Contains(err.Error(), "can't marshal") {
 			t.Errorf("ARGV %#v: %v, want an error before sending", arg, err)
 		}
+	}
+}
+
+// process: the bindings send a script call as a *redis.Cmd through the
+// client's Process, where it has one, so that the call is not copied into
+// a new command. The adapter's replies read as go-redis's for EVAL,
+// EVALSHA and their _RO forms, with keys and without, NOSCRIPT included,
+// and it refuses any other command, sending nothing.
+func process(t *testing.T, s redis.Scripter, ref *redis.Client) {
+	ctx := context.Background()
+	p, ok := s.(interface {
+		Process(context.Context, redis.Cmder) error
+	})
+	if !ok {
+		t.Fatalf("%T has no Process: the bindings copy every call into a new command", s)
+	}
+	for _, src := range []string{
+		"return {KEYS[1] or 'no key', ARGV[1], ARGV[2]}",
+		"return redis.call('SET', KEYS[1] or 'process:k', 'v')", // refused by the _RO forms
+		"return redis.error_reply('BADARG x')",
+		"return nil",
+	} {
+		sha := redis.NewScript(src).Hash()
+		if err := ref.ScriptLoad(ctx, src).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "EVALSHA"} {
+			body := src
+			if strings.Contains(strings.ToLower(name), "sha") {
+				body = sha
+			}
+			for _, keys := range [][]any{{"process:k"}, nil} {
+				args := append(append([]any{name, body, len(keys)}, keys...), "a", int64(1234567))
+				want, got := redis.NewCmd(ctx, args...), redis.NewCmd(ctx, args...)
+				_ = ref.Process(ctx, want)
+				if err := p.Process(ctx, got); err != got.Err() {
+					t.Errorf("%s %q: Process returned %v, the command holds %v", name, src, err, got.Err())
+				}
+				if diff := cmp.Diff(outcomeOf(want), outcomeOf(got)); diff != "" {
+					t.Errorf("%s %q, keys %v: go-redis (-) vs the adapter (+):\n%s", name, src, keys, diff)
+				}
+			}
+		}
+	}
+	noSuch := redis.NewCmd(ctx, "evalsha", "0000000000000000000000000000000000000000", 0)
+	if err := p.Process(ctx, noSuch); !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		t.Errorf("EVALSHA of an unknown script through Process: %v, want NOSCRIPT", err)
+	}
+	for _, cmd := range []redis.Cmder{
+		redis.NewCmd(ctx, "set", "process:refused", "x"),
+		redis.NewCmd(ctx, "eval"),
+		redis.NewStringCmd(ctx, "eval", "return redis.call('SET', 'process:refused', 'x')", 0),
+	} {
+		if err := p.Process(ctx, cmd); err == nil || cmd.Err() != err {
+			t.Errorf("Process(%T %v) = %v, want an error, held by the command too", cmd, cmd.Args(), err)
+		}
+	}
+	if n, err := ref.Exists(ctx, "process:refused").Result(); err != nil || n != 0 {
+		t.Errorf("a refused command was sent: EXISTS %d, %v", n, err)
 	}
 }
 

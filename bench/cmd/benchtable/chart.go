@@ -18,15 +18,17 @@ var colors = map[string]string{
 	"ours_ap":      "#17becf",
 	"ours_rueidis": "#9467bd",
 	"ours_cache":   "#2ca02c",
+	"bindings":     "#ff7f0e",
 	"peer":         "#b0b0b0",
 }
 
 var legend = []struct{ kind, label string }{
 	{"floor", "EVALSHA return 1 (floor)"},
 	{"ours", "redlimit"},
-	{"ours_ap", "redlimit over AutoPipeline"},
-	{"ours_rueidis", "redlimit over rueidis / valkey-go"},
-	{"ours_cache", "redlimit with the deny cache"},
+	{"ours_ap", "redlimit, AutoPipeline"},
+	{"ours_rueidis", "redlimit, rueidis / valkey-go"},
+	{"ours_cache", "redlimit, deny cache"},
+	{"bindings", "rueidis / valkey-go bindings"},
 	{"peer", "peers"},
 }
 

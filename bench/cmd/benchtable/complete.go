@@ -27,6 +27,7 @@ func complete(r *results) error {
 		{"TestAccuracy", len(r.accuracy)},
 		{"TestAnatomy", len(r.anatomyRows)},
 		{"TestHTTP", len(r.httpRows)},
+		{"TestOutbound", len(r.outboundRows)},
 	} {
 		if s.n == 0 {
 			missing = append(missing, "every result of "+s.name)

@@ -31,6 +31,7 @@ var sections = []struct {
 	{"anatomy", anatomySection},
 	{"accuracy", accuracySection},
 	{"http", httpSection},
+	{"outbound", outboundSection},
 }
 
 func main() {

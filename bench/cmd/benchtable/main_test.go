@@ -63,6 +63,19 @@ func TestTargets(t *testing.T) {
 		"HTTP requests/s: ≥ 2× ulule's pipelined / redlimit_ap":                                                  "2.05× met",
 		"HTTP requests/s: ≥ 2× ulule's pipelined / redlimit_rueidis":                                             "1.95× 2% short",
 		"deny cache under a flood: ≥ 10× redis_rate's decisions/s / hot-deny, 64 goroutines, slowest: gcra":      "12× met",
+		"100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing / distinct, gcra":                      "0.96× met",
+		"Redis CPU per decision unpipelined: every script ≤ ulule's / hot-allow, worst: gcra":                    "2.0 µs met",
+		"decisions/s unpipelined: GCRA and fixed window ≥ ulule's / hot-allow, gcra":                             "3.50× met",
+		"hot key, all admitted: p99 ≤ ulule's / hot-allow, gcra":                                                 "2000 µs met",
+		"hot key, all admitted: ratelimit GCRA, default options, ≥ 3× ulule's decisions/s / hot-allow, gcra":     "3.50× met",
+		"hot key: Redis CPU per decision ≤ 2 µs / hot-allow, gcra":                                               "2.0 µs met",
+		"no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key / 2 rounds":             "0 over met",
+		"one goroutine: p50 within 5% of ratelimit GCRA without coalescing / hot-deny, gcra":                     "52 µs met",
+		"outbound recipe: at most N calls in any second, every round / log_1s_50ms":                              "100 met",
+		"outbound recipe: ≥ 0.95 N calls a second sustained / log_1s_50ms":                                       "0.98× met",
+		"ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings / hot-deny, gcra_rueidis": "1.00× met",
+		"ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings / hot-deny, gcra_valkey":  "0.89× 1% short",
+		"ratelimit over rueidis ≥ 1.1× ulule's decisions/s / hot-deny, gcra_rueidis":                             "2.75× met",
 		"deny cache: Redis commands per cached denial / hot-deny, 64 goroutines, most of six":                    "0 met",
 		"Go allocations per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                "10 met",
 		"Go bytes per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                      "560 met",
@@ -110,6 +123,8 @@ func TestParseErrors(t *testing.T) {
 		"BenchmarkMemory/impl= \t 1\t 4000000000 ns/op",
 		"ACCURACY limiter=redlimit_gcra clock=server round=0 calls=1000 admitted=2O0 allowed=201 errors=0",
 		"ACCURACY limiter=redlimit_gcra clock=server round=0 calls= admitted=200 allowed=201 errors=0",
+		"OUTBOUND row=log_1s_50ms round=0 n=100 calls=500 rate=97.8 worst= late=2 decisions=1.50",
+		"OUTBOUND round=0 n=100 calls=500 rate=97.8 worst=100 late=2 decisions=1.50",
 	} {
 		if _, err := parse(strings.NewReader(line + "\n")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", line)) {
 			t.Errorf("parse(%q) error = %v, want one naming the line", line, err)
@@ -209,6 +224,8 @@ func TestComplete(t *testing.T) {
 		{"HTTP ", "every result of TestHTTP"},
 		{"ANATOMY ", "every result of TestAnatomy"},
 		{"ACCURACY ", "every result of TestAccuracy"},
+		{"OUTBOUND row=gcra_burst5 round=1", "outbound row=gcra_burst5 (1 of 2)"},
+		{"OUTBOUND ", "every result of TestOutbound"},
 		{"# bench-expect", `the "# bench-expect" lines`},
 	} {
 		var kept []string
@@ -260,5 +277,59 @@ func TestRunRefusesIncomplete(t *testing.T) {
 	}
 	if _, err := os.Stat(dir + "/c.svg"); err == nil {
 		t.Error("the chart was written")
+	}
+}
+
+// Without the rows of ratelimit.WithoutCoalescing, the targets that compare
+// with them say so instead of passing; an over-admitting redlimit row of
+// TestAccuracy fails its target (a peer's does not count).
+func TestTargetsNotMeasuredAndOverAdmitted(t *testing.T) {
+	raw, err := os.ReadFile("testdata/raw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, "_nocoalesce") {
+			kept = append(kept, line)
+		}
+	}
+	in := strings.Replace(strings.Join(kept, "\n"), "calls=3000 admitted=199 allowed=201", "calls=3000 admitted=202 allowed=201", 1)
+	r, err := parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range targets(r) {
+		got[c.target+" / "+c.setting] = fmt.Sprintf("%s %v %s", c.got, c.unmeasured, c.miss)
+	}
+	for k, want := range map[string]string{
+		"100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing / distinct, gcra":          "– true not measured (no redlimit_gcra_nocoalesce row)",
+		"one goroutine: p50 within 5% of ratelimit GCRA without coalescing / hot-deny, gcra":         "– true not measured (no redlimit_gcra_nocoalesce row)",
+		"no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key / 2 rounds": "1 over false over-admitted",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
+	}
+	if s := targetsSection(r); !strings.Contains(s, "| distinct, gcra | – | ≥ 0.95× | **not measured (no redlimit_gcra_nocoalesce row)** |") {
+		t.Errorf("targets:\n%s", s)
+	}
+}
+
+// The outbound table: each recipe's rate over the rounds, its worst
+// second in any round, and what each recipe is.
+func TestOutboundSection(t *testing.T) {
+	s := outboundSection(load(t))
+	for _, want := range []string{
+		"| log_1s_50ms | `SlidingWindowLog`, N per 1 s + 50 ms: the recipe | 100 | 97.7 [97.6, 97.8] | 0.977 | 100 | 1 | 1.45 | 2 |",
+		"| gcra_burst5 | GCRA, `PerSecond(N).WithBurst(5)` (the background job's recipe) | 100 | 95.5 [95.0, 96.0] | 0.955 | 105 | 0 | 3.30 | 2 |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q in:\n%s", want, s)
+		}
+	}
+	if strings.Index(s, "| log_1s_50ms |") > strings.Index(s, "| gcra_burst5 |") {
+		t.Errorf("the recipe is not first:\n%s", s)
 	}
 }

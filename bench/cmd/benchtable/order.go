@@ -14,18 +14,25 @@ var algorithms = []string{"token_bucket", "gcra", "leaky_bucket", "fixed_window"
 var peerNames = []string{"redis_rate", "ulule_limiter", "throttled", "redis_docs_token_bucket"}
 
 // implOrder is every row name in table order: the floors, redlimit's
-// scripts plain, over the AutoPipeliner, over rueidis (two over valkey-go)
-// and with the deny cache, two
-// through the Functions library, several limits and a lease
+// scripts plain (with, after GCRA and the token bucket, their rows without
+// coalescing), over the AutoPipeliner, over rueidis (two over valkey-go)
+// and with the deny cache, GCRA through the rueidis and valkey-go
+// bindings, two through the Functions library, several limits and a lease
 // (BenchmarkAtomic), then the peers.
 var implOrder = func() []string {
 	out := []string{"floor", "floor_ap", "floor_rueidis", "floor_rueidis_native", "floor_valkey"}
 	for _, suffix := range []string{"", "_ap", "_rueidis", "_cache"} {
 		for _, a := range algorithms {
 			out = append(out, "redlimit_"+a+suffix)
+			if suffix == "" && (a == "token_bucket" || a == "gcra") {
+				out = append(out, "redlimit_"+a+"_nocoalesce")
+			}
+			if suffix == "_rueidis" && a == "gcra" {
+				out = append(out, "redlimit_gcra_nocoalesce_rueidis", "redlimit_gcra_flush20us_rueidis")
+			}
 		}
 	}
-	out = append(out, "redlimit_token_bucket_valkey", "redlimit_gcra_valkey")
+	out = append(out, "redlimit_token_bucket_valkey", "redlimit_gcra_valkey", "bindings_gcra_rueidis", "bindings_gcra_valkey")
 	out = append(out, "redlimit_token_bucket_fcall", "redlimit_gcra_fcall",
 		"redlimit_multi_2", "redlimit_allowall_2", "redlimit_multi_4", "redlimit_lease")
 	return append(append(out, peerNames...), "redis_rate_ap")
@@ -36,6 +43,8 @@ func kind(impl string) string {
 	switch {
 	case strings.HasPrefix(impl, "floor"):
 		return "floor"
+	case strings.HasPrefix(impl, "bindings_"):
+		return "bindings"
 	case strings.HasPrefix(impl, "redlimit_") && strings.HasSuffix(impl, "_ap"):
 		return "ours_ap"
 	case strings.HasPrefix(impl, "redlimit_") && (strings.HasSuffix(impl, "_rueidis") || strings.HasSuffix(impl, "_valkey")):

@@ -25,6 +25,10 @@ type results struct {
 	// httpRows its rows in the order they first appear.
 	http     map[string]map[string][]float64
 	httpRows []string
+	// outbound holds TestOutbound's metrics of each recipe, one sample a
+	// round; outboundRows its recipes in the order they first appear.
+	outbound     map[string]map[string][]float64
+	outboundRows []string
 	// expect counts the "# bench-expect KIND k=v..." lines: each pass
 	// announces every row it is about to run, so a row that a pass
 	// announced and did not report (a crash, a filter, a failed run) is
@@ -54,6 +58,7 @@ func parse(in io.Reader) (*results, error) {
 		anatomy:  map[string][]float64{},
 		env:      map[string][]string{},
 		http:     map[string]map[string][]float64{},
+		outbound: map[string]map[string][]float64{},
 		expect:   map[string]int{},
 		seen:     map[string]int{},
 	}
@@ -65,27 +70,17 @@ func parse(in io.Reader) (*results, error) {
 		case strings.HasPrefix(line, "# bench-expect "):
 			r.expect[strings.TrimPrefix(line, "# bench-expect ")]++
 		case strings.HasPrefix(line, "HTTP "):
-			m := map[string]string{}
-			for _, f := range strings.Fields(strings.TrimPrefix(line, "HTTP ")) {
-				k, v, _ := strings.Cut(f, "=")
-				m[k] = v
-			}
-			name := m["row"]
-			if name == "" {
-				return nil, fmt.Errorf("cannot read %q", line)
-			}
-			if r.http[name] == nil {
-				r.http[name] = map[string][]float64{}
-				r.httpRows = append(r.httpRows, name)
-			}
-			for _, k := range httpMetrics {
-				v, err := strconv.ParseFloat(m[k], 64)
-				if err != nil {
-					return nil, fmt.Errorf("cannot read %s in %q", k, line)
-				}
-				r.http[name][k] = append(r.http[name][k], v)
+			name, err := addRow(r.http, &r.httpRows, line, "HTTP ", httpMetrics)
+			if err != nil {
+				return nil, err
 			}
 			r.seen["http row="+name]++
+		case strings.HasPrefix(line, "OUTBOUND "):
+			name, err := addRow(r.outbound, &r.outboundRows, line, "OUTBOUND ", outboundMetrics)
+			if err != nil {
+				return nil, err
+			}
+			r.seen["outbound row="+name]++
 		case strings.HasPrefix(line, "# bench-env "):
 			k, v, _ := strings.Cut(strings.TrimPrefix(line, "# bench-env "), "=")
 			r.env[k] = append(r.env[k], v)
@@ -166,6 +161,36 @@ func parse(in io.Reader) (*results, error) {
 	return r, sc.Err()
 }
 
+// addRow reads a line of "row=NAME" and key=value fields into rows, which
+// must have every one of metrics, and returns the row's name.
+func addRow(rows map[string]map[string][]float64, order *[]string, line, prefix string, metrics []string) (string, error) {
+	m := map[string]string{}
+	for _, f := range strings.Fields(strings.TrimPrefix(line, prefix)) {
+		k, v, _ := strings.Cut(f, "=")
+		m[k] = v
+	}
+	name := m["row"]
+	if name == "" {
+		return "", fmt.Errorf("cannot read %q", line)
+	}
+	values := make([]float64, len(metrics))
+	for i, k := range metrics {
+		v, err := strconv.ParseFloat(m[k], 64)
+		if err != nil {
+			return "", fmt.Errorf("cannot read %s in %q", k, line)
+		}
+		values[i] = v
+	}
+	if rows[name] == nil {
+		rows[name] = map[string][]float64{}
+		*order = append(*order, name)
+	}
+	for i, k := range metrics {
+		rows[name][k] = append(rows[name][k], values[i])
+	}
+	return name, nil
+}
+
 // addMetrics reads value, unit pairs.
 func addMetrics(m map[string][]float64, fields []string) {
 	for i := 0; i+1 < len(fields); i += 2 {
@@ -177,6 +202,9 @@ func addMetrics(m map[string][]float64, fields []string) {
 
 // httpMetrics are the numbers every HTTP line carries.
 var httpMetrics = []string{"rps", "p50-us", "p99-us", "srv-cpu-us/req", "requests", "non2xx"}
+
+// outboundMetrics are the numbers every OUTBOUND line carries.
+var outboundMetrics = []string{"n", "calls", "rate", "worst", "late", "decisions"}
 
 // expectKey is how the benchmarks announce the row (see results.expect).
 func (rw row) expectKey() string {

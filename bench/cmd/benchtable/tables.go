@@ -135,6 +135,7 @@ var decisionColumns = []struct {
 	{"p99 µs", "p99-us", "latency"},
 	{"Redis µs in commands", "srv-cmd-us/op", "%.1f"},
 	{"Redis CPU µs", "srv-cpu-us/op", "%.1f"},
+	{"client CPU µs", "cli-cpu-us/op", "%.1f"},
 	{"commands", "cmds/op", "%.2f"},
 	{"allocs", "allocs/op", "%.0f"},
 	{"bytes", "B/op", "%.0f"},

@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// check is one line of the targets table: a target of issue 17 (or one of
-// issue 10's that still holds: the deny cache, allocations) at one setting
-// of this run.
+// check is one line of the targets table: a target of issue 25 or 17 (or
+// one of issue 10's that still holds: the deny cache, allocations) at one
+// setting of this run.
 type check struct {
 	target, setting, got, bound string
 	met                         bool
@@ -44,6 +45,93 @@ func targets(r *results) []check {
 			c.miss = under(got, bound)
 		}
 		out = append(out, c)
+	}
+
+	notMeasured := func(target, setting, bound, why string) {
+		out = append(out, check{target: target, setting: setting, got: "–", bound: bound, miss: "not measured (" + why + ")", unmeasured: true})
+	}
+
+	// Issue 25: coalescing a hot key, and the fastest client path. The
+	// default rows (redlimit_gcra, redlimit_gcra_rueidis) coalesce; the
+	// "_nocoalesce" rows, ratelimit.WithoutCoalescing, are GCRA as it was.
+	const nocoalesce = "redlimit_gcra_nocoalesce"
+	if u, ok := r.perSecond("hot-allow", g, "ulule_limiter"); ok {
+		if v, ok := r.perSecond("hot-allow", g, "redlimit_gcra"); ok {
+			atLeast("hot key, all admitted: ratelimit GCRA, default options, ≥ 3× ulule's decisions/s", "hot-allow, gcra", v/u, 3)
+		}
+	}
+	if u, ok := r.get("hot-allow", g, "ulule_limiter", "p99-us"); ok {
+		if v, ok := r.get("hot-allow", g, "redlimit_gcra", "p99-us"); ok {
+			c := check{target: "hot key, all admitted: p99 ≤ ulule's", setting: "hot-allow, gcra",
+				got: fmt.Sprintf("%.0f µs", v), bound: fmt.Sprintf("≤ %.0f µs", u), met: v <= u}
+			if !c.met {
+				c.miss = over(v, u)
+			}
+			out = append(out, c)
+		}
+	}
+	if v, ok := r.get("hot-allow", g, "redlimit_gcra", "srv-cpu-us/op"); ok {
+		atMost("hot key: Redis CPU per decision ≤ 2 µs", "hot-allow, gcra", v, 2, " µs")
+	}
+	if rounds, over := r.overAdmitted(); rounds > 0 {
+		c := check{target: "no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key", setting: fmt.Sprintf("%d rounds", rounds),
+			got: fmt.Sprintf("%d over", over), bound: "0", met: over == 0}
+		if !c.met {
+			c.miss = "over-admitted"
+		}
+		out = append(out, c)
+	}
+	if v, ok := r.perSecond("distinct", g, "redlimit_gcra"); ok {
+		if was, ok := r.perSecond("distinct", g, nocoalesce); ok {
+			atLeast("100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing", "distinct, gcra", v/was, 0.95)
+		} else {
+			notMeasured("100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing", "distinct, gcra", "≥ 0.95×", "no "+nocoalesce+" row")
+		}
+	}
+	for _, s := range scenarios {
+		v, ok := r.get(s, 1, "redlimit_gcra", "p50-us")
+		if !ok {
+			continue
+		}
+		const target = "one goroutine: p50 within 5% of ratelimit GCRA without coalescing"
+		was, ok := r.get(s, 1, nocoalesce, "p50-us")
+		if !ok {
+			notMeasured(target, s+", gcra", "≤ 1.05× its p50", "no "+nocoalesce+" row")
+			continue
+		}
+		c := check{target: target, setting: s + ", gcra", got: fmt.Sprintf("%.0f µs", v), bound: fmt.Sprintf("≤ %.0f µs", 1.05*was), met: v <= 1.05*was}
+		if !c.met {
+			c.miss = over(v, 1.05*was)
+		}
+		out = append(out, c)
+	}
+	for _, s := range scenarios {
+		for _, client := range []string{"rueidis", "valkey"} {
+			v, ok := r.perSecond(s, g, "redlimit_gcra_"+client)
+			if !ok {
+				continue
+			}
+			if b, ok := r.perSecond(s, g, "bindings_gcra_"+client); ok {
+				atLeast("ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings", s+", gcra_"+client, v/b, 0.9)
+			}
+			if u, ok := r.perSecond(s, g, "ulule_limiter"); ok && client == "rueidis" {
+				atLeast("ratelimit over rueidis ≥ 1.1× ulule's decisions/s", s+", gcra_rueidis", v/u, 1.1)
+			}
+		}
+	}
+
+	// Issue 25, 3: the outbound recipe.
+	if m := r.outbound[outboundRecipe]; len(m["worst"]) > 0 {
+		n, _ := median(m["n"])
+		worst := slices.Max(m["worst"])
+		c := check{target: "outbound recipe: at most N calls in any second, every round", setting: outboundRecipe,
+			got: fmt.Sprintf("%.0f", worst), bound: fmt.Sprintf("≤ %.0f", n), met: worst <= n}
+		if !c.met {
+			c.miss = over(worst, n)
+		}
+		out = append(out, c)
+		rate, _ := median(m["rate"])
+		atLeast("outbound recipe: ≥ 0.95 N calls a second sustained", outboundRecipe, rate/n, 0.95)
 	}
 
 	// Issue 17, 1: the server cost of a decision.
@@ -213,4 +301,19 @@ func targetsSection(r *results) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.target, c.setting, c.got, c.bound, verdict)
 	}
 	return b.String()
+}
+
+// overAdmitted counts TestAccuracy's rounds of redlimit's rows, and those
+// that admitted more than the algorithm allows.
+func (r *results) overAdmitted() (rounds, over int) {
+	for _, a := range r.accuracy {
+		if !strings.HasPrefix(a.limiter, "redlimit_") {
+			continue
+		}
+		rounds++
+		if a.admitted > a.allowed {
+			over++
+		}
+	}
+	return rounds, over
 }

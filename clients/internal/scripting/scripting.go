@@ -28,13 +28,14 @@ import (
 
 // Conn is what an adapter provides: one way to send a command.
 type Conn interface {
-	// Do sends argv and returns the reply decoded as go-redis decodes it
-	// (see the package doc), a nil reply as redis.Nil and an error reply
-	// as an Error. keyPos is the index in argv of the first key, which
-	// routes the command in a cluster, or 0 for a command without keys.
-	// readOnly marks EVAL_RO and EVALSHA_RO, which a client may send to
-	// a replica and may retry.
-	Do(ctx context.Context, argv []string, keyPos int, readOnly bool) (any, error)
+	// Do sends the command name (in upper case, as Redis documents it)
+	// with args, each written as Arg writes it, and returns the reply
+	// decoded as go-redis decodes it (see the package doc), a nil reply
+	// as redis.Nil and an error reply as an Error. key is the index in
+	// args of the first key, which routes the command in a cluster, or -1
+	// for a command without keys. readOnly marks EVAL_RO and EVALSHA_RO,
+	// which a client may send to a replica and may retry.
+	Do(ctx context.Context, name string, args []any, key int, readOnly bool) (any, error)
 	// Nodes returns a Conn to each node (each shard's primary and
 	// replicas in a cluster, the server alone otherwise), for the
 	// commands that go to all of them: SCRIPT LOAD and SCRIPT EXISTS.
@@ -54,7 +55,8 @@ func (Error) RedisError() {}
 var _ redis.Error = Error("")
 
 // Scripter is a redis.Scripter over a Conn. It also has Del, which
-// ratelimit's Limiter.Reset uses.
+// ratelimit's Limiter.Reset uses, and Process, through which the bindings
+// send their script calls without copying them into a new command.
 type Scripter struct {
 	conn Conn
 }
@@ -65,24 +67,24 @@ func New(conn Conn) *Scripter { return &Scripter{conn: conn} }
 var _ redis.Scripter = (*Scripter)(nil)
 
 func (s *Scripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return s.eval(ctx, "eval", script, keys, args, false)
+	return s.eval(ctx, "eval", script, keys, args)
 }
 
 func (s *Scripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return s.eval(ctx, "evalsha", sha1, keys, args, false)
+	return s.eval(ctx, "evalsha", sha1, keys, args)
 }
 
 func (s *Scripter) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return s.eval(ctx, "eval_ro", script, keys, args, true)
+	return s.eval(ctx, "eval_ro", script, keys, args)
 }
 
 func (s *Scripter) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return s.eval(ctx, "evalsha_ro", sha1, keys, args, true)
+	return s.eval(ctx, "evalsha_ro", sha1, keys, args)
 }
 
 // eval builds the command as go-redis's cmdable.eval does, so that the
 // *redis.Cmd's Args and String read the same, and sends it.
-func (s *Scripter) eval(ctx context.Context, name, payload string, keys []string, args []any, readOnly bool) *redis.Cmd {
+func (s *Scripter) eval(ctx context.Context, name, payload string, keys []string, args []any) *redis.Cmd {
 	cmdArgs := make([]any, 3+len(keys), 3+len(keys)+len(args))
 	cmdArgs[0], cmdArgs[1], cmdArgs[2] = name, payload, len(keys)
 	for i, k := range keys {
@@ -90,22 +92,72 @@ func (s *Scripter) eval(ctx context.Context, name, payload string, keys []string
 	}
 	cmdArgs = appendArgs(cmdArgs, args)
 	cmd := redis.NewCmd(ctx, cmdArgs...)
-	argv, err := format(cmdArgs)
+	s.send(ctx, cmd, scriptCommandOf(name), cmdArgs[1:], len(keys) > 0)
+	return cmd
+}
+
+// Process sends cmd, a script call (EVAL, EVALSHA, EVAL_RO or EVALSHA_RO
+// in a *redis.Cmd, as the bindings build theirs), and sets its reply, as a
+// go-redis client's Process does. It refuses any other command.
+func (s *Scripter) Process(ctx context.Context, cmd redis.Cmder) error {
+	c, ok := cmd.(*redis.Cmd)
+	args := cmd.Args()
+	var name scriptCommand
+	if ok && len(args) >= 3 {
+		if n, isString := args[0].(string); isString {
+			name = scriptCommandOf(n)
+		}
+	}
+	if name.name == "" {
+		err := fmt.Errorf("scripting: Process sends script calls in a *redis.Cmd, not %T %v", cmd, cmd.Name())
+		cmd.SetErr(err)
+		return err
+	}
+	keys, err := Arg(args[2])
 	if err != nil {
 		cmd.SetErr(err)
-		return cmd
+		return err
 	}
-	keyPos := 0
-	if len(keys) > 0 {
-		keyPos = 3
+	s.send(ctx, c, name, args[1:], keys != "0")
+	return c.Err()
+}
+
+// send sends a script call's arguments (the payload, the number of keys,
+// the keys, the arguments) and sets cmd's reply.
+func (s *Scripter) send(ctx context.Context, cmd *redis.Cmd, name scriptCommand, args []any, hasKeys bool) {
+	key := -1
+	if hasKeys {
+		key = 2
 	}
-	v, err := s.conn.Do(ctx, argv, keyPos, readOnly)
+	v, err := s.conn.Do(ctx, name.name, args, key, name.readOnly)
 	if err != nil {
 		cmd.SetErr(err)
 	} else {
 		cmd.SetVal(v)
 	}
-	return cmd
+}
+
+// scriptCommand is a script call's name as it is sent, and whether it
+// may not write.
+type scriptCommand struct {
+	name     string
+	readOnly bool
+}
+
+// scriptCommandOf names the script call go-redis calls name ("" for any
+// other command), as a constant: sending it builds no string.
+func scriptCommandOf(name string) scriptCommand {
+	switch name {
+	case "eval", "EVAL":
+		return scriptCommand{"EVAL", false}
+	case "evalsha", "EVALSHA":
+		return scriptCommand{"EVALSHA", false}
+	case "eval_ro", "EVAL_RO":
+		return scriptCommand{"EVAL_RO", true}
+	case "evalsha_ro", "EVALSHA_RO":
+		return scriptCommand{"EVALSHA_RO", true}
+	}
+	return scriptCommand{}
 }
 
 // ScriptLoad loads script on every node, as *redis.ClusterClient does, and
@@ -113,7 +165,7 @@ func (s *Scripter) eval(ctx context.Context, name, payload string, keys []string
 func (s *Scripter) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 	cmd := redis.NewStringCmd(ctx, "script", "load", script)
 	for _, n := range s.conn.Nodes() {
-		v, err := n.Do(ctx, []string{"script", "load", script}, 0, false)
+		v, err := n.Do(ctx, "SCRIPT", []any{"load", script}, -1, false)
 		if err != nil {
 			cmd.SetErr(err)
 			return cmd
@@ -133,10 +185,10 @@ func (s *Scripter) ScriptLoad(ctx context.Context, script string) *redis.StringC
 // ScriptExists reports, for each hash, whether every node has the script
 // (as *redis.ClusterClient does).
 func (s *Scripter) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	argv := append([]string{"script", "exists"}, hashes...)
-	cmdArgs := make([]any, len(argv))
-	for i, a := range argv {
-		cmdArgs[i] = a
+	cmdArgs := make([]any, 2+len(hashes))
+	cmdArgs[0], cmdArgs[1] = "script", "exists"
+	for i, h := range hashes {
+		cmdArgs[2+i] = h
 	}
 	cmd := redis.NewBoolSliceCmd(ctx, cmdArgs...)
 	all := make([]bool, len(hashes))
@@ -144,7 +196,7 @@ func (s *Scripter) ScriptExists(ctx context.Context, hashes ...string) *redis.Bo
 		all[i] = true
 	}
 	for _, n := range s.conn.Nodes() {
-		v, err := n.Do(ctx, argv, 0, false)
+		v, err := n.Do(ctx, "SCRIPT", cmdArgs[1:], -1, false)
 		if err != nil {
 			cmd.SetErr(err)
 			return cmd
@@ -170,17 +222,17 @@ func (s *Scripter) ScriptExists(ctx context.Context, hashes ...string) *redis.Bo
 // Del deletes keys, routed by the first (keys in other slots meet
 // CROSSSLOT, as through a *redis.ClusterClient's pipeline).
 func (s *Scripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
-	argv := append([]string{"del"}, keys...)
-	cmdArgs := make([]any, len(argv))
-	for i, a := range argv {
-		cmdArgs[i] = a
+	cmdArgs := make([]any, 1+len(keys))
+	cmdArgs[0] = "del"
+	for i, k := range keys {
+		cmdArgs[1+i] = k
 	}
 	cmd := redis.NewIntCmd(ctx, cmdArgs...)
-	keyPos := 1
+	key := 0
 	if len(keys) == 0 {
-		keyPos = 0
+		key = -1
 	}
-	v, err := s.conn.Do(ctx, argv, keyPos, false)
+	v, err := s.conn.Do(ctx, "DEL", cmdArgs[1:], key, false)
 	switch n, ok := v.(int64); {
 	case err != nil:
 		cmd.SetErr(err)
@@ -208,22 +260,10 @@ func appendArgs(dst, src []any) []any {
 	return append(dst, src...)
 }
 
-// format writes each argument as go-redis's proto.Writer.WriteArg does.
-// What it cannot write (maps, structs: go-redis flattens those by
-// reflection) is an error, and nothing is sent.
-func format(args []any) ([]string, error) {
-	out := make([]string, len(args))
-	for i, a := range args {
-		s, err := formatArg(a)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = s
-	}
-	return out, nil
-}
-
-func formatArg(v any) (string, error) {
+// Arg writes one argument as go-redis's proto.Writer.WriteArg does. What
+// it cannot write (maps, structs: go-redis flattens those by reflection) is
+// an error, and the adapter sends nothing.
+func Arg(v any) (string, error) {
 	switch v := v.(type) {
 	case nil:
 		return "", nil

@@ -28,8 +28,8 @@ import (
 	"github.com/redlimit/redlimit/clients/internal/scripting"
 )
 
-// Scripter is a redis.Scripter (with Del, for Limiter.Reset) over a
-// rueidis.Client.
+// Scripter is a redis.Scripter over a rueidis.Client, with Del (for
+// Limiter.Reset) and Process (the bindings send their calls through it).
 type Scripter = scripting.Scripter
 
 // New returns a Scripter that sends every command through c. Closing c is
@@ -38,15 +38,21 @@ func New(c rueidis.Client) *Scripter { return scripting.New(conn{c}) }
 
 type conn struct{ c rueidis.Client }
 
-func (c conn) Do(ctx context.Context, argv []string, keyPos int, readOnly bool) (any, error) {
-	b := c.c.B().Arbitrary(argv[0])
-	if keyPos > 0 {
+func (c conn) Do(ctx context.Context, name string, args []any, key int, readOnly bool) (any, error) {
+	b := c.c.B().Arbitrary(name)
+	for i, a := range args {
+		s, err := scripting.Arg(a)
+		if err != nil {
+			return nil, err // nothing is sent
+		}
 		// Only the first key routes: rueidis's builder would panic on keys
 		// of several slots in a cluster, where the server's CROSSSLOT is the
 		// answer a caller expects.
-		b = b.Args(argv[1:keyPos]...).Keys(argv[keyPos]).Args(argv[keyPos+1:]...)
-	} else {
-		b = b.Args(argv[1:]...)
+		if i == key {
+			b = b.Keys(s)
+		} else {
+			b = b.Args(s)
+		}
 	}
 	var cmd rueidis.Completed
 	if readOnly {

@@ -160,6 +160,9 @@ var PolicyOf func(fallback any) Policy
 // clock runs ahead of this process's, which no fallback may hide
 // either (ErrInvalid).
 func ClockRefused(ctx context.Context, err error) error {
+	if err == nil {
+		return nil // before se, which errors.As makes escape: no allocation per decision
+	}
 	var se *bindings.ScriptError
 	switch {
 	case !errors.As(err, &se):

@@ -1,0 +1,162 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/ratelimit"
+)
+
+// outboundMargin is the outbound recipe's (docs/recipes.md): its window is
+// a second and this much more, for the time from Redis's decision to the
+// call.
+const outboundMargin = 50 * time.Millisecond
+
+// The outbound recipe keeps a third party's rule: at most N calls in any
+// second, counted at the instants the calls are made, from several
+// processes (each a client and a limiter of its own) waiting on one key.
+// A sliding log of N per second plus the margin admits at most N in any
+// window of that length on Redis's clock, so N calls in any second of
+// call instants follow for every call made within the margin of its
+// decision. The test records, for each call, when the command that
+// admitted it was sent (a client hook: the decision ran after that) and
+// when the call was made, and checks every window of one second over the
+// calls made within the margin (on a machine loaded enough to delay a
+// reply past it, a few are left out, and counted). GCRA at
+// PerSecond(50).WithBurst(5), the background job's recipe, fails it: up to
+// 5 + 50 - 1 calls in one second (52 in a run here).
+func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
+	srv := redisserver.New(t)
+	const n, processes, callers = 50, 3, 4
+	const run = 3500 * time.Millisecond
+	recipe := ratelimit.Limit{Rate: n, Period: time.Second + outboundMargin, Burst: n}
+
+	type call struct{ sent, made time.Time }
+	var (
+		mu    sync.Mutex
+		calls []call
+		wg    sync.WaitGroup
+	)
+	stop := time.Now().Add(run)
+	for p := 0; p < processes; p++ {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		defer rdb.Close()
+		rdb.AddHook(sentHook{})
+		api, err := ratelimit.New(rdb, "partner", recipe, ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					var sent time.Time
+					ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), sentKey{}, &sent), stop)
+					err := api.Wait(ctx, "api")
+					cancel()
+					made := time.Now()
+					// The run is over, or the wait would pass its end (a
+					// call sent just before it may run just after: EXPIRED).
+					if errors.Is(err, context.DeadlineExceeded) || err != nil && !made.Before(stop) {
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					calls = append(calls, call{sent, made})
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+
+	var made []time.Time
+	late := 0
+	for _, c := range calls {
+		if c.sent.IsZero() {
+			t.Fatal("a call whose admitting command was never seen by the hook")
+		}
+		// Redis's TIME is in whole µs, so a decision may read up to 1 µs
+		// before the instant its command was sent.
+		if c.made.Sub(c.sent) >= outboundMargin-time.Microsecond {
+			late++
+			continue
+		}
+		made = append(made, c.made)
+	}
+	worst, at := worstSecond(made)
+	t.Logf("%d calls in %v (%.1f a second after the first %d), %d made later than %v after their decision; at most %d in one second (from %v)",
+		len(calls), run, rateAfter(made, n), n, late, outboundMargin, worst, at)
+	if worst > n {
+		t.Errorf("%d calls in one second, from %v: the recipe promises at most %d", worst, at, n)
+	}
+	if len(made) < len(calls)/2 {
+		t.Errorf("%d of %d calls were made more than %v after their decision: too few to judge", late, len(calls), outboundMargin)
+	}
+	// Not a timing bound: a sanity check that waiters keep the log busy
+	// (four windows hold 4n; a waiter that slept a whole window per call
+	// made far fewer).
+	if len(calls) < 2*n {
+		t.Errorf("%d calls in %v: the waiters stall", len(calls), run)
+	}
+}
+
+// sentKey holds, in a call's context, where sentHook writes the instant
+// the client last sent a command for that call.
+type sentKey struct{}
+
+type sentHook struct{}
+
+func (sentHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (sentHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if p, ok := ctx.Value(sentKey{}).(*time.Time); ok {
+			*p = time.Now()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (sentHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// worstSecond returns the most instants in any half-open second, and
+// where that second starts.
+func worstSecond(at []time.Time) (int, time.Time) {
+	at = slices.Clone(at)
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	worst, from, j := 0, time.Time{}, 0
+	for i := range at {
+		for at[i].Sub(at[j]) >= time.Second {
+			j++
+		}
+		if i-j+1 > worst {
+			worst, from = i-j+1, at[j]
+		}
+	}
+	return worst, from
+}
+
+// rateAfter is the calls a second after the first burst of n: what the
+// log sustains once its first window is spent.
+func rateAfter(at []time.Time, n int) float64 {
+	if len(at) <= n {
+		return 0
+	}
+	at = slices.Clone(at)
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	return float64(len(at)-n) / at[len(at)-1].Sub(at[n-1]).Seconds()
+}

@@ -121,7 +121,8 @@ var errNilLimiter = fmt.Errorf("%w: a nil *Limiter", ErrInvalid)
 
 // Reset forgets key's state: its next request meets a full limiter. It
 // needs a client with DEL (every go-redis client has it), and drops key's
-// entry from this limiter's deny cache, whether or not DEL succeeded.
+// entries from this limiter's deny cache and FailLocal's in-memory
+// limiter, whether or not DEL succeeded.
 func (l *Limiter) Reset(ctx context.Context, k string) error {
 	if k == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
@@ -146,6 +147,9 @@ func (l *Limiter) Reset(ctx context.Context, k string) error {
 	// while DEL is on its way is dropped, not kept (see denyCache.epoch).
 	if l.cache != nil {
 		l.cache.forget(k)
+	}
+	if l.local != nil {
+		l.local.forget(k)
 	}
 	return call.Classify(ctx, err)
 }

@@ -42,11 +42,10 @@ const (
 //     a full burst takes to come back, rounded up to whole seconds (at least
 //     1): a client that paces itself at q per w never outruns the limit. For
 //     the window algorithms (Burst = Rate) that is Rate per Period.
-//   - RateLimit: r is Remaining; t is the Retry-After of a denied request
-//     (when it can pass at all), else the seconds until the limit is full
-//     again (ResetAfter). On a 429, then, Retry-After is never earlier than
-//     the t of a policy that denied, as the draft's section 5 asks. A
-//     decision a failure policy made has no item: Redis said nothing.
+//   - RateLimit: r is Remaining; t is the Retry-After of a denied request,
+//     else the seconds until the limit is full again (ResetAfter). A
+//     request that can never pass gets r=0 and no t. A decision a failure
+//     policy made has no item: Redis said nothing.
 //   - X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, the
 //     older convention most clients read, show the binding decision from
 //     Redis: Burst, Remaining, and the Unix time in seconds, rounded up,
@@ -142,9 +141,15 @@ func policyItem(name string, l ratelimit.Limit) string {
 	return sfString(name) + ";q=" + strconv.FormatInt(l.Burst, 10) + ";w=" + strconv.FormatUint(w, 10)
 }
 
+// limitItem is a limit's RateLimit item. A request that can never pass
+// gets r=0 and no t: nothing is left for it, and no time at which more
+// will be (the draft's t is optional); t=0 would invite a retry at once.
 func limitItem(name string, d ratelimit.Decision) string {
+	if !d.Allowed && d.RetryAfter == ratelimit.Never {
+		return sfString(name) + ";r=0"
+	}
 	t := d.ResetAfter
-	if !d.Allowed && d.RetryAfter != ratelimit.Never {
+	if !d.Allowed {
 		t = d.RetryAfter
 	}
 	return sfString(name) + ";r=" + strconv.FormatInt(d.Remaining, 10) + ";t=" + strconv.FormatInt(ceilSeconds(t), 10)

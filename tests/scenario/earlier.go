@@ -20,8 +20,8 @@ type Earlier struct {
 // Earliers lists the layouts of every earlier version.
 func Earliers() []Earlier {
 	const (
-		window   = 60000000       // µs
-		interval = window / 10    // µs per request at 10 a minute
+		window   = 60000000        // µs
+		interval = window / 10     // µs per request at 10 a minute
 		ttl      = interval / 1000 // ms until one request has come back
 	)
 	d := func(n int64) string { return fmt.Sprint(n) }

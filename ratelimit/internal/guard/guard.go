@@ -46,14 +46,6 @@ const (
 	readOnlyWait = time.Second
 )
 
-// guarded is a redis.Scripter that goes through a guard. It passes on
-// what the rest of the package asks of a client: Process (the bindings'
-// cheaper EVALSHA), Pipeline (batches; not guarded) and Del (Reset).
-type guarded struct {
-	redis.Scripter
-	g *guard
-}
-
 // guard holds the breakers of one limiter's client.
 type guard struct {
 	client  *redis.Client        // a single node, or
@@ -68,26 +60,6 @@ type breaker struct {
 	probeAt  time.Time // no probe before
 	probing  bool
 	lastCall time.Time
-}
-
-// Wrap wraps the clients the guard knows; any other client (a Ring,
-// go-redis's AutoPipeliner, a bindings.FunctionsClient) is returned as is.
-func Wrap(c redis.Scripter) redis.Scripter {
-	switch c := c.(type) {
-	case *redis.Client:
-		return &guarded{Scripter: c, g: &guard{client: c, open: map[string]*breaker{}}}
-	case *redis.ClusterClient:
-		return &guarded{Scripter: c, g: &guard{cluster: c, open: map[string]*breaker{}}}
-	}
-	return c
-}
-
-// Unwrap returns the client the user passed.
-func Unwrap(c redis.Scripter) redis.Scripter {
-	if g, ok := c.(*guarded); ok {
-		return g.Scripter
-	}
-	return c
 }
 
 // nodeDownError is what a call meets while its node's breaker is open.
@@ -284,63 +256,4 @@ func firstKey(args []interface{}) string {
 	}
 	k, _ := args[3].(string)
 	return k
-}
-
-func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
-	p := c.Scripter.(interface {
-		Process(context.Context, redis.Cmder) error
-	})
-	key := firstKey(cmd.Args())
-	addr, err := c.g.before(ctx, key)
-	if err != nil {
-		cmd.SetErr(err)
-		return err
-	}
-	err = p.Process(ctx, cmd)
-	if readOnly(err) {
-		err = c.g.retryReadOnly(ctx, err, func() error { return p.Process(ctx, cmd) })
-	}
-	c.g.after(ctx, addr, err)
-	return err
-}
-
-func (c *guarded) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.Eval(ctx, script, keys, args...) })
-}
-
-func (c *guarded) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalSha(ctx, sha1, keys, args...) })
-}
-
-func (c *guarded) EvalRO(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalRO(ctx, script, keys, args...) })
-}
-
-func (c *guarded) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalShaRO(ctx, sha1, keys, args...) })
-}
-
-func (c *guarded) cmd(ctx context.Context, keys []string, send func() *redis.Cmd) *redis.Cmd {
-	key := ""
-	if len(keys) > 0 {
-		key = keys[0]
-	}
-	var cmd *redis.Cmd
-	if err := c.g.do(ctx, key, func() error { cmd = send(); return cmd.Err() }); cmd == nil {
-		cmd = redis.NewCmd(ctx)
-		cmd.SetErr(err)
-	}
-	return cmd
-}
-
-// Pipeline passes batches (AllowAll) to the client unguarded.
-func (c *guarded) Pipeline() redis.Pipeliner {
-	return c.Scripter.(interface{ Pipeline() redis.Pipeliner }).Pipeline()
-}
-
-// Del is for Reset.
-func (c *guarded) Del(ctx context.Context, keys ...string) *redis.IntCmd {
-	return c.Scripter.(interface {
-		Del(context.Context, ...string) *redis.IntCmd
-	}).Del(ctx, keys...)
 }

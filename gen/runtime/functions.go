@@ -208,8 +208,8 @@ type ownership struct {
 type nodeCheck struct {
 	until atomic.Int64 // UnixNano until which its functions are this library's
 	mu    sync.Mutex
-	err   error     // the last check's failure, until retry
-	retry time.Time // no check before
+	err   error         // the last check's failure, until retry
+	retry time.Time     // no check before
 	done  chan struct{} // closed when the check under way ends; nil when none is
 }
 

@@ -243,8 +243,10 @@ func WithFunctions(c FunctionsCmdable) *FunctionsClient {
 // Wrap returns a FunctionsClient that sends through wrap(c), where c is
 // f's client, and shares f's checks of the primaries: for a layer between
 // the library and the client, such as a breaker per node. The layer over a
-// *redis.ClusterClient must have its MasterForKey, ForEachMaster and
-// ReloadState, and over a *redis.Ring its ForEachShard.
+// *redis.ClusterClient must have its ForEachMaster and ReloadState, and
+// PrimaryFor(ctx, key) (addr string, node FunctionsCmdable, err error),
+// which gives the client the check of key's primary goes through ("*" and
+// nil for every primary).
 func (f *FunctionsClient) Wrap(wrap func(FunctionsCmdable) FunctionsCmdable) *FunctionsClient {
 	return &FunctionsClient{c: wrap(f.c), own: f.own}
 }
@@ -358,6 +360,10 @@ type nodeCheck struct {
 // keys on a cluster.
 func (f *FunctionsClient) primary(ctx context.Context, key string) (string, FunctionsCmdable, error) {
 	switch c := f.c.(type) {
+	case interface {
+		PrimaryFor(ctx context.Context, key string) (string, FunctionsCmdable, error)
+	}:
+		return c.PrimaryFor(ctx, key) // a layer of Wrap's
 	case interface {
 		MasterForKey(ctx context.Context, key string) (*redis.Client, error)
 	}:

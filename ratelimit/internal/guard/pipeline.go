@@ -91,43 +91,73 @@ func (p *pipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 }
 
 // exec sends cmds in one pipeline (go-redis splits it by node) through
-// the guard.
+// the guard; the commands of a node the guard reaches through a client of
+// its own go in a pipeline of that client.
 func (g *guard) exec(ctx context.Context, cmds []redis.Cmder, newPipe func() redis.Pipeliner) {
 	addrs := make([]string, len(cmds))
+	vias := make([]*redis.Client, len(cmds))
 	send := make([]int, 0, len(cmds))
 	for i, cmd := range cmds {
-		addr, err := g.before(ctx, firstKey(cmd.Args()))
+		addr, via, err := g.before(ctx, firstKey(cmd.Args()))
 		if err != nil {
 			cmd.SetErr(err)
 			continue
 		}
-		addrs[i] = addr
+		addrs[i], vias[i] = addr, via
 		send = append(send, i)
 	}
 	run := func(idx []int) {
-		q := newPipe()
-		for _, i := range idx {
-			_ = q.Process(ctx, cmds[i])
-		}
-		if _, err := q.Exec(ctx); err != nil {
-			// go-redis could not send them all (no connection): it sets the
-			// error on no command. A reply of nil comes with redis.Nil, so a
-			// command with neither was never answered.
+		// One pipeline per client: the user's, and each via.
+		for len(idx) > 0 {
+			via := vias[idx[0]]
+			var q redis.Pipeliner
+			if via != nil {
+				q = via.Pipeline()
+			} else {
+				q = newPipe()
+			}
+			var these, rest []int
 			for _, i := range idx {
-				if c, ok := cmds[i].(*redis.Cmd); ok && c.Err() == nil && c.Val() == nil {
-					c.SetErr(err)
+				if vias[i] == via {
+					these = append(these, i)
+				} else {
+					rest = append(rest, i)
 				}
 			}
+			for _, i := range these {
+				_ = q.Process(ctx, cmds[i])
+			}
+			if _, err := q.Exec(ctx); err != nil {
+				// go-redis could not send them all (no connection): it
+				// sets the error on no command. A reply of nil comes with
+				// redis.Nil, so a command with neither was never answered.
+				for _, i := range these {
+					if c, ok := cmds[i].(*redis.Cmd); ok && c.Err() == nil && c.Val() == nil {
+						c.SetErr(err)
+					}
+				}
+			}
+			idx = rest
 		}
 	}
 	if len(send) > 0 {
 		run(send)
 	}
+	var moved []int
+	for _, i := range send {
+		if vias[i] != nil && redirected(cmds[i].Err()) {
+			vias[i] = nil // the slot moved: the user's client follows it
+			moved = append(moved, i)
+		}
+	}
+	if len(moved) > 0 {
+		run(moved)
+	}
 	if g.cluster != nil {
 		g.resendReadOnly(ctx, cmds, send, run)
 	}
 	for _, i := range send {
-		g.after(ctx, addrs[i], cmds[i].Err())
+		g.after(ctx, addrs[i], vias[i], cmds[i].Err())
 	}
 }
 

@@ -79,47 +79,64 @@ func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
 	return c.g.process(ctx, cmd, p.Process)
 }
 
-// process sends cmd with send through the guard. (Spelled out rather than
-// through do, so that a decision allocates no closure.)
+// process sends cmd with send, or through the guard's own client, through
+// the guard. (Spelled out rather than through do, so that a decision
+// allocates no closure.)
 func (g *guard) process(ctx context.Context, cmd redis.Cmder, send func(context.Context, redis.Cmder) error) error {
 	key := firstKey(cmd.Args())
-	addr, err := g.before(ctx, key)
+	addr, via, err := g.before(ctx, key)
 	if err != nil {
 		cmd.SetErr(err)
 		return err
 	}
+	user := send
+	if via != nil {
+		send = via.Process
+	}
 	err = send(ctx, cmd)
+	if via != nil && redirected(err) {
+		err = user(ctx, cmd) // the slot moved: the user's client follows it
+	}
 	if readOnly(err) {
 		err = g.retryReadOnly(ctx, err, func() error { return send(ctx, cmd) })
 	}
-	g.after(ctx, addr, err)
+	g.after(ctx, addr, via, err)
 	return err
 }
 
 func (c *guarded) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.g.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.Eval(ctx, script, keys, args...) })
+	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd { return s.Eval(ctx, script, keys, args...) }, c.Scripter)
 }
 
 func (c *guarded) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.g.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalSha(ctx, sha1, keys, args...) })
+	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd { return s.EvalSha(ctx, sha1, keys, args...) }, c.Scripter)
 }
 
 func (c *guarded) EvalRO(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.g.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalRO(ctx, script, keys, args...) })
+	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd { return s.EvalRO(ctx, script, keys, args...) }, c.Scripter)
 }
 
 func (c *guarded) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.g.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalShaRO(ctx, sha1, keys, args...) })
+	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd { return s.EvalShaRO(ctx, sha1, keys, args...) }, c.Scripter)
 }
 
-// cmd runs send, one call whose first key is keys[0], through g.
-func (g *guard) cmd(ctx context.Context, keys []string, send func() *redis.Cmd) *redis.Cmd {
+// cmd sends one call whose first key is keys[0] through g: send on user,
+// or on the guard's own client of the node.
+func (g *guard) cmd(ctx context.Context, keys []string, send func(redis.Scripter) *redis.Cmd, user redis.Scripter) *redis.Cmd {
 	key := ""
 	if len(keys) > 0 {
 		key = keys[0]
 	}
 	var cmd *redis.Cmd
-	if err := g.do(ctx, key, func() error { cmd = send(); return cmd.Err() }); cmd == nil {
+	err := g.do(ctx, key, func(via *redis.Client) error {
+		if via != nil {
+			cmd = send(via)
+		} else {
+			cmd = send(user)
+		}
+		return cmd.Err()
+	})
+	if cmd == nil {
 		cmd = redis.NewCmd(ctx)
 		cmd.SetErr(err)
 	}
@@ -147,14 +164,33 @@ type fnClient struct {
 }
 
 func (c *fnClient) FCall(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.g.cmd(ctx, keys, func() *redis.Cmd { return c.FunctionsCmdable.FCall(ctx, function, keys, args...) })
+	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd {
+		return s.(functionCaller).FCall(ctx, function, keys, args...)
+	}, c.FunctionsCmdable)
 }
 
 func (c *fnClient) FCallRO(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.g.cmd(ctx, keys, func() *redis.Cmd { return c.FunctionsCmdable.FCallRO(ctx, function, keys, args...) })
+	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd {
+		return s.(functionCaller).FCallRO(ctx, function, keys, args...)
+	}, c.FunctionsCmdable)
+}
+
+// functionCaller is a client with FCALL: the user's, or the guard's own.
+type functionCaller interface {
+	FCall(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
+	FCallRO(ctx context.Context, function string, keys []string, args ...interface{}) *redis.Cmd
 }
 
 func (c *fnClient) Pipeline() redis.Pipeliner { return c.g.pipeline(c.FunctionsCmdable.Pipeline) }
+
+// PrimaryFor gives the library's check of a key's server the guard's
+// route, as its calls have: failed at once while the server is down (which
+// starts a probe), through the guard's own client while the user's cannot
+// dial it yet.
+func (c *fnClient) PrimaryFor(ctx context.Context, key string) (string, bindings.FunctionsCmdable, error) {
+	n := c.g.fnNode(c.g.client)
+	return n.addr, n, nil
+}
 
 // fnCluster is fnClient over a cluster, with what the library asks of one:
 // the primary of a key, every primary, and a fresh slot map.
@@ -163,8 +199,16 @@ type fnCluster struct {
 	cluster *redis.ClusterClient
 }
 
-func (c *fnCluster) MasterForKey(ctx context.Context, key string) (*redis.Client, error) {
-	return c.cluster.MasterForKey(ctx, key)
+func (c *fnCluster) PrimaryFor(ctx context.Context, key string) (string, bindings.FunctionsCmdable, error) {
+	if key == "" {
+		return "*", nil, nil // every primary
+	}
+	m, err := c.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return "", nil, err
+	}
+	n := c.g.fnNode(m)
+	return n.addr, n, nil
 }
 
 func (c *fnCluster) ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error {
@@ -172,3 +216,42 @@ func (c *fnCluster) ForEachMaster(ctx context.Context, fn func(ctx context.Conte
 }
 
 func (c *fnCluster) ReloadState(ctx context.Context) { c.cluster.ReloadState(ctx) }
+
+// fnNode is one server as the library's check sees it: its FUNCTION
+// commands through the guard.
+type fnNode struct {
+	*redis.Client
+	g    *guard
+	addr string
+}
+
+// fnNode returns c's fnNode, made once: every call of the library asks for
+// its key's.
+func (g *guard) fnNode(c *redis.Client) *fnNode {
+	if n, ok := g.nodes.Load(c); ok {
+		return n.(*fnNode)
+	}
+	n, _ := g.nodes.LoadOrStore(c, &fnNode{c, g, c.Options().Addr})
+	return n.(*fnNode)
+}
+
+func (n *fnNode) FunctionList(ctx context.Context, q redis.FunctionListQuery) *redis.FunctionListCmd {
+	cmd := redis.NewFunctionListCmd(ctx)
+	err := n.g.doNode(ctx, n.addr, n.Client, func(c *redis.Client) error { cmd = c.FunctionList(ctx, q); return cmd.Err() })
+	cmd.SetErr(err)
+	return cmd
+}
+
+func (n *fnNode) FunctionLoad(ctx context.Context, code string) *redis.StringCmd {
+	cmd := redis.NewStringCmd(ctx)
+	err := n.g.doNode(ctx, n.addr, n.Client, func(c *redis.Client) error { cmd = c.FunctionLoad(ctx, code); return cmd.Err() })
+	cmd.SetErr(err)
+	return cmd
+}
+
+func (n *fnNode) FunctionLoadReplace(ctx context.Context, code string) *redis.StringCmd {
+	cmd := redis.NewStringCmd(ctx)
+	err := n.g.doNode(ctx, n.addr, n.Client, func(c *redis.Client) error { cmd = c.FunctionLoadReplace(ctx, code); return cmd.Err() })
+	cmd.SetErr(err)
+	return cmd
+}

@@ -430,8 +430,8 @@ func TestStallReleasesPastTheBound(t *testing.T) {
 		if n == extra {
 			break
 		}
-		if time.Since(resumed) > 20*time.Second {
-			t.Fatalf("20 s after the resume %d leases are held, want the %d dropped", n, extra)
+		if time.Since(resumed) > time.Minute {
+			t.Fatalf("a minute after the resume %d leases are held, want the %d dropped", n, extra)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -193,14 +193,19 @@ func (e *FunctionsConflictError) Error() string {
 // Is makes errors.Is(err, ErrFunctionsConflict) hold.
 func (e *FunctionsConflictError) Is(target error) bool { return target == ErrFunctionsConflict }
 
-// FunctionsRecheck is how long a FunctionsClient trusts that every
-// primary's functions of these names are this library's before it looks
-// again (FUNCTION LIST LIBRARYNAME, one small reply per primary): a call
-// never runs another library's function that was there when it last
-// looked, and one registered since (after FUNCTION FLUSH or DELETE took
-// this library away) runs for at most this long. Looking on every call
-// would cost a round trip per decision.
+// FunctionsRecheck is how long a FunctionsClient trusts that a primary's
+// functions of these names are this library's before it looks again
+// (FUNCTION LIST LIBRARYNAME, one small reply): a call never runs another
+// library's function that was there when it last looked, and one
+// registered since (after FUNCTION FLUSH or DELETE took this library away)
+// runs for at most this long. Looking on every call would cost a round
+// trip per decision.
 const FunctionsRecheck = time.Second
+
+// checkRetry is how long a primary whose check failed (it did not answer,
+// or refused FUNCTION LIST) is not asked again: its keys' calls fail with
+// that error meanwhile, at once.
+const checkRetry = 100 * time.Millisecond
 
 // FunctionsCmdable is what the library needs of a client, and Del, which a
 // FunctionsClient passes on: *redis.Client, *redis.ClusterClient,
@@ -216,38 +221,36 @@ type FunctionsCmdable interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 }
 
-// FunctionsClient is a redis.Scripter, and a PipelineClient, whose calls of
-// this package's scripts go through the Functions library: FCALL, or
-// FCALL_RO for @flags no-writes scripts, instead of EVALSHA. Pass it
-// wherever the package takes a client, singly or to Batch.Exec:
-//
-//	fc := WithFunctions(rdb)
-//	r, err := Quota(ctx, fc, ...) // any script of the package
-//
-// Before its first call, and again once FunctionsRecheck has passed, it
-// makes sure every primary's functions of these names belong to this
-// library: where another library holds one, calls fail with a
-// *FunctionsConflictError (ErrFunctionsConflict) and run nothing. A call
-// whose function the server does not hold (after FUNCTION FLUSH, or on a
-// server that restarted without persistence) did not run: the library is
-// loaded with FUNCTION LOAD on every primary and the call is sent again,
-// once, as EVALSHA falls back to EVAL. Where the server holds other code
-// under the library's name the call fails with ErrFunctionsStale rather
-// than replace it: run LoadFunctions when you deploy, which does. Other
-// commands (Eval, EvalSha, ScriptLoad, Del...) go to the client unchanged.
-//
-// Make one FunctionsClient per client and keep it: it remembers its last
-// check, and a new one checks again. Functions need Redis 7.0 or later
-// (older servers answer unknown command), and miniredis has none: test
-// with a plain client there.
+// FunctionsClient is a redis.Scripter and PipelineClient whose calls of
+// this package's scripts go as FCALL (FCALL_RO for no-writes scripts)
+// through the Functions library: pass WithFunctions(rdb) wherever the
+// package takes a client. Before a call first reaches a primary, and once
+// FunctionsRecheck has passed, it checks that primary's functions of these
+// names are this library's (a Ring's: every shard's): another library's
+// fail calls with a *FunctionsConflictError; a missing library is loaded;
+// other code under its name is ErrFunctionsStale. A primary that fails the
+// check (down, say) fails its keys' calls at once for 100 ms, then is
+// asked again; other primaries' keys never notice. Keep one per client.
 type FunctionsClient struct {
-	c     FunctionsCmdable
-	mu    sync.Mutex   // one ownership check at a time
-	until atomic.Int64 // UnixNano until which ownership holds; 0 for never checked
+	c   FunctionsCmdable
+	own *ownership // shared with the clients Wrap makes
 }
 
 // WithFunctions returns a FunctionsClient over c.
-func WithFunctions(c FunctionsCmdable) *FunctionsClient { return &FunctionsClient{c: c} }
+func WithFunctions(c FunctionsCmdable) *FunctionsClient {
+	return &FunctionsClient{c: c, own: &ownership{}}
+}
+
+// Wrap returns a FunctionsClient that sends through wrap(c), where c is
+// f's client, and shares f's checks of the primaries: for a layer between
+// the library and the client, such as a breaker per node. The layer over a
+// *redis.ClusterClient must have its ForEachMaster and ReloadState, and
+// PrimaryFor(ctx, key) (addr string, node FunctionsCmdable, err error),
+// which gives the client the check of key's primary goes through ("*" and
+// nil for every primary).
+func (f *FunctionsClient) Wrap(wrap func(FunctionsCmdable) FunctionsCmdable) *FunctionsClient {
+	return &FunctionsClient{c: wrap(f.c), own: f.own}
+}
 
 // Eval sends EVAL to the client unchanged.
 func (f *FunctionsClient) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
@@ -342,23 +345,129 @@ func fcall(ctx context.Context, c functionCaller, cl *call) *redis.Cmd {
 // client is the client f sends through, for isPipeline.
 func (f *FunctionsClient) client() redis.Scripter { return f.c }
 
-// owned makes sure, at most once per FunctionsRecheck, that every
-// primary's functions of these names are this library's, loading it where
-// it is missing. Calls between two checks cost a clock read.
-func (f *FunctionsClient) owned(ctx context.Context) error {
-	if time.Now().UnixNano() < f.until.Load() {
-		return nil
+// ownership is what a FunctionsClient knows of its primaries, by address
+// ("" for a client's one server, "*" for every primary at once).
+type ownership struct {
+	nodes sync.Map // string -> *nodeCheck
+}
+
+// nodeCheck is one primary's last check.
+type nodeCheck struct {
+	until atomic.Int64 // UnixNano until which its functions are this library's
+	mu    sync.Mutex
+	err   error         // the last check's failure, until retry
+	retry time.Time     // no check before
+	done  chan struct{} // closed when the check under way ends; nil when none is
+}
+
+// primary returns the address of the primary that serves key and a client
+// of it, or "*" and nil where every primary is checked: a *redis.Ring's
+// shards (go-redis cannot say which one holds a key) and a call without
+// keys on a cluster.
+func (f *FunctionsClient) primary(ctx context.Context, key string) (string, FunctionsCmdable, error) {
+	switch c := f.c.(type) {
+	case interface {
+		PrimaryFor(ctx context.Context, key string) (string, FunctionsCmdable, error)
+	}:
+		return c.PrimaryFor(ctx, key) // a layer of Wrap's
+	case interface {
+		MasterForKey(ctx context.Context, key string) (*redis.Client, error)
+	}:
+		if key == "" {
+			return "*", nil, nil
+		}
+		m, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return "", nil, err
+		}
+		return m.Options().Addr, m, nil
+	case interface {
+		ForEachShard(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
+	}:
+		return "*", nil, nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if time.Now().UnixNano() < f.until.Load() {
-		return nil // another call checked meanwhile
+	return "", f.c, nil
+}
+
+func (o *ownership) node(addr string) *nodeCheck {
+	if n, ok := o.nodes.Load(addr); ok {
+		return n.(*nodeCheck)
 	}
-	if err := eachPrimary(ctx, f.c, ownOrLoad); err != nil {
+	n, _ := o.nodes.LoadOrStore(addr, &nodeCheck{})
+	return n.(*nodeCheck)
+}
+
+// owned makes sure, at most once per FunctionsRecheck, that the functions
+// of these names on key's primary are this library's, loading it where it
+// is missing. Calls between two checks cost a look at the slot map (on a
+// cluster), a map lookup and a clock read.
+func (f *FunctionsClient) owned(ctx context.Context, key string) error {
+	addr, node, err := f.primary(ctx, key)
+	if err != nil {
 		return err
 	}
-	f.until.Store(time.Now().Add(FunctionsRecheck).UnixNano())
-	return nil
+	n := f.own.node(addr)
+	for {
+		now := time.Now()
+		if now.UnixNano() < n.until.Load() {
+			return nil
+		}
+		n.mu.Lock()
+		switch {
+		case now.UnixNano() < n.until.Load():
+			n.mu.Unlock()
+			return nil // another call checked meanwhile
+		case n.err != nil && (now.Before(n.retry) || n.done != nil):
+			err := n.err // failed, and not due again (or checked by another call)
+			n.mu.Unlock()
+			return err
+		case n.done != nil: // another call checks: wait for it
+			done := n.done
+			n.mu.Unlock()
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		n.done = done
+		n.mu.Unlock()
+		if node != nil {
+			err = ownOrLoad(ctx, node)
+		} else {
+			err = eachPrimary(ctx, f.c, ownOrLoad)
+		}
+		n.mu.Lock()
+		n.done = nil
+		close(done)
+		switch {
+		case err == nil:
+			n.err = nil
+			n.until.Store(time.Now().Add(FunctionsRecheck).UnixNano())
+		case ctx.Err() != nil: // the caller's own end says nothing of the node
+		case errors.Is(err, ErrFunctionsConflict), errors.Is(err, ErrFunctionsStale):
+			// Checked again by the next call: the fix (FUNCTION DELETE,
+			// LoadFunctions) must take at once.
+		default:
+			n.err, n.retry = err, time.Now().Add(checkRetry)
+		}
+		n.mu.Unlock()
+		if err != nil {
+			if r, ok := f.c.(interface{ ReloadState(context.Context) }); ok {
+				r.ReloadState(ctx) // a primary replaced: find its successor
+			}
+		}
+		return err
+	}
+}
+
+// lost makes key's primary checked again: its function was not found.
+func (f *FunctionsClient) lost(ctx context.Context, key string) {
+	if addr, _, err := f.primary(ctx, key); err == nil {
+		f.own.node(addr).until.Store(0)
+	}
 }
 
 // ownOrLoad checks one node: the library there holds every function of
@@ -415,67 +524,71 @@ func conflicts(ctx context.Context, node FunctionsCmdable) error {
 	return errors.Join(errs...)
 }
 
+// firstKey is the key a call is routed by, "" for none.
+func firstKey(cl *call) string {
+	if len(cl.keys) == 0 {
+		return ""
+	}
+	return cl.keys[0]
+}
+
 // runCall sends one call, and again once the library is loaded when the
 // server did not hold its function.
 func (f *FunctionsClient) runCall(ctx context.Context, cl *call) *redis.Cmd {
-	if err := f.owned(ctx); err != nil {
+	key := firstKey(cl)
+	if err := f.owned(ctx, key); err != nil {
 		return failedCmd(ctx, err)
 	}
 	cmd := fcall(ctx, f.c, cl)
 	if !functionNotFound(cmd.Err()) {
 		return cmd
 	}
-	f.until.Store(0) // the library went away since the check: check, and load it
-	if err := f.owned(ctx); err != nil {
+	f.lost(ctx, key) // the library went away since the check: check, and load it
+	if err := f.owned(ctx, key); err != nil {
 		return failedCmd(ctx, err)
 	}
 	return fcall(ctx, f.c, cl)
 }
 
-// execCalls is Batch.Exec through the library: one pipeline, then the
-// calls whose function was missing once more, after loading the library.
+// execCalls is Batch.Exec through the library: one pipeline of the calls
+// whose primary holds it, then the calls whose function was missing once
+// more, after loading the library.
 func (f *FunctionsClient) execCalls(ctx context.Context, calls []*call) error {
 	cmds := make([]*redis.Cmd, len(calls))
-	if err := f.owned(ctx); err != nil {
-		for i := range cmds {
-			cmds[i] = failedCmd(ctx, err)
+	send := func(idx []int) {
+		pipe := f.c.Pipeline()
+		for _, i := range idx {
+			if err := f.owned(ctx, firstKey(calls[i])); err != nil {
+				cmds[i] = failedCmd(ctx, err)
+			} else {
+				cmds[i] = fcall(ctx, pipe, calls[i])
+			}
 		}
-		return finishAll(calls, cmds)
+		// Errors are per command; they are read from cmds below, except
+		// when go-redis could not send the pipeline at all (see
+		// Batch.Exec).
+		if pipe.Len() > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				unsent(cmds, err)
+			}
+		}
 	}
-	pipe := f.c.Pipeline()
+	var all []int
 	for i, cl := range calls {
 		if cl.err == nil {
-			cmds[i] = fcall(ctx, pipe, cl)
+			all = append(all, i)
 		}
 	}
-	// Errors are per command; they are read from cmds below, except when
-	// go-redis could not send the pipeline at all (see Batch.Exec).
-	if _, err := pipe.Exec(ctx); err != nil {
-		unsent(cmds, err)
-	}
-
+	send(all)
 	var missing []int
 	for i, cmd := range cmds {
 		if cmd != nil && functionNotFound(cmd.Err()) {
+			f.lost(ctx, firstKey(calls[i]))
 			missing = append(missing, i)
 		}
 	}
 	if len(missing) > 0 {
-		f.until.Store(0)
-		err := f.owned(ctx)
-		retry := f.c.Pipeline()
-		for _, i := range missing {
-			if err != nil {
-				cmds[i] = failedCmd(ctx, err)
-			} else {
-				cmds[i] = fcall(ctx, retry, calls[i])
-			}
-		}
-		if retry.Len() > 0 {
-			if _, err := retry.Exec(ctx); err != nil {
-				unsent(cmds, err)
-			}
-		}
+		send(missing)
 	}
 	return finishAll(calls, cmds)
 }

@@ -111,18 +111,21 @@
 //     on every call would cost a round trip.
 //   - Function names are one namespace per server, compared without regard
 //     to case: another library can hold NAME_x while NAME is not loaded, and
-//     FCALL would run it. A FunctionsClient checks, before its first call
-//     and then at most once per FunctionsRecheck (1 s), that every primary's
-//     functions of these names belong to NAME (FUNCTION LIST LIBRARYNAME
-//     NAME); LoadFunctions and CheckFunctions look at every library. Where
+//     FCALL would run it. A FunctionsClient checks, before a call first
+//     reaches a primary and then at most once per FunctionsRecheck (1 s),
+//     that the primary's functions of these names belong to NAME (FUNCTION
+//     LIST LIBRARYNAME NAME); each primary on its own, so a dead one costs
+//     only its own keys (its failed check is remembered for 100 ms);
+//     LoadFunctions and CheckFunctions look at every library. Where
 //     another holds one, all of them return a *FunctionsConflictError
 //     (ErrFunctionsConflict) naming it, and nothing runs or loads. Checking
 //     on every call would cost a round trip; between checks a call costs a
-//     clock read.
+//     map lookup and a clock read.
 //   - go-redis v9.7.3 sends FUNCTION LOAD from a *redis.ClusterClient to the
 //     one node that owns the slot of the word "load", so the generated code
-//     loads and checks on each master itself (ForEachMaster; ForEachShard on
-//     a *redis.Ring); replicas get the library from their master.
+//     loads and checks on each master itself (MasterForKey for a call's,
+//     ForEachMaster for LoadFunctions; ForEachShard on a *redis.Ring);
+//     replicas get the library from their master.
 //   - The manifest gains "functions" {library, file} and, per script,
 //     "function" {name, command}; both are optional, so it stays version 2.
 //

@@ -46,3 +46,28 @@ func TestManifestsMatchSchema(t *testing.T) {
 	}
 	checkManifest(t, "Generate(testdata/scripts)", out.Manifest)
 }
+
+// The manifest's wire text says what each sentinel means, in the words of
+// the header's sentinel, never one field's meaning for another's: a
+// deadline's 0 is no deadline, a clock's 0 the server's clock.
+func TestWireSentinels(t *testing.T) {
+	for _, tt := range []struct {
+		field Field
+		arg   bool
+		want  string
+	}{
+		{Field{Name: "now", Type: UnixUs, Sentinels: []Sentinel{{Name: "server_clock"}}}, true,
+			"decimal integer string: microseconds since the Unix epoch; 0 means the server's clock (TIME)"},
+		{Field{Name: "deadline", Type: UnixUs, Sentinels: []Sentinel{{Name: "none"}}}, true,
+			"decimal integer string: microseconds since the Unix epoch; 0 means no deadline"},
+		{Field{Name: "retry_after", Type: Millis, Sentinels: []Sentinel{{Name: "never", Value: Bound{Int: -1}}}}, false,
+			"integer count of milliseconds; -1 means never"},
+		{Field{Name: "at", Type: UnixMs}, false,
+			"integer count of milliseconds since the Unix epoch; the zero time is 0, which means what the doc says"},
+		{Field{Name: "n", Type: Int, Sentinels: []Sentinel{{Name: "no_limit"}}}, true, "decimal integer string; 0 means no limit"},
+	} {
+		if got := wire(tt.field, tt.arg); got != tt.want {
+			t.Errorf("%s: wire %q, want %q", tt.field.Name, got, tt.want)
+		}
+	}
+}

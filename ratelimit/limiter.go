@@ -113,8 +113,8 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 var errNilLimiter = fmt.Errorf("%w: a nil *Limiter", ErrInvalid)
 
 // Reset forgets key's state and lockout: its next request meets a full
-// limiter. It drops key from this limiter's deny cache, whether or not DEL
-// succeeded.
+// limiter. It drops key from this limiter's deny cache and FailLocal's
+// in-memory limiter, whether or not DEL succeeded.
 func (l *Limiter) Reset(ctx context.Context, k string) error {
 	if k == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
@@ -134,6 +134,9 @@ func (l *Limiter) Reset(ctx context.Context, k string) error {
 	// while DEL is on its way is dropped, not kept (see denyCache.epoch).
 	if l.cache != nil {
 		l.cache.forget(k)
+	}
+	if l.local != nil {
+		l.local.forget(k)
 	}
 	return call.Classify(ctx, err)
 }

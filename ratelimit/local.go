@@ -116,6 +116,13 @@ func (lc *local) decide(key string, lim Limit, share float64, cost int64, now in
 	return d
 }
 
+// forget drops key's state (Reset).
+func (lc *local) forget(key string) {
+	lc.mu.Lock()
+	delete(lc.tats, key)
+	lc.mu.Unlock()
+}
+
 // localNowNs is the in-memory clock: the caller clock when there is one,
 // else the monotonic time since localBase.
 func localNowNs(now time.Time) int64 {

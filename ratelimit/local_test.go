@@ -107,3 +107,29 @@ func TestFailLocalMultiIsAtomic(t *testing.T) {
 		t.Errorf("the closed one's denials were counted locally: %v", d)
 	}
 }
+
+// Reset forgets a key's in-memory state too: after an outage that used
+// the key's local share up, a Reset gives it a full local burst, whether
+// or not Redis answered the DEL.
+func TestResetForgetsLocalState(t *testing.T) {
+	now := t0
+	l, err := ratelimit.New(downClient(t), "api", ratelimit.Per(2, time.Hour), ratelimit.WithFallback(ratelimit.FailLocal(1)),
+		ratelimit.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if d, _ := l.Allow(ctx, "k"); d.Allowed != (i < 2) {
+			t.Fatalf("request %d while down: %v", i, d)
+		}
+	}
+	if err := l.Reset(ctx, "k"); !errors.Is(err, ratelimit.ErrUnavailable) {
+		t.Errorf("Reset on a dead server: %v, want ErrUnavailable", err)
+	}
+	if d, _ := l.Allow(ctx, "k"); !d.Allowed || d.Remaining != 1 {
+		t.Errorf("after Reset: %v, want a full local burst (1 of 2 left)", d)
+	}
+	if d, _ := l.Allow(ctx, "other"); !d.Allowed {
+		t.Errorf("another key: %v", d)
+	}
+}

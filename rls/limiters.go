@@ -165,7 +165,7 @@ type outcome struct {
 	retryAfter time.Duration // 0 when allowed; never when it can never pass
 	resetAfter time.Duration
 	cached     bool // the deny cache decided
-	fallback   bool // the failure policy decided (Redis did not)
+	fallback   bool // the fallback decided (Redis did not)
 }
 
 const never = ratelimit.Never

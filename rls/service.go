@@ -55,7 +55,7 @@ func (s *Service) Config() *Config { return s.config.Load() }
 // that is denied counts nothing: when it has several descriptors to
 // count, each is looked at first and counted only if none denies. Bad
 // input is codes.InvalidArgument, a Redis that fails or does not answer
-// in time codes.Unavailable (unless a failure policy decides).
+// in time codes.Unavailable (unless a fallback decides).
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlpb.RateLimitRequest) (*rlpb.RateLimitResponse, error) {
 	resp, err := s.shouldRateLimit(ctx, req)
 	if err != nil && s.metrics != nil {

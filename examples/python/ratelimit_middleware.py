@@ -292,8 +292,12 @@ def _limit_fields(policy, d):
     """The fields ratelimit.SetHeaders writes for one decision."""
     never = d.retry_after is redlimit.NEVER
     t = d.retry_after if not d.allowed and not never else d.reset_after
+    # A request that can never pass: nothing left for it, and no time at
+    # which more will be (t is optional; t=0 would invite a retry at once).
+    item = f"{_sf_string(policy.name)};r=0" if not d.allowed and never else \
+        f"{_sf_string(policy.name)};r={d.remaining};t={_ceil_seconds(t)}"
     h = {
-        "RateLimit": f"{_sf_string(policy.name)};r={d.remaining};t={_ceil_seconds(t)}",
+        "RateLimit": item,
         "X-RateLimit-Limit": str(policy.burst),
         "X-RateLimit-Remaining": str(d.remaining),
         "X-RateLimit-Reset": str(math.ceil(time.time() + d.reset_after / _dt.timedelta(seconds=1))),

@@ -178,6 +178,7 @@ class TestWithRedis(unittest.TestCase):
             r = self.get(c, **{"X-API-Key": "free-key"})
         self.assertEqual(r.status_code, 429)
         self.assertNotIn("Retry-After", r.headers)  # waiting would not help
+        self.assertEqual(r.headers["RateLimit"], '"free";r=0')  # no t: no time helps
         self.assertIn("can never pass", r.json()["detail"])
 
     def test_bad_cost_is_the_apps_bug(self):

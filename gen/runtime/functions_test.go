@@ -138,14 +138,14 @@ func TestFunctionsConflict(t *testing.T) {
 	if _, err := run(ctx, fc, echoCall("a"), echoDecode); err != nil {
 		t.Fatalf("after FUNCTION DELETE evil: %v", err)
 	}
-	if left := time.Until(time.Unix(0, fc.until.Load())); left <= 0 || left > FunctionsRecheck {
+	if left := time.Until(time.Unix(0, fc.own.node("").until.Load())); left <= 0 || left > FunctionsRecheck {
 		t.Errorf("next check in %v, want within FunctionsRecheck (%v)", left, FunctionsRecheck)
 	}
 	c.FunctionDelete(ctx, FunctionsLibrary)
 	if err := c.FunctionLoad(ctx, evilLibrary("standin_echo")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	fc.until.Store(0)
+	fc.own.node("").until.Store(0)
 	_, err = run(ctx, fc, echoCall("a"), echoDecode)
 	conflict("call after ours", err)
 	if ran() {
@@ -153,15 +153,15 @@ func TestFunctionsConflict(t *testing.T) {
 	}
 }
 
-// What the ownership check costs a call between two checks (a clock read
-// and an atomic load), beside a whole call through the library on a real
-// server: go test -bench Functions ./gen/runtime.
+// What the ownership check costs a call between two checks (a map lookup,
+// a clock read and an atomic load), beside a whole call through the
+// library on a real server: go test -bench Functions ./gen/runtime.
 func BenchmarkFunctionsOwned(b *testing.B) {
 	fc := WithFunctions(redis.NewClient(&redis.Options{}))
-	fc.until.Store(time.Now().Add(time.Hour).UnixNano())
+	fc.own.node("").until.Store(time.Now().Add(time.Hour).UnixNano())
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		if err := fc.owned(ctx); err != nil {
+		if err := fc.owned(ctx, "k"); err != nil {
 			b.Fatal(err)
 		}
 	}

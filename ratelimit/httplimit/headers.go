@@ -140,9 +140,15 @@ func policyItem(name string, l ratelimit.Limit) string {
 	return sfString(name) + ";q=" + strconv.FormatInt(l.Burst, 10) + ";w=" + strconv.FormatUint(w, 10)
 }
 
+// limitItem is a limit's RateLimit item. A request that can never pass
+// gets r=0 and no t: nothing is left for it, and no time at which more
+// will be (the draft's t is optional); t=0 would invite a retry at once.
 func limitItem(name string, d ratelimit.Decision) string {
+	if !d.Allowed && d.RetryAfter == ratelimit.Never {
+		return sfString(name) + ";r=0"
+	}
 	t := d.ResetAfter
-	if !d.Allowed && d.RetryAfter != ratelimit.Never {
+	if !d.Allowed {
 		t = d.RetryAfter
 	}
 	return sfString(name) + ";r=" + strconv.FormatInt(d.Remaining, 10) + ";t=" + strconv.FormatInt(ceilSeconds(t), 10)

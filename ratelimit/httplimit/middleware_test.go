@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,10 +146,21 @@ func TestMiddlewareNever(t *testing.T) {
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "" {
 		t.Errorf("a cost above the burst: %d, Retry-After %q; want 429 without Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	sameSF(t, "RateLimit", rec.Header().Get("RateLimit"), `"api";r=5;t=0`)
-	if p := problemOf(t, rec); p.Detail == "" {
-		t.Errorf("problem %+v", p)
+	// r=0 and no t: nothing left for it and no time at which more will
+	// be (t=0 told a client to retry at once); the problem says why.
+	sameSF(t, "RateLimit", rec.Header().Get("RateLimit"), `"api";r=0`)
+	if p := problemOf(t, rec); p.Status != 429 || !strings.Contains(p.Detail, "can never pass") {
+		t.Errorf("problem %+v, want a 429 that says the request can never pass", p)
 	}
+	// Beside a limit that can pass later: that one keeps its t, and
+	// Retry-After stays out (waiting cannot help).
+	hourly, _ := ratelimit.New(f.rdb, "hourly", ratelimit.Per(100, time.Hour))
+	both := httplimit.Middleware(mustAll(t, l, hourly), httplimit.ByClientIP(), httplimit.WithCost(func(*http.Request) int64 { return 6 }))(okHandler)
+	rec = serve(both, get("192.0.2.2:1"))
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "" {
+		t.Errorf("with a second limit: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	sameSF(t, "RateLimit", rec.Header().Get("RateLimit"), `"api";r=0, "hourly";r=94;t=216`)
 	h = httplimit.Middleware(l, httplimit.ByClientIP(), httplimit.WithCost(func(*http.Request) int64 { return 0 }))(okHandler)
 	if rec := serve(h, get("192.0.2.1:1")); rec.Code != 500 {
 		t.Errorf("a cost of 0: %d, want the error handler's 500 (ErrInvalid)", rec.Code)

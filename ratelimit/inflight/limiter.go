@@ -43,8 +43,9 @@ type Limiter struct {
 	clock     func() time.Time
 	onFailure call.Policy
 	timeout   time.Duration
-	forgets   chan struct{} // releases of failed acquires under way
-	local     *local        // FailLocal's in-process cap
+	hook      func(context.Context, Event)
+	pending   releases // failed releases, sent again in the background
+	local     *local   // FailLocal's in-process cap
 }
 
 // A Decision is Acquire's answer: Limit is the cap, Remaining the slots
@@ -155,7 +156,7 @@ func New(rdb redis.Scripter, name string, limit int64, ttl time.Duration, opts .
 	if ttl < time.Millisecond || ttl > maxLeaseTTL || ttl%time.Millisecond != 0 {
 		return nil, fmt.Errorf("%w: lease TTL %v, want a whole number of milliseconds from 1ms to 24h", ratelimit.ErrInvalid, ttl)
 	}
-	l := &Limiter{rdb: guard.Wrap(rdb), limit: limit, ttl: ttl, name: name, prefix: "rl:inflight:" + name + ":", forgets: make(chan struct{}, maxForgets)}
+	l := &Limiter{rdb: guard.Wrap(rdb), limit: limit, ttl: ttl, name: name, prefix: "rl:inflight:" + name + ":"}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -174,13 +175,25 @@ func (l *Limiter) RedisKey(k string) string { return key.Redis(l.prefix, k) }
 // fail-open Acquire returns a nil Lease, whose methods do nothing, so a
 // deferred Release needs no check.
 func (l *Limiter) Acquire(ctx context.Context, k string) (*Lease, Decision, error) {
+	var start time.Time
+	if l.hook != nil {
+		start = time.Now()
+	}
+	lease, d, err := l.acquire(ctx, k)
+	if l.hook != nil {
+		l.hook(ctx, Event{Name: l.name, Key: k, Op: string(opAcquire), Decision: d, Err: err, Duration: time.Since(start)})
+	}
+	return lease, d, err
+}
+
+func (l *Limiter) acquire(ctx context.Context, k string) (*Lease, Decision, error) {
 	id, err := newLeaseID()
 	if err != nil {
 		return nil, Decision{Limit: l.limit}, err
 	}
 	r, err := l.call(ctx, k, opAcquire, id)
 	if err != nil {
-		l.forget(k, id, err)
+		l.forget(k, id, false, err)
 		return l.fail(ctx, k, err)
 	}
 	d := Decision{Allowed: r.Allowed, Limit: l.limit, Remaining: r.Remaining, RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter}
@@ -218,64 +231,18 @@ func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decisi
 	return &Lease{c: l, key: k, local: true}, d, nil
 }
 
-// forget gives back, in the background and best effort, a slot whose
-// holder gave up on it: that of an acquire that failed other than by the
-// script's own answer (a timeout or a lost connection says nothing of
-// whether the acquire ran), and that of a release that failed so. An
-// acquire that Redis runs after its caller gave up holds nothing (its
-// deadline, scripts.go), but one that ran in time and whose answer was
-// lost, or a lease whose release never got through, would hold its slot
-// for the whole TTL. The release is worth sending until then, so it gets
-// the lease's TTL, not the limiter's timeout, and is sent again until it
-// gets through: an outage or a stalled server shorter than the TTL cannot
-// stop it (a release carries no deadline). At
-// most maxForgets run at once per limiter (an outage must not pile up
-// goroutines).
-func (l *Limiter) forget(k, id string, err error) {
+// forget gives back in the background a slot whose holder gave up on it,
+// when err says nothing of whether the call ran (a timeout, a lost
+// connection: ErrUnavailable): that of a failed acquire, whose answer may
+// have been lost after it took a lease, and that of a holder's failed
+// release (held). It returns ErrReleaseDropped when the release cannot be
+// kept (see keep).
+func (l *Limiter) forget(k, id string, held bool, err error) error {
 	if !errors.Is(call.Classify(context.Background(), err), ratelimit.ErrUnavailable) {
-		return
+		return nil
 	}
-	select {
-	case l.forgets <- struct{}{}:
-	default:
-		return
-	}
-	go func() {
-		defer func() { <-l.forgets }()
-		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
-		defer cancel()
-		// Until it gets through: while the node is down the guard fails a
-		// call at once, and it lets calls through again within its probe
-		// interval of the node's return. The waits double from
-		// forgetEvery up to forgetAtMost, so an outage costs few tries and a
-		// return is met within forgetAtMost.
-		wait := forgetEvery
-		for {
-			now, err := call.Clock(l.clock)
-			if err == nil {
-				_, err = leaseOp(ctx, l.rdb, l.RedisKey(k), opRelease, id, l.limit, l.ttl, now)
-			}
-			if err == nil || !errors.Is(call.Classify(ctx, err), ratelimit.ErrUnavailable) {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, forgetAtMost)
-		}
-	}()
+	return l.keep(k, id, held, err)
 }
-
-// A background release that fails is sent again after forgetEvery, then
-// after twice as long each time, up to forgetAtMost.
-const (
-	forgetEvery  = 50 * time.Millisecond
-	forgetAtMost = 500 * time.Millisecond
-)
-
-const maxForgets = 64
 
 // call runs one op of concurrency.lua for key within the limiter's timeout.
 func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string) (reply, error) {
@@ -300,8 +267,9 @@ type Lease struct {
 	id    string
 	local bool // FailLocal's: held in this process, not in Redis
 
-	mu   sync.Mutex
-	done bool // released, or known lost
+	mu     sync.Mutex
+	done   bool // released, or known lost
+	queued bool // its release is kept to send again
 }
 
 // ID returns the lease's id: 32 hex digits of crypto/rand ("" for a lease
@@ -312,13 +280,27 @@ func (l *Lease) ID() string { return l.id }
 func (l *Lease) Key() string { return l.key }
 
 // Release gives the slot back; later calls return nil. The first returns
-// ErrLeaseLost when the lease had expired. One that fails is sent again in
-// the background until the TTL. Pass a context that outlives the
-// request's (context.WithoutCancel).
+// ErrLeaseLost when the lease had expired. One that fails (ErrUnavailable)
+// is sent again in the background until it gets through or the TTL
+// passes; past MaxPending such releases it is dropped, and the error is
+// ErrReleaseDropped too. Pass a context that outlives the request's
+// (context.WithoutCancel).
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
+	var start time.Time
+	if l.c.hook != nil {
+		start = time.Now()
+	}
+	err := l.release(ctx)
+	if l.c.hook != nil {
+		l.c.hook(ctx, Event{Name: l.c.name, Key: l.key, Op: string(opRelease), Err: err, Duration: time.Since(start)})
+	}
+	return err
+}
+
+func (l *Lease) release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
@@ -331,10 +313,14 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	r, err := l.c.call(ctx, l.key, opRelease, l.id)
 	if err != nil {
-		// Given back in the background too, in case the caller does not
-		// try again.
-		l.c.forget(l.key, l.id, err)
-		return call.Classify(ctx, err)
+		err = call.Classify(ctx, err)
+		if !l.queued { // once: a caller's retries add no more
+			if derr := l.c.forget(l.key, l.id, true, err); derr != nil {
+				return derr
+			}
+			l.queued = errors.Is(err, ratelimit.ErrUnavailable)
+		}
+		return err
 	}
 	l.done = true
 	if !r.Allowed {
@@ -350,6 +336,18 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
+	var start time.Time
+	if l.c.hook != nil {
+		start = time.Now()
+	}
+	err := l.renew(ctx)
+	if l.c.hook != nil {
+		l.c.hook(ctx, Event{Name: l.c.name, Key: l.key, Op: string(opRenew), Err: err, Duration: time.Since(start)})
+	}
+	return err
+}
+
+func (l *Lease) renew(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {

@@ -42,3 +42,30 @@ func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, 
 	r, err := bindings.Concurrency(ctx, c, key, p)
 	return reply(r), call.ClockRefused(ctx, err)
 }
+
+// leaseCall is one release in releaseMany.
+type leaseCall struct{ key, id string }
+
+// releaseMany releases each lease of ops in one pipeline (a bindings.Batch,
+// which survives NOSCRIPT) when c can pipeline, one call at a time
+// otherwise, and returns each one's error.
+func releaseMany(ctx context.Context, c redis.Scripter, ops []leaseCall, limit int64, ttl time.Duration, now time.Time) []error {
+	errs := make([]error, len(ops))
+	pc, ok := c.(bindings.PipelineClient)
+	if !ok {
+		for i, op := range ops {
+			_, errs[i] = leaseOp(ctx, c, op.key, opRelease, op.id, limit, ttl, now)
+		}
+		return errs
+	}
+	b := bindings.NewBatch()
+	results := make([]*bindings.Pending[bindings.ConcurrencyResult], len(ops))
+	for i, op := range ops {
+		results[i] = b.Concurrency(op.key, bindings.ConcurrencyParams{Op: opRelease, Lease: op.id, Limit: limit, TTL: ttl, Now: now})
+	}
+	_ = b.Exec(ctx, pc) // each call reports its own error
+	for i, r := range results {
+		_, errs[i] = r.Result()
+	}
+	return errs
+}

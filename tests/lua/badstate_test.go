@@ -242,7 +242,8 @@ func leaseCorruptions(good *value, argv []string, try func(string, *value, ...[]
 		}
 	}
 	s := good.zset[newest]
-	for _, m := range []string{"", "a b", "x\x00", strings.Repeat("a", 65), "é"} {
+	// '<digits>-<digits>': an earlier sliding_window_log.lua's member.
+	for _, m := range []string{"", "a b", "x\x00", strings.Repeat("a", 65), "é", fmt.Sprintf("%d-1", int64(good.zset[newest]))} {
 		v := good.clone()
 		delete(v.zset, newest)
 		v.zset[m] = s
@@ -281,7 +282,7 @@ func leaseCorruptions(good *value, argv []string, try func(string, *value, ...[]
 	}
 	spoiled := func(members map[string]float64, m string) []corruption {
 		var out []corruption
-		for _, id := range []string{"", "a b", "x\x00", strings.Repeat("a", 65), "é"} {
+		for _, id := range []string{"", "a b", "x\x00", strings.Repeat("a", 65), "é", "1767225600000000-1"} {
 			v := &value{kind: "zset", zset: maps.Clone(members), expireAt: good.expireAt}
 			delete(v.zset, m)
 			v.zset[id] = members[m]

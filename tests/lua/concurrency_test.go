@@ -17,6 +17,15 @@ func init() { models["concurrency"] = modelConcurrency }
 
 var leaseRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
 
+// earlierLogMember is what sliding_window_log.lua's members were before
+// they took a ':': never a lease id.
+var earlierLogMember = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
+
+// isLeaseID is the header's pattern, less the earlier log's members.
+func isLeaseID(s string) bool { return leaseRE.MatchString(s) && !earlierLogMember.MatchString(s) }
+
+const badLease = "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-', and not <digits>-<digits>"
+
 // modelConcurrency restates concurrency.lua from its header.
 func modelConcurrency(r *Redis, keys, argv []string) ([]int64, error) {
 	a := args{argv: argv}
@@ -29,8 +38,8 @@ func modelConcurrency(r *Redis, keys, argv []string) ([]int64, error) {
 	if op != "acquire" && op != "renew" && op != "release" {
 		a.fail("BADARG op must be 'acquire', 'renew' or 'release'")
 	}
-	if !hasLease || !leaseRE.MatchString(lease) {
-		a.fail("BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")
+	if !hasLease || !isLeaseID(lease) {
+		a.fail(badLease)
 	}
 	if err := a.finish(keys, "leases", 6); err != nil {
 		return nil, err
@@ -63,7 +72,7 @@ func modelConcurrency(r *Redis, keys, argv []string) ([]int64, error) {
 	})
 	latest := float64(r.now + maxSkew + 86400e6)
 	expiry := func(m member) (int64, bool) {
-		ok := leaseRE.MatchString(m.m) && m.s >= 0 && m.s <= latest && m.s == math.Floor(m.s)
+		ok := isLeaseID(m.m) && m.s >= 0 && m.s <= latest && m.s == math.Floor(m.s)
 		return int64(m.s), ok
 	}
 	size := int64(len(set))
@@ -328,8 +337,8 @@ func TestLeaseIDs(t *testing.T) {
 		if err != nil || len(got.([]any)) != 4 {
 			t.Fatalf("%s %q: (%v, %v)", op, good, got, err)
 		}
-		for _, bad := range []string{"", " ", "a b", "a\tb", "a\x00", "a.b", "a:b", "a{b}", "é", "ü", good + "x", "'", "\"a\""} {
-			expectBadArg(t, r, src, []string{"k"}, []string{op, bad, "5", "1000", "0", "0"}, "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'")
+		for _, bad := range []string{"", " ", "a b", "a\tb", "a\x00", "a.b", "a:b", "a{b}", "é", "ü", good + "x", "'", "\"a\"", "1767225600000000-1", "0-0"} {
+			expectBadArg(t, r, src, []string{"k"}, []string{op, bad, "5", "1000", "0", "0"}, badLease)
 		}
 	}
 }

@@ -77,3 +77,53 @@ func TestNoScriptReadsAnothersState(t *testing.T) {
 		t.Errorf("only %d refusals checked", refused)
 	}
 }
+
+// TestEarlierLayoutsAreRefused: every layout an earlier version of any
+// script wrote (scenario.Earliers) meets every call of every script of
+// this version, which refuses it, sends no write and leaves the key as it
+// was, value and TTL. Before, concurrency.lua took an earlier log's
+// members ('<us>-<n>') for expired leases: it admitted, and deleted them.
+func TestEarlierLayoutsAreRefused(t *testing.T) {
+	refused := 0
+	for _, e := range scenario.Earliers() {
+		for _, reader := range scenario.Crossings() {
+			t.Run(e.Name+"/"+reader.Script, func(t *testing.T) {
+				src, err := Source(reader.Script)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := New(scenario.T0 + 123457)
+				for _, cmd := range e.Commands("k", r.Now()) {
+					if _, err := r.Eval("return redis.call(unpack(ARGV))", nil, cmd); err != nil {
+						t.Fatalf("%v: %v", cmd, err)
+					}
+				}
+				r.SetTime(r.Now() + 1000)
+				code := scenario.EarlierCode(e, reader)
+				for _, argv := range reader.Calls {
+					before := r.Snapshot()
+					got, err := r.Eval(src, []string{"k"}, argv)
+					if err == nil || !strings.HasPrefix(err.Error(), code+" ") {
+						t.Errorf("%s %v: (%v, %v), want %s", reader.Script, argv, got, err, code)
+					}
+					if after := r.Snapshot(); !before.Equal(after) {
+						t.Errorf("%s %v changed it:\n%s->\n%s", reader.Script, argv, before, after)
+					}
+					for _, c := range r.Commands() {
+						if writes[strings.ToUpper(strings.Fields(c)[0])] {
+							t.Errorf("%s %v sent %q", reader.Script, argv, c)
+						}
+					}
+					refused++
+				}
+			})
+		}
+	}
+	calls := 0
+	for _, c := range scenario.Crossings() {
+		calls += len(c.Calls)
+	}
+	if want := len(scenario.Earliers()) * calls; refused != want {
+		t.Errorf("only %d refusals checked, want %d", refused, want)
+	}
+}

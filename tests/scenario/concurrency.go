@@ -106,10 +106,12 @@ func init() {
 				{Args: c("take", "a", 2, sec), Err: "BADARG op must be 'acquire', 'renew' or 'release'", TTL: []int64{1000}},
 				{Args: c("ACQUIRE", "a", 2, sec), Err: "BADARG op"},
 				{Args: c("", "a", 2, sec), Err: "BADARG op"},
-				{Args: c("acquire", "", 2, sec), Err: "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'"},
+				{Args: c("acquire", "", 2, sec), Err: "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-', and not <digits>-<digits>"},
 				{Args: c("acquire", "a b", 2, sec), Err: "BADARG lease"},
 				{Args: c("acquire", "a\x00", 2, sec), Err: "BADARG lease"},
 				{Args: c("release", "é", 2, sec), Err: "BADARG lease"},
+				// An earlier sliding_window_log.lua's member, never a lease.
+				{Args: c("acquire", "1767225600000000-1", 2, sec), Err: "BADARG lease"},
 				{Args: c("acquire", "0123456789012345678901234567890123456789012345678901234567890123x", 2, sec), Err: "BADARG lease"},
 				{Args: c("acquire", "b", 0, sec), Err: "BADARG limit must be an integer from 1 to 10000, got '0'"},
 				{Args: c("acquire", "b", 10001, sec), Err: "BADARG limit"},

@@ -80,6 +80,8 @@ func keyState(t *testing.T, c *redis.Client, key string) string {
 		v, err = c.Get(ctx, key).Result()
 	case "zset":
 		v, err = c.ZRangeWithScores(ctx, key, 0, -1).Result()
+	case "hash":
+		v, err = c.HGetAll(ctx, key).Result()
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -89,4 +91,48 @@ func keyState(t *testing.T, c *redis.Client, key string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%s %v expires at %d ms", typ, v, at)
+}
+
+// TestEarlierLayoutsAreRefused is tests/lua's test of the same name on a
+// real redis-server: every layout an earlier version of a script wrote,
+// at this server's clock, meets every call of every script, which refuses
+// it and leaves the key as it was, value and expiry to the ms.
+func TestEarlierLayoutsAreRefused(t *testing.T) {
+	c := standalone(t, 3)
+	ctx := context.Background()
+	run := fmt.Sprintf("earlier%d:", time.Now().UnixNano())
+	refused := 0
+	for i, e := range scenario.Earliers() {
+		for _, reader := range scenario.Crossings() {
+			key := fmt.Sprintf("%s%d:%s", run, i, reader.Script)
+			now, err := c.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range e.Commands(key, now.UnixMicro()) {
+				args := make([]any, len(cmd))
+				for j, a := range cmd {
+					args[j] = a
+				}
+				if err := c.Do(ctx, args...).Err(); err != nil {
+					t.Fatalf("%s: %v: %v", e.Name, cmd, err)
+				}
+			}
+			code := scenario.EarlierCode(e, reader)
+			for _, argv := range reader.Calls {
+				before := keyState(t, c, key)
+				err := call(ctx, c, reader.Script, key, argv)
+				if err == nil || !strings.Contains(err.Error(), code) {
+					t.Errorf("%s on %s: %v, want %s", reader.Script, e.Name, err, code)
+				}
+				if after := keyState(t, c, key); after != before {
+					t.Errorf("%s %v changed %s: %s -> %s", reader.Script, argv, e.Name, before, after)
+				}
+				refused++
+			}
+		}
+	}
+	if refused < 16*28 {
+		t.Errorf("only %d refusals checked", refused)
+	}
 }

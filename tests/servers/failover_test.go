@@ -12,21 +12,24 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/preflight"
 )
 
-// A failover on a cluster of the test's own (3 masters, 3 replicas): a
+// Failovers on a cluster of the test's own (3 masters, 3 replicas): a
 // master is killed, its replica promoted, and a ledger of every decision
-// says what callers saw. Keys on the dead master are decided by the fallback
-// , fast, while it is down, and by Redis again within a second of the
-// promotion; keys on the other masters never notice. Then three manual
-// failovers under clients with ReadOnly, RouteByLatency and RouteRandomly:
-// no caller sees READONLY.
+// says what callers saw. Keys on the dead master are decided by the
+// fallback, fast, while it is down, and by Redis again within a second of the
+// promotion; keys on the other masters never notice. Then the same through
+// the Functions library (FCALL) on another master: before, its ownership
+// check asked every master and failed every key for the whole outage.
+// Then manual failovers under clients with ReadOnly, RouteByLatency and
+// RouteRandomly, single calls and All's pipelines: no caller sees READONLY.
 func TestClusterFailover(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a cluster of its own and waits for a failover")
+		t.Skip("starts a cluster of its own and waits for failovers")
 	}
 	// A node timeout of 2 s makes the failover quicker than the default
 	// 15 s; full coverage off lets healthy masters serve their keys while a
@@ -35,15 +38,6 @@ func TestClusterFailover(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 	defer rdb.Close()
 	ctx := context.Background()
-
-	l, err := ratelimit.New(rdb, "failover", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailOpen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledgerL, err := ratelimit.New(rdb, "ledger", ratelimit.Per(1e9, time.Hour), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// What the preflight says of this cluster: only that the test servers
 	// do not persist.
 	fs, err := preflight.Check(ctx, rdb)
@@ -58,8 +52,50 @@ func TestClusterFailover(t *testing.T) {
 	if want := []string{"warning persistence", "warning persistence", "warning persistence"}; strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Errorf("Check: %q, want %q", names, want)
 	}
+	if err := bindings.LoadFunctions(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("EVALSHA", func(t *testing.T) { killMaster(t, cl, rdb, rdb, 0) })
+	// The killed master comes back as a replica of the promoted one, so
+	// that shard 1's master has a replica of its own to promote as well.
+	cl.Masters[0].Restart()
+	back := redis.NewClient(&redis.Options{Addr: cl.Masters[0].Addr})
+	waitInfo(t, back, "master_link_status:up", 30*time.Second)
+	back.Close()
+	t.Run("FCALL", func(t *testing.T) { killMaster(t, cl, rdb, bindings.WithFunctions(rdb), 1) })
+
+	// Manual failovers under the options that route reads to replicas:
+	// the demoted master answers READONLY until the slot map moves.
+	// Shards 0 and 2 have a replica in sync now (shard 1's dead master is
+	// still down), and take turns.
+	for i, opt := range []struct {
+		name string
+		opt  redis.ClusterOptions
+	}{
+		{"ReadOnly", redis.ClusterOptions{ReadOnly: true}},
+		{"RouteByLatency", redis.ClusterOptions{RouteByLatency: true}},
+		{"RouteRandomly", redis.ClusterOptions{RouteRandomly: true}},
+	} {
+		t.Run(opt.name, func(t *testing.T) { manualFailover(t, cl, opt.opt, 2*(1-i%2)) })
+	}
+}
+
+// killMaster kills the master of shard under 12 paced callers of a
+// limiter over c (rdb, or the Functions library over it) and checks what
+// they saw.
+func killMaster(t *testing.T, cl *redisserver.Replicated, rdb *redis.ClusterClient, c ratelimit.Client, shard int) {
+	ctx := context.Background()
+	l, err := ratelimit.New(c, "failover", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgerL, err := ratelimit.New(c, "ledger", ratelimit.Per(1e9, time.Hour), ratelimit.WithAlgorithm(ratelimit.FixedWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
 	keys := keysByMaster(t, rdb, cl, l, 4) // keys[i] live on cl.Masters[i]
-	ledgerKey := keysByMaster(t, rdb, cl, ledgerL, 1)[0][0]
+	ledgerKey := keysByMaster(t, rdb, cl, ledgerL, 1)[shard][0]
 
 	type entry struct {
 		start    time.Time
@@ -87,15 +123,15 @@ func TestClusterFailover(t *testing.T) {
 					return
 				default:
 				}
-				shard := i % 3
-				k := keys[shard][(i/3)%len(keys[shard])]
+				sh := i % 3
+				k := keys[sh][(i/3)%len(keys[sh])]
 				start := time.Now()
 				d, err := l.Allow(ctx, k)
-				e := entry{start: start, took: time.Since(start), shard: shard, fallback: d.Cause != nil, err: err}
+				e := entry{start: start, took: time.Since(start), shard: sh, fallback: d.Cause != nil, err: err}
 				mu.Lock()
 				ledger = append(ledger, e)
 				mu.Unlock()
-				time.Sleep(time.Millisecond)
+				time.Sleep(time.Millisecond) // paced: fail-fast must not spin
 			}
 		}(w)
 	}
@@ -111,11 +147,24 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}()
 
+	var replicaNode *redisserver.Server
+	for _, r := range append([]*redisserver.Server{cl.Masters[shard]}, cl.Replicas[shard]...) {
+		nc := redis.NewClient(&redis.Options{Addr: r.Addr})
+		info, _ := nc.Info(ctx, "replication").Result()
+		nc.Close()
+		if strings.Contains(info, "role:slave") {
+			replicaNode = r
+		}
+	}
+	if replicaNode == nil {
+		t.Fatalf("shard %d has no replica", shard)
+	}
+	dead := masterOf(t, rdb, keys[shard][0], cl)
 	time.Sleep(500 * time.Millisecond)
 	killed.Store(true)
 	killAt := time.Now()
-	cl.Masters[0].Stop()
-	replica := redis.NewClient(&redis.Options{Addr: cl.Replicas[0][0].Addr})
+	dead.Stop()
+	replica := redis.NewClient(&redis.Options{Addr: replicaNode.Addr})
 	defer replica.Close()
 	// The promotion happened after stillReplica (when the last poll that
 	// found a replica was sent) and before promotedAt (when a poll found a
@@ -128,8 +177,8 @@ func TestClusterFailover(t *testing.T) {
 
 	// What callers saw, phase by phase.
 	var (
-		downFast, downAll []time.Duration // shard 0 while down, after its breaker opened
-		healthyDown       []time.Duration // shards 1, 2 while shard 0 was down
+		downFast, downAll []time.Duration // the dead master's keys while down, after its breaker opened
+		healthyDown       []time.Duration // the other masters' keys meanwhile
 		recoveredAt       time.Time
 		late, healthyFB   int
 		slowFirst         int
@@ -141,7 +190,7 @@ func TestClusterFailover(t *testing.T) {
 		}
 		end := e.start.Add(e.took)
 		switch {
-		case e.shard != 0:
+		case e.shard != shard:
 			if e.fallback {
 				healthyFB++
 			}
@@ -210,106 +259,140 @@ func TestClusterFailover(t *testing.T) {
 		len(downAll), pct(downFast, 50), p99, pct(downFast, 100), slowFirst)
 	t.Logf("healthy masters' keys meanwhile: %d decisions, 0 fallbacks, p50 %v p99 %v", len(healthyDown), pct(healthyDown, 50), hp99)
 	t.Logf("ledger: %d admissions acknowledged before the kill, %d on the promoted replica (%d lost)", acked, stored, acked-stored)
+}
 
-	// Manual failovers under the options that route reads to replicas:
-	// the demoted master answers READONLY until the slot map moves.
-	for i, opt := range []struct {
-		name string
-		opt  redis.ClusterOptions
-	}{
-		{"ReadOnly", redis.ClusterOptions{ReadOnly: true}},
-		{"RouteByLatency", redis.ClusterOptions{RouteByLatency: true}},
-		{"RouteRandomly", redis.ClusterOptions{RouteRandomly: true}},
-	} {
-		t.Run(opt.name, func(t *testing.T) {
-			o := opt.opt
-			o.Addrs = cl.Addrs()[1:]
-			// No redirects of go-redis's own: whether its three retries
-			// outlast the switch is a matter of timing (they did here, on
-			// an idle machine; 29-30 errors a failover reached callers in
-			// round 3); the limiter must not depend on it.
-			o.MaxRedirects = -1
-			c := redis.NewClusterClient(&o)
-			defer c.Close()
-			l, err := ratelimit.New(c, "ro", ratelimit.PerSecond(1e6))
-			if err != nil {
-				t.Fatal(err)
-			}
-			shard := 1 + i%2
-			// The replica to promote: whichever node of the shard is one now.
-			var target *redis.Client
-			for _, n := range append([]*redisserver.Server{cl.Masters[shard]}, cl.Replicas[shard]...) {
-				nc := redis.NewClient(&redis.Options{Addr: n.Addr})
-				defer nc.Close()
-				if info, _ := nc.Info(ctx, "replication").Result(); strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
-					target = nc
+// masterOf returns the node of cl that is key's master now.
+func masterOf(t *testing.T, rdb *redis.ClusterClient, key string, cl *redisserver.Replicated) *redisserver.Server {
+	t.Helper()
+	m, err := rdb.MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes() {
+		if n.Addr == m.Options().Addr {
+			return n
+		}
+	}
+	t.Fatalf("%s is no node of the cluster", m.Options().Addr)
+	return nil
+}
+
+// manualFailover promotes shard's replica with CLUSTER FAILOVER under 8
+// callers of a client with opt, half of them through single calls, half
+// through All (one pipeline of two limiters): none may see an error.
+func manualFailover(t *testing.T, cl *redisserver.Replicated, opt redis.ClusterOptions, shard int) {
+	ctx := context.Background()
+	opt.Addrs = []string{cl.Masters[0].Addr, cl.Masters[2].Addr} // shard 1's first master is dead
+	// No redirects of go-redis's own: whether its three retries outlast
+	// the switch is a matter of timing (they did here, on an idle machine;
+	// 29-30 errors a failover reached callers in round 3); the limiter
+	// must not depend on it.
+	opt.MaxRedirects = -1
+	c := redis.NewClusterClient(&opt)
+	defer c.Close()
+	l, err := ratelimit.New(c, "ro", ratelimit.PerSecond(1e6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily, err := ratelimit.New(c, "ro-daily", ratelimit.Per(1e9, 24*time.Hour), ratelimit.WithAlgorithm(ratelimit.SlidingWindowCounter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := ratelimit.All(l, daily)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keysByMaster(t, c, cl, l, 4)
+	var target *redis.Client
+	for _, n := range append([]*redisserver.Server{cl.Masters[shard]}, cl.Replicas[shard]...) {
+		nc := redis.NewClient(&redis.Options{Addr: n.Addr})
+		defer nc.Close()
+		if info, _ := nc.Info(ctx, "replication").Result(); strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+			target = nc
+		}
+	}
+	if target == nil {
+		t.Fatalf("shard %d has no replica in sync", shard)
+	}
+	var errs, calls, allErrs, allCalls atomic.Int64
+	var samples sync.Map
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for j := 0; ; j++ {
+				select {
+				case <-stop:
+					return
+				default:
 				}
-			}
-			if target == nil {
-				t.Fatalf("shard %d has no replica in sync", shard)
-			}
-			var errs, calls atomic.Int64
-			var samples sync.Map
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for w := 0; w < 8; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for j := 0; ; j++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						_, err := l.Allow(ctx, keys[shard][(w+j)%len(keys[shard])])
-						calls.Add(1)
-						if err != nil {
-							errs.Add(1)
-							samples.Store(err.Error(), true)
-						}
+				k := keys[shard][(w+j)%len(keys[shard])]
+				var err error
+				if w%2 == 0 {
+					_, err = l.Allow(ctx, k)
+					calls.Add(1)
+				} else {
+					_, err = both.AllowN(ctx, k, 1)
+					allCalls.Add(1)
+				}
+				if err != nil {
+					if w%2 == 0 {
+						errs.Add(1)
+					} else {
+						allErrs.Add(1)
 					}
-				}(w)
-			}
-			time.Sleep(300 * time.Millisecond)
-			// A replica refuses a manual failover while it holds its master
-			// for down, which a loaded machine can make it do for a moment
-			// (node timeout 2 s): ask again until it agrees.
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				err := target.Do(ctx, "cluster", "failover").Err()
-				if err == nil {
-					break
-				}
-				if !strings.Contains(err.Error(), "Master is down") || time.Now().After(deadline) {
-					t.Fatal(err)
+					samples.Store(err.Error(), true)
 				}
 			}
-			waitRole(t, target, "master", 20*time.Second)
-			time.Sleep(time.Second)
-			close(stop)
-			wg.Wait()
-			if errs.Load() > 0 {
-				var seen []string
-				samples.Range(func(k, _ any) bool { seen = append(seen, k.(string)); return len(seen) < 3 })
-				t.Errorf("%d of %d calls failed across a manual failover: %q", errs.Load(), calls.Load(), seen)
-			}
-			t.Logf("%d calls across a manual failover, %d errors", calls.Load(), errs.Load())
-			// The demoted master must be a replica in sync before the next
-			// failover of its shard.
-			for _, n := range append([]*redisserver.Server{cl.Masters[shard]}, cl.Replicas[shard]...) {
-				nc := redis.NewClient(&redis.Options{Addr: n.Addr})
-				if info, _ := nc.Info(ctx, "replication").Result(); strings.Contains(info, "role:slave") {
-					waitInfo(t, nc, "master_link_status:up", 20*time.Second)
-				}
-				nc.Close()
-			}
-		})
+		}(w)
+	}
+	time.Sleep(300 * time.Millisecond)
+	// A replica refuses a manual failover while it holds its master for
+	// down, which a loaded machine can make it do for a moment (node
+	// timeout 2 s): ask again until it agrees.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := target.Do(ctx, "cluster", "failover").Err()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "Master is down") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	waitRole(t, target, "master", 20*time.Second)
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if errs.Load()+allErrs.Load() > 0 {
+		var seen []string
+		samples.Range(func(k, _ any) bool { seen = append(seen, k.(string)); return len(seen) < 3 })
+		t.Errorf("%d of %d single calls and %d of %d All calls failed across a manual failover: %q", errs.Load(), calls.Load(), allErrs.Load(), allCalls.Load(), seen)
+	}
+	t.Logf("%d single calls and %d All calls across a manual failover, %d and %d errors", calls.Load(), allCalls.Load(), errs.Load(), allErrs.Load())
+	// The demoted master must be a replica in sync before the next
+	// failover of its shard.
+	for _, n := range append([]*redisserver.Server{cl.Masters[shard]}, cl.Replicas[shard]...) {
+		nc := redis.NewClient(&redis.Options{Addr: n.Addr})
+		if info, _ := nc.Info(ctx, "replication").Result(); strings.Contains(info, "role:slave") {
+			waitInfo(t, nc, "master_link_status:up", 20*time.Second)
+		}
+		nc.Close()
 	}
 }
 
-// keysByMaster returns, for each master of cl, n keys that l stores there.
+// keysByMaster returns, for each shard of cl (a master and its replicas,
+// whichever is the master now), n keys that l stores there.
 func keysByMaster(t *testing.T, rdb *redis.ClusterClient, cl *redisserver.Replicated, l *ratelimit.Limiter, n int) [][]string {
 	t.Helper()
+	shardOf := map[string]int{}
+	for i, m := range cl.Masters {
+		shardOf[m.Addr] = i
+		for _, r := range cl.Replicas[i] {
+			shardOf[r.Addr] = i
+		}
+	}
 	keys := make([][]string, len(cl.Masters))
 	for i := 0; ; i++ {
 		done := true
@@ -326,10 +409,8 @@ func keysByMaster(t *testing.T, rdb *redis.ClusterClient, cl *redisserver.Replic
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j, s := range cl.Masters {
-			if s.Addr == m.Options().Addr && len(keys[j]) < n {
-				keys[j] = append(keys[j], k)
-			}
+		if j, ok := shardOf[m.Options().Addr]; ok && len(keys[j]) < n {
+			keys[j] = append(keys[j], k)
 		}
 	}
 }

@@ -6,6 +6,8 @@ package servers
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
@@ -239,4 +242,201 @@ func fromRedisD(ctx context.Context, l *ratelimit.Limiter, key string) (ratelimi
 		}
 	}
 	return d, fmt.Errorf("no decision from Redis 5 s after the restart: %v, %v", d, err)
+}
+
+// Issue 24.3: a server killed (SIGKILL) under load and started again, with
+// and without persistence, through EVALSHA and through the Functions
+// library: decisions come from Redis again within a second of the server
+// first answering PING, before the client's own pool can dial it, and
+// until then the fallback decides them at once. (They waited for
+// the pool, which answers with its last dial error until its own redial,
+// once a second, succeeds: 0.9-1.05 s.)
+func TestFaultRestartRecovers(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		fn   bool
+	}{
+		{"no persistence", nil, false},
+		{"AOF everysec", []string{"--appendonly", "yes", "--appendfsync", "everysec"}, false},
+		{"no persistence, FCALL", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := redisserver.New(t, tt.args...)
+			// A small pool: the calls in flight at the kill fail PoolSize
+			// dials for sure, and the pool answers with its last dial
+			// error from then on until its redial, once a second, gets
+			// through.
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 4})
+			defer rdb.Close()
+			var c ratelimit.Client = rdb
+			if tt.fn {
+				c = bindings.WithFunctions(rdb)
+			}
+			l, err := ratelimit.New(c, "restart", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailOpen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			type entry struct {
+				start    time.Time
+				took     time.Duration
+				fallback bool
+			}
+			var (
+				mu     sync.Mutex
+				ledger []entry
+				stop   = make(chan struct{})
+				wg     sync.WaitGroup
+			)
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						start := time.Now()
+						d, err := l.Allow(ctx, fmt.Sprint("k", (w+i)%16))
+						if err != nil {
+							t.Errorf("an error under FailOpen: %v", err)
+						}
+						e := entry{start, time.Since(start), d.Cause != nil}
+						mu.Lock()
+						ledger = append(ledger, e)
+						mu.Unlock()
+						time.Sleep(time.Millisecond) // paced: fail-fast must not spin
+					}
+				}(w)
+			}
+			time.Sleep(300 * time.Millisecond)
+			killAt := time.Now()
+			srv.Stop()
+			// The worst moment to come back: just after the pool's redial
+			// failed, a second before its next one.
+			redialed(t, rdb)
+			answered := make(chan time.Time, 1)
+			go func() { answered <- firstPong(srv.Addr, 10*time.Second) }()
+			srv.Restart()
+			answeredAt := <-answered
+			poolBack := firstPing(rdb, 5*time.Second) // the client's own pool dials again
+			time.Sleep(1500 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			if answeredAt.IsZero() {
+				t.Fatal("the restarted server never answered PING")
+			}
+
+			var down, healthy []time.Duration
+			var back time.Duration // until the last fallback after the first PONG
+			var firstFromRedis time.Time
+			fromRedis := 0
+			for _, e := range ledger {
+				switch {
+				case e.start.Before(killAt):
+					healthy = append(healthy, e.took)
+				case e.start.Before(killAt.Add(300 * time.Millisecond)):
+					// the calls in flight at the kill meet go-redis's retries
+				case e.start.Before(answeredAt):
+					if e.fallback {
+						down = append(down, e.took)
+					}
+				case e.fallback:
+					back = max(back, e.start.Add(e.took).Sub(answeredAt))
+				default:
+					fromRedis++
+					if end := e.start.Add(e.took); firstFromRedis.IsZero() || end.Before(firstFromRedis) {
+						firstFromRedis = end
+					}
+				}
+			}
+			if back > time.Second {
+				t.Errorf("decisions fell back until %v after the server answered PING, want within 1s", back)
+			}
+			if fromRedis == 0 || poolBack.IsZero() {
+				t.Fatalf("no decision from Redis after the restart (%d), or the client never dialled again (%v)", fromRedis, poolBack)
+			}
+			// Not by waiting for go-redis: decisions came from Redis while
+			// the client's own pool could not dial yet (a second after its
+			// last redial, at this moment).
+			if !firstFromRedis.Before(poolBack.Add(-20 * time.Millisecond)) {
+				t.Errorf("the first decision from Redis came %v after the first PONG, the client's own pool dialled again %v after it: the limiter waited for go-redis",
+					firstFromRedis.Sub(answeredAt).Round(time.Millisecond), poolBack.Sub(answeredAt).Round(time.Millisecond))
+			}
+			if len(down) == 0 {
+				t.Fatal("no decision fell back while the server was down: the kill tested nothing")
+			}
+			// Fail fast: within 5 ms at the 99th percentile, unless this
+			// (busy) machine made round trips to a healthy server slower.
+			if p99, hp99 := pct(down, 99), pct(healthy, 99); p99 > 5*time.Millisecond && p99 > hp99 {
+				t.Errorf("while down, fallbacks took p99 %v (round trips before the kill: %v), want <= 5ms (fail fast)", p99, hp99)
+			}
+			t.Logf("while down: %d fallbacks, p50 %v p99 %v; decisions from Redis again %v after the first PONG (the client's own pool: %v)",
+				len(down), pct(down, 50), pct(down, 99), back.Round(time.Millisecond), poolBack.Sub(answeredAt).Round(time.Millisecond))
+		})
+	}
+}
+
+// firstPing returns when c first answers PING, asking every 2 ms (a pool
+// that cannot dial answers at once, without dialling), or the zero time
+// after limit.
+func firstPing(c *redis.Client, limit time.Duration) time.Time {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if c.Ping(context.Background()).Err() == nil {
+			return time.Now()
+		}
+	}
+	return time.Time{}
+}
+
+// firstPong returns when the server at addr first answers PING, asking
+// every 5 ms on a connection of its own, or the zero time after limit.
+func firstPong(addr string, limit time.Duration) time.Time {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		conn, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil {
+			continue
+		}
+		conn.SetDeadline(time.Now().Add(100 * time.Millisecond))
+		buf := make([]byte, 7)
+		_, err = conn.Write([]byte("PING\r\n"))
+		if err == nil {
+			_, err = io.ReadFull(conn, buf)
+		}
+		conn.Close()
+		if err == nil && string(buf) == "+PONG\r\n" {
+			return time.Now()
+		}
+	}
+	return time.Time{}
+}
+
+// redialed returns just after c's pool failed a redial: once PoolSize
+// dials have failed it answers every call with its last dial error, and
+// each redial that fails, once a second, stores a new one (a change that
+// comes 900 ms or more after the one before: the calls in flight at the
+// kill store theirs first).
+func redialed(t *testing.T, c *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	var last error
+	var lastAt time.Time
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's pool did not redial within 10 s (last error %v)", last)
+		}
+		err := c.Ping(ctx).Err()
+		if err == nil {
+			t.Fatal("the killed server answered")
+		}
+		if err != last {
+			if !lastAt.IsZero() && time.Since(lastAt) >= 900*time.Millisecond {
+				return
+			}
+			last, lastAt = err, time.Now()
+		}
+	}
 }

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -220,4 +221,221 @@ func TestStallHoldsNoAbandonedLease(t *testing.T) {
 		members, _ := c.ZRangeWithScores(ctx, l.RedisKey("k"), 0, -1).Result()
 		t.Errorf("1 s after the resume %d leases are held, by nobody: %v", live, members)
 	}
+}
+
+// liveLeases counts the leases held at key by the server's clock.
+func liveLeases(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.ZCount(ctx, key, fmt.Sprintf("(%d", now.UnixMicro()), "+inf").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// freedWithin polls until no lease is held at key, for at most limit after
+// from, and returns how long after from that was.
+func freedWithin(t *testing.T, c *redis.Client, key string, from time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	for {
+		n := liveLeases(t, c, key)
+		if n == 0 {
+			return time.Since(from)
+		}
+		if time.Since(from) > limit {
+			t.Fatalf("%v after the resume %d leases are still held, by nobody", limit, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Issue 24.5: 200 of 500 leases (30 s TTL) held, the server stopped, all
+// 200 released (each Release fails within its timeout): once the server
+// runs again, every slot is given back by the background releases. They
+// shared 64 places per limiter, and past those a release was dropped with
+// no word: 120-136 slots stayed held for the whole TTL.
+func TestStallReleasesEveryHeldLease(t *testing.T) {
+	srv := redisserver.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	var dropped atomic.Int64
+	l, err := inflight.New(c, "held", 500, 30*time.Second, inflight.WithTimeout(stallTimeout),
+		inflight.WithHook(func(_ context.Context, e inflight.Event) {
+			if errors.Is(e.Err, inflight.ErrReleaseDropped) {
+				dropped.Add(1)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := acquireAll(t, l, "k", 200)
+	srv.Pause()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for g := 0; g < 20; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for _, lease := range leases[g*10 : g*10+10] {
+				err := lease.Release(ctx)
+				switch {
+				case errors.Is(err, ratelimit.ErrUnavailable) && !errors.Is(err, inflight.ErrReleaseDropped):
+					failed.Add(1)
+				default:
+					t.Errorf("a Release while the server is stopped: %v, want ErrUnavailable", err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	srv.Resume()
+	resumed := time.Now()
+	took := freedWithin(t, c, l.RedisKey("k"), resumed, 5*time.Second)
+	if dropped.Load() != 0 {
+		t.Errorf("%d releases reported dropped, want none (the bound is far above 200)", dropped.Load())
+	}
+	t.Logf("%d releases failed during the stall; every slot free %v after the resume", failed.Load(), took.Round(time.Millisecond))
+}
+
+// Issue 24.5: holders release while 64 callers keep acquiring through a
+// stall; each failed acquire queues a release of its own (its reply may
+// have been lost). The holders' releases must get through all the same:
+// before, the acquires' releases filled the limiter's 64 places and the
+// holders' were dropped.
+func TestStallReleasesRaceFailedAcquires(t *testing.T) {
+	srv := redisserver.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: stallCallers})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	l, err := inflight.New(c, "race", 8, 30*time.Second, inflight.WithTimeout(stallTimeout), inflight.WithFallback(ratelimit.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := acquireAll(t, l, "k", 4)
+	srv.Pause()
+	stop := time.Now().Add(time.Second)
+	var wg sync.WaitGroup
+	var acquires atomic.Int64
+	for g := 0; g < stallCallers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				lease, d, err := l.Acquire(ctx, "k")
+				acquires.Add(1)
+				if err != nil || lease != nil || d.Fallback != ratelimit.FailClosed {
+					t.Errorf("an acquire while the server is stopped: %v %v %v", lease, d, err)
+				}
+			}
+		}()
+	}
+	// The holders release once the acquires' own releases have piled up.
+	time.Sleep(300 * time.Millisecond)
+	for _, h := range holders {
+		if err := h.Release(ctx); !errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, inflight.ErrReleaseDropped) {
+			t.Errorf("a holder's Release while the server is stopped: %v, want ErrUnavailable", err)
+		}
+	}
+	wg.Wait()
+	srv.Resume()
+	resumed := time.Now()
+	took := freedWithin(t, c, l.RedisKey("k"), resumed, 5*time.Second)
+	t.Logf("%d acquires failed during the stall; every slot free %v after the resume", acquires.Load(), took.Round(time.Millisecond))
+}
+
+// acquireAll takes n leases on key, trying each until Redis grants it (on
+// a loaded machine one can run into the limiter's timeout).
+func acquireAll(t *testing.T, l *inflight.Limiter, key string, n int) []*inflight.Lease {
+	t.Helper()
+	var leases []*inflight.Lease
+	for i := 0; i < n; i++ {
+		for try := 0; ; try++ {
+			lease, d, err := l.Acquire(context.Background(), key)
+			if err == nil && d.Allowed && lease != nil {
+				leases = append(leases, lease)
+				break
+			}
+			if try == 100 {
+				t.Fatalf("acquire %d: %v %v", i, d, err)
+			}
+		}
+	}
+	return leases
+}
+
+// More failed releases than the bound, on a stopped server: MaxPending are
+// kept and get through once it runs again; each one past the bound is
+// reported, by Release's error and by the hook, and its lease stays held
+// (until its TTL).
+func TestStallReleasesPastTheBound(t *testing.T) {
+	srv := redisserver.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	var reported atomic.Int64
+	l, err := inflight.New(c, "bound", 100, time.Hour, inflight.WithTimeout(stallTimeout),
+		inflight.WithHook(func(_ context.Context, e inflight.Event) {
+			if errors.Is(e.Err, inflight.ErrReleaseDropped) {
+				reported.Add(1)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const extra = 100
+	keys := make([]string, (inflight.MaxPending+extra)/100)
+	leases := make([][]*inflight.Lease, len(keys))
+	var wg sync.WaitGroup
+	for k := range keys {
+		keys[k] = fmt.Sprint("k", k)
+		wg.Add(1)
+		go func(k int) {
+			defer wg.Done()
+			leases[k] = acquireAll(t, l, keys[k], 100)
+		}(k)
+		if k%8 == 7 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+	srv.Pause()
+	kept, dropped := 0, 0
+	for _, ls := range leases {
+		for _, lease := range ls {
+			switch err := lease.Release(ctx); {
+			case errors.Is(err, inflight.ErrReleaseDropped) && errors.Is(err, ratelimit.ErrUnavailable):
+				dropped++
+			case errors.Is(err, ratelimit.ErrUnavailable):
+				kept++
+			default:
+				t.Fatalf("a Release on a stopped server: %v", err)
+			}
+		}
+	}
+	srv.Resume()
+	resumed := time.Now()
+	if kept != inflight.MaxPending || dropped != extra || reported.Load() != extra {
+		t.Errorf("%d releases kept, %d dropped, %d reported; want %d, %d, %d", kept, dropped, reported.Load(), inflight.MaxPending, extra, extra)
+	}
+	for {
+		var n int64
+		for _, k := range keys {
+			n += liveLeases(t, c, l.RedisKey(k))
+		}
+		if n == extra {
+			break
+		}
+		if time.Since(resumed) > time.Minute {
+			t.Fatalf("a minute after the resume %d leases are held, want the %d dropped", n, extra)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d releases kept, all through %v after the resume; %d dropped and reported",
+		kept, time.Since(resumed).Round(time.Millisecond), dropped)
 }

@@ -19,7 +19,7 @@ var ConcurrencyScript = rueidis.NewLuaScript(concurrencySource)
 func ConcurrencySource() string { return concurrencySource }
 
 // ConcurrencyHash is the SHA1 of ConcurrencySource(), the hash EVALSHA and SCRIPT LOAD use.
-const ConcurrencyHash = "fc5b0923c61413fca2e101f0165889a6ae67c1bc"
+const ConcurrencyHash = "fe3e0f49a9344a24eebdea00e4a24693682e334d"
 
 var concurrencyInfo = &scriptMeta{file: "concurrency.lua", source: concurrencySource, hash: ConcurrencyHash}
 
@@ -39,7 +39,7 @@ var concurrencyLeasePattern = regexp.MustCompile("^(?:^[A-Za-z0-9_-]{1,64}$)$")
 type ConcurrencyParams struct {
 	// Op (ARGV[1]): take a lease, extend one, or end one
 	Op ConcurrencyOp
-	// Lease (ARGV[2], matching ^[A-Za-z0-9_-]{1,64}$): the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
+	// Lease (ARGV[2], matching ^[A-Za-z0-9_-]{1,64}$): the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', not <digits>-<digits>, random and unguessable
 	Lease string
 	// Limit (ARGV[3], [1..10000]): most leases live at once
 	Limit int64
@@ -97,8 +97,9 @@ type ConcurrencyResult struct {
 // changed ttl applies to leases taken or renewed from then on.
 // State: a sorted set of at most 10000 members, each a lease id scored by
 // its expiry in µs, at most a day and 60 s past TIME (lease ids hold no
-// ':', so sliding_window_log.lua's members are never taken for leases; see
-// docs/scripts.md). A key of another type, a set with more members, or one
+// ':' and are never '<digits>-<digits>', so sliding_window_log.lua's
+// members, today's and its earlier versions', are never taken for leases;
+// see docs/scripts.md). A key of another type, a set with more members, or one
 // whose oldest or newest member, or the lease the call names, is not of
 // that form is an error and the key is left untouched (members and TTL).
 // So is a member the call reads to answer it: the lease a denied acquire
@@ -190,8 +191,9 @@ const concurrencySource = `--- Caps the requests in flight per key: at most limi
 --- changed ttl applies to leases taken or renewed from then on.
 --- State: a sorted set of at most 10000 members, each a lease id scored by
 --- its expiry in µs, at most a day and 60 s past TIME (lease ids hold no
---- ':', so sliding_window_log.lua's members are never taken for leases; see
---- docs/scripts.md). A key of another type, a set with more members, or one
+--- ':' and are never '<digits>-<digits>', so sliding_window_log.lua's
+--- members, today's and its earlier versions', are never taken for leases;
+--- see docs/scripts.md). A key of another type, a set with more members, or one
 --- whose oldest or newest member, or the lease the call names, is not of
 --- that form is an error and the key is left untouched (members and TTL).
 --- So is a member the call reads to answer it: the lease a denied acquire
@@ -202,7 +204,7 @@ const concurrencySource = `--- Caps the requests in flight per key: at most limi
 --- call.
 --- @key    leases       sorted set of lease ids scored by their expiry in µs; expires with its last lease
 --- @arg    op           enum(acquire|renew|release)  take a lease, extend one, or end one
---- @arg    lease        string/^[A-Za-z0-9_-]{1,64}$/  the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', random and unguessable
+--- @arg    lease        string/^[A-Za-z0-9_-]{1,64}$/  the lease id: 1 to 64 of A-Z, a-z, 0-9, '_' and '-', not <digits>-<digits>, random and unguessable
 --- @arg    limit        int[1..10000]     most leases live at once
 --- @arg    ttl          ms[1..86400000]   how long a lease lives unless renewed or released (at most a day); release checks it but does not use it
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
@@ -340,12 +342,14 @@ if op ~= 'acquire' and op ~= 'renew' and op ~= 'release' then
 end
 
 -- id reports whether s can be a lease id: ids are stored as members and
--- checked when read back, so foreign members are told apart.
+-- checked when read back, so foreign members are told apart. '<digits>-
+-- <digits>' is no id: earlier versions of sliding_window_log.lua wrote
+-- their members so.
 local function id(s)
-  return type(s) == 'string' and #s >= 1 and #s <= 64 and not string.find(s, '[^0-9A-Za-z_%-]')
+  return type(s) == 'string' and #s >= 1 and #s <= 64 and not find(s, '[^0-9A-Za-z_%-]') and not find(s, '^%d+%-%d+$')
 end
 if not id(lease) then
-  bad = bad or "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-'"
+  bad = bad or "BADARG lease must be 1 to 64 of A-Z, a-z, 0-9, '_' and '-', and not <digits>-<digits>"
 end
 if leases == nil then bad = bad or 'BADARG leases key is missing' end
 exactly(1, 6)

@@ -1,20 +1,23 @@
 // Package guard is what a limiter does while a Redis node is down, and how
-// it notices the node is back or replaced.
+// it notices the node is back or replaced (docs/operations.md).
 //
 // go-redis alone spends 100-150 ms in retries and backoff on every call to
-// a dead node, and a ClusterClient reloads its slot map only on
+// a dead node; a ClusterClient reloads its slot map only on
 // MOVED/ASK/READONLY or when the map is 10 s old, which a crashed master
-// never causes: after its replica is promoted, calls kept going to the dead
-// address for up to 10 s more (measured here: docs/operations.md). So ratelimit.New and
-// inflight.New wrap a *redis.Client or *redis.ClusterClient in a guard with a breaker per node address: the
-// first call that finds a node unreachable opens its breaker, and from then
-// on calls whose key lives on that node fail at once (the fallback
-// decides them in microseconds) while one probe at a time, every
-// probeEvery, asks the node about the key (and, on a cluster, asks for the
-// slot map again). Calls on other nodes never wait. Once the node answers,
-// or the slot map names another master for the key, calls go to Redis
-// again. With every breaker closed the guard costs an atomic load per call
-// (and, on a cluster, a look at the slot map: which node the call goes to).
+// never causes; and once PoolSize dials have failed, a client's pool
+// answers every dial with the last error until its own redial, once a
+// second, succeeds. So ratelimit.New and inflight.New wrap a
+// *redis.Client or *redis.ClusterClient, or a bindings.FunctionsClient
+// over one, in a guard with a breaker per node address: the first call
+// that finds a node unreachable opens its breaker; calls whose key lives
+// there then fail at once while one probe at a time, every probeEvery,
+// asks the node about the key (and, on a cluster, asks for the slot map
+// again). Calls on other nodes never wait. Once the node answers, calls go
+// to it again, through a client of the guard's own while the pool cannot
+// dial yet; once the slot map names another master, calls go there. With
+// every breaker closed the guard costs an atomic load per call (and, on a
+// cluster, a look at the slot map). A Ring and go-redis's AutoPipeliner
+// are not guarded: go-redis cannot say which node serves a key there.
 package guard
 
 import (
@@ -46,14 +49,6 @@ const (
 	readOnlyWait = time.Second
 )
 
-// guarded is a redis.Scripter that goes through a guard. It passes on
-// what the rest of the package asks of a client: Process (the bindings'
-// cheaper EVALSHA), Pipeline (batches; not guarded) and Del (Reset).
-type guarded struct {
-	redis.Scripter
-	g *guard
-}
-
 // guard holds the breakers of one limiter's client.
 type guard struct {
 	client  *redis.Client        // a single node, or
@@ -61,6 +56,7 @@ type guard struct {
 	nopen   atomic.Int32         // len(open), read without mu on every call
 	mu      sync.Mutex
 	open    map[string]*breaker // by node address
+	nodes   sync.Map            // *redis.Client -> *fnNode, for the Functions library
 }
 
 type breaker struct {
@@ -68,26 +64,10 @@ type breaker struct {
 	probeAt  time.Time // no probe before
 	probing  bool
 	lastCall time.Time
-}
-
-// Wrap wraps the clients the guard knows; any other client (a Ring,
-// go-redis's AutoPipeliner, a bindings.FunctionsClient) is returned as is.
-func Wrap(c redis.Scripter) redis.Scripter {
-	switch c := c.(type) {
-	case *redis.Client:
-		return &guarded{Scripter: c, g: &guard{client: c, open: map[string]*breaker{}}}
-	case *redis.ClusterClient:
-		return &guarded{Scripter: c, g: &guard{cluster: c, open: map[string]*breaker{}}}
-	}
-	return c
-}
-
-// Unwrap returns the client the user passed.
-func Unwrap(c redis.Scripter) redis.Scripter {
-	if g, ok := c.(*guarded); ok {
-		return g.Scripter
-	}
-	return c
+	// via reaches the node, once it answers again, while the client's own
+	// pool to it cannot dial yet (its redial comes once a second): calls
+	// go through it instead of failing.
+	via *redis.Client
 }
 
 // nodeDownError is what a call meets while its node's breaker is open.
@@ -116,17 +96,24 @@ func (g *guard) node(ctx context.Context, key string) (string, *redis.Client) {
 }
 
 // before returns the address of key's node, as the slot map says before
-// the call (after may run once the map has moved on), and fails the call
-// at once when that node's breaker is open, starting a probe when one is
-// due.
-func (g *guard) before(ctx context.Context, key string) (string, error) {
+// the call (after may run once the map has moved on), and the client to
+// send through instead of the user's (nil for the user's): it fails the
+// call at once when that node's breaker is open, starting a probe when one
+// is due.
+func (g *guard) before(ctx context.Context, key string) (string, *redis.Client, error) {
 	if key == "" {
-		return "", nil
+		return "", nil, nil
 	}
 	addr, c := g.node(ctx, key)
 	if g.nopen.Load() == 0 {
-		return addr, nil
+		return addr, nil, nil
 	}
+	return g.beforeNode(ctx, addr, c, key)
+}
+
+// beforeNode is before for the node at addr, whose client is c; key is
+// what a probe asks about ("" for PING).
+func (g *guard) beforeNode(ctx context.Context, addr string, c *redis.Client, key string) (string, *redis.Client, error) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -137,32 +124,40 @@ func (g *guard) before(ctx context.Context, key string) (string, error) {
 	}
 	b := g.open[addr]
 	if b == nil {
-		return addr, nil
+		return addr, nil, nil
 	}
 	b.lastCall = now
 	if !b.probing && !now.Before(b.probeAt) && c != nil {
 		b.probing = true
 		go g.probe(addr, c, key)
 	}
+	if b.via != nil {
+		return addr, b.via, nil
+	}
 	if g.cluster != nil {
 		// Costs a compare-and-swap: go-redis runs one reload at a time,
 		// and none for 200 ms after the last.
 		g.cluster.ReloadState(ctx)
 	}
-	return addr, &nodeDownError{addr: addr, err: b.err}
+	return addr, nil, &nodeDownError{addr: addr, err: b.err}
 }
 
-// after opens the breaker of addr, the node a call went to, when the call
-// failed for want of the node.
-func (g *guard) after(ctx context.Context, addr string, err error) {
+// after opens the breaker of addr, the node a call went to (through via,
+// or the user's client when nil), when the call failed for want of the
+// node.
+func (g *guard) after(ctx context.Context, addr string, via *redis.Client, err error) {
 	if err == nil || addr == "" || !nodeFailed(err) {
 		return
 	}
 	now := time.Now()
 	g.mu.Lock()
-	if g.open[addr] == nil {
+	switch b := g.open[addr]; {
+	case b == nil:
 		g.open[addr] = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now}
 		g.nopen.Store(int32(len(g.open)))
+	case via != nil && b.via == via: // down again
+		retire(b.via)
+		b.via, b.err, b.probeAt = nil, err, now.Add(probeEvery)
 	}
 	g.mu.Unlock()
 	if g.cluster != nil {
@@ -171,42 +166,86 @@ func (g *guard) after(ctx context.Context, addr string, err error) {
 }
 
 // probe asks the node about key with a short timeout: any answer but a
-// failure closes the breaker. On a cluster it also asks for the slot map,
-// so a promoted replica is found within probeEvery of the reload.
+// failure means it is back. Then the user's client is asked too: when it
+// answers, the breaker closes; until then calls go through a client of
+// the guard's own. On a cluster the probe also asks for the slot map, so
+// a promoted replica is found within probeEvery of the reload.
 func (g *guard) probe(addr string, c *redis.Client, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	if g.cluster != nil {
-		g.cluster.ReloadState(ctx)
+	g.mu.Lock()
+	b := g.open[addr]
+	back := b != nil && b.via != nil
+	g.mu.Unlock()
+	var err error
+	if !back {
+		if g.cluster != nil {
+			g.cluster.ReloadState(ctx)
+		}
+		// A client of its own, not the user's: its pool may answer with
+		// its last dial error for up to a second after the node is back.
+		// (PoolSize 2: its one dial failing then starts no redial of its
+		// own.)
+		pc := redis.NewClient(probeOptions(c.Options()))
+		if key != "" {
+			err = pc.Exists(ctx, key).Err()
+		} else {
+			err = pc.Ping(ctx).Err()
+		}
+		pc.Close()
 	}
-	// A client of its own, not the node's: once PoolSize dials have
-	// failed, a go-redis pool answers every dial with the last error until
-	// its own redial, once a second, succeeds, and a probe through it would
-	// report the node down for up to a second after it is back.
-	// (PoolSize 2: its one dial failing then starts no redial of its own.)
-	o := *c.Options()
-	o.PoolSize, o.MinIdleConns, o.MaxIdleConns, o.MaxRetries = 2, 0, 0, -1
-	o.ReadTimeout, o.WriteTimeout, o.DialTimeout = probeTimeout, probeTimeout, probeTimeout
-	pc := redis.NewClient(&o)
-	err := pc.Exists(ctx, key).Err()
-	pc.Close()
+	var mainErr error
+	if answered(err) {
+		mainErr = c.Ping(ctx).Err()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	b := g.open[addr]
-	if b == nil {
+	if b = g.open[addr]; b == nil {
 		return
 	}
-	if err == nil || !nodeFailed(err) && !errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case !answered(err):
+		b.err = err
+	case answered(mainErr):
 		g.forget(addr)
 		return
+	case b.via == nil:
+		o := *c.Options()
+		o.MinIdleConns = 0
+		b.via = redis.NewClient(&o)
 	}
-	b.err, b.probing, b.probeAt = err, false, time.Now().Add(probeEvery)
+	b.probing, b.probeAt = false, time.Now().Add(probeEvery)
+}
+
+// answered reports an error that is no failure of the node: the node
+// answered (nil, or a reply of its own).
+func answered(err error) bool {
+	return err == nil || !nodeFailed(err) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// probeOptions is a probe's client: one try, short timeouts.
+func probeOptions(o *redis.Options) *redis.Options {
+	p := *o
+	p.PoolSize, p.MinIdleConns, p.MaxIdleConns, p.MaxRetries = 2, 0, 0, -1
+	p.ReadTimeout, p.WriteTimeout, p.DialTimeout = probeTimeout, probeTimeout, probeTimeout
+	return &p
 }
 
 // forget closes addr's breaker; g.mu is held.
 func (g *guard) forget(addr string) {
+	if b := g.open[addr]; b != nil && b.via != nil {
+		retire(b.via)
+	}
 	delete(g.open, addr)
 	g.nopen.Store(int32(len(g.open)))
+}
+
+// viaLinger is how long a via is kept once no call is given it: calls
+// that took it before may still be using it.
+const viaLinger = 10 * time.Second
+
+func retire(via *redis.Client) {
+	time.AfterFunc(viaLinger, func() { via.Close() })
 }
 
 // nodeFailed reports an error that says the node cannot serve: the
@@ -258,19 +297,49 @@ func (g *guard) retryReadOnly(ctx context.Context, err error, call func() error)
 	return err
 }
 
-// do runs one call whose first key is key through the guard. (Process
-// spells it out, so that a decision allocates no closure.)
-func (g *guard) do(ctx context.Context, key string, call func() error) error {
-	addr, err := g.before(ctx, key)
+// do runs one call whose first key is key through the guard: call sends
+// it through via, or the user's client when via is nil.
+func (g *guard) do(ctx context.Context, key string, call func(via *redis.Client) error) error {
+	addr, via, err := g.before(ctx, key)
 	if err != nil {
 		return err
 	}
-	err = call()
-	if readOnly(err) {
-		err = g.retryReadOnly(ctx, err, call)
+	err = call(via)
+	if via != nil && redirected(err) {
+		err = call(nil) // the slot moved: the user's client follows it
 	}
-	g.after(ctx, addr, err)
+	if readOnly(err) {
+		err = g.retryReadOnly(ctx, err, func() error { return call(via) })
+	}
+	g.after(ctx, addr, via, err)
 	return err
+}
+
+// doNode runs call, a command for the node at addr whose client is c
+// (keyless, so not found by the slot map), through the guard: call sends
+// it through the client it is given.
+func (g *guard) doNode(ctx context.Context, addr string, c *redis.Client, call func(*redis.Client) error) error {
+	via := (*redis.Client)(nil)
+	if g.nopen.Load() > 0 {
+		var err error
+		if _, via, err = g.beforeNode(ctx, addr, c, ""); err != nil {
+			return err
+		}
+	}
+	send := c
+	if via != nil {
+		send = via
+	}
+	err := call(send)
+	g.after(ctx, addr, via, err)
+	return err
+}
+
+// redirected reports a cluster's MOVED or ASK: the node serves the slot no
+// longer, and a call the guard sent it through its own client is sent
+// again through the user's.
+func redirected(err error) bool {
+	return err != nil && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK"))
 }
 
 // firstKey returns the first key of an EVAL, EVALSHA, FCALL or their _RO
@@ -284,63 +353,4 @@ func firstKey(args []interface{}) string {
 	}
 	k, _ := args[3].(string)
 	return k
-}
-
-func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
-	p := c.Scripter.(interface {
-		Process(context.Context, redis.Cmder) error
-	})
-	key := firstKey(cmd.Args())
-	addr, err := c.g.before(ctx, key)
-	if err != nil {
-		cmd.SetErr(err)
-		return err
-	}
-	err = p.Process(ctx, cmd)
-	if readOnly(err) {
-		err = c.g.retryReadOnly(ctx, err, func() error { return p.Process(ctx, cmd) })
-	}
-	c.g.after(ctx, addr, err)
-	return err
-}
-
-func (c *guarded) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.Eval(ctx, script, keys, args...) })
-}
-
-func (c *guarded) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalSha(ctx, sha1, keys, args...) })
-}
-
-func (c *guarded) EvalRO(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalRO(ctx, script, keys, args...) })
-}
-
-func (c *guarded) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
-	return c.cmd(ctx, keys, func() *redis.Cmd { return c.Scripter.EvalShaRO(ctx, sha1, keys, args...) })
-}
-
-func (c *guarded) cmd(ctx context.Context, keys []string, send func() *redis.Cmd) *redis.Cmd {
-	key := ""
-	if len(keys) > 0 {
-		key = keys[0]
-	}
-	var cmd *redis.Cmd
-	if err := c.g.do(ctx, key, func() error { cmd = send(); return cmd.Err() }); cmd == nil {
-		cmd = redis.NewCmd(ctx)
-		cmd.SetErr(err)
-	}
-	return cmd
-}
-
-// Pipeline passes batches (AllowAll) to the client unguarded.
-func (c *guarded) Pipeline() redis.Pipeliner {
-	return c.Scripter.(interface{ Pipeline() redis.Pipeliner }).Pipeline()
-}
-
-// Del is for Reset.
-func (c *guarded) Del(ctx context.Context, keys ...string) *redis.IntCmd {
-	return c.Scripter.(interface {
-		Del(context.Context, ...string) *redis.IntCmd
-	}).Del(ctx, keys...)
 }

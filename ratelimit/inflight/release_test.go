@@ -1,0 +1,100 @@
+package inflight_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlimit/redlimit/ratelimit"
+	"github.com/redlimit/redlimit/ratelimit/inflight"
+)
+
+// dropCounter is a hook that counts the releases reported dropped.
+type dropCounter struct{ n atomic.Int64 }
+
+func (d *dropCounter) hook(_ context.Context, e inflight.Event) {
+	if e.Op == "release" && errors.Is(e.Err, inflight.ErrReleaseDropped) {
+		d.n.Add(1)
+	}
+}
+
+// held counts the leases held on keys at the frozen server's clock.
+func held(f *frozen, l *inflight.Limiter, keys ...string) (int64, error) {
+	var n int64
+	for _, k := range keys {
+		c, err := f.rdb.ZCount(ctx, l.RedisKey(k), fmt.Sprintf("(%d", f.Now.UnixMicro()), "+inf").Result()
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// untilHeld waits up to 20 s for want leases to be held on keys. (The
+// client's pool answers with its last dial error for up to a second after
+// the server is back.)
+func untilHeld(t *testing.T, f *frozen, l *inflight.Limiter, want int64, keys ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := held(f, l, keys...)
+		if err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d leases held 20 s after the server came back (%v), want %d", got, err, want)
+		}
+	}
+}
+
+// The releases of held leases come first: a full bound of failed
+// acquires' releases makes room for them, each it drops reported.
+func TestHeldReleasesComeFirst(t *testing.T) {
+	f := newFrozen(t)
+	drops := &dropCounter{}
+	l := mustConcurrency(t, f.rdb, 100, time.Hour, inflight.WithHook(drops.hook), inflight.WithFallback(ratelimit.FailClosed))
+	var leases []*inflight.Lease
+	for i := 0; i < 20; i++ {
+		lease, _, err := l.Acquire(ctx, "held")
+		if err != nil || lease == nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		leases = append(leases, lease)
+	}
+	f.Close()
+	// MaxPending failed acquires fill the bound with their releases, from
+	// 8 goroutines while the sender takes batches; one more is dropped.
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < inflight.MaxPending/8; i++ {
+				if _, d, err := l.Acquire(ctx, "x"); err != nil || d.Fallback != ratelimit.FailClosed {
+					t.Errorf("an acquire on a dead server: %v %v", d, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, _, err := l.Acquire(ctx, "x"); err != nil || drops.n.Load() != 1 {
+		t.Fatalf("one acquire past the bound: %v, %d drops reported, want 1", err, drops.n.Load())
+	}
+	for _, lease := range leases {
+		if err := lease.Release(ctx); !errors.Is(err, ratelimit.ErrUnavailable) || errors.Is(err, inflight.ErrReleaseDropped) {
+			t.Fatalf("a holder's Release with the bound full of acquires' releases: %v, want it kept", err)
+		}
+	}
+	if got := drops.n.Load(); got != 1+20 {
+		t.Errorf("%d drops reported, want 21: one acquire's past the bound, then one for each holder's release", got)
+	}
+	if err := f.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	untilHeld(t, f, l, 0, "held")
+}

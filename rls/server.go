@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +47,9 @@ type Server struct {
 	cancel        context.CancelFunc
 	errc          chan error
 	wg            sync.WaitGroup
+	// healthyWithout: health does not wait for a configuration (xDS with
+	// FORCE_START_WITHOUT_INITIAL_CONFIG, as the reference).
+	healthyWithout bool
 }
 
 // Start starts the server that s describes and returns once it listens.
@@ -90,27 +92,14 @@ func Start(ctx context.Context, s Settings, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 
-	l := &loader{dir: s.ConfigDir(), root: filepath.Dir(filepath.Clean(s.RuntimeRoot)), merge: s.MergeDomains, bind: lims.bind, log: log}
-	l.apply = func(c *Config) {
-		srv.svc.SetConfig(c)
-		srv.health.set("config", nil)
-		if m := srv.svc.metrics; m != nil {
-			m.configLoadSuccess.Inc()
-		}
+	if s.ConfigType == "GRPC_XDS_SOTW" {
+		err = srv.subscribe(ctx, s, lims.bind)
+	} else {
+		srv.watchFiles(ctx, s, lims.bind)
 	}
-	l.refused = func(err error) {
-		if m := srv.svc.metrics; m != nil {
-			m.configLoadError.Inc()
-		}
-		if srv.svc.Config() == nil {
-			log.Error("configuration refused; no configuration serves: every call is answered UNAVAILABLE", "err", err)
-			srv.health.set("config", err)
-			srv.svc.noConfig.Store(&noConfig{err})
-			return
-		}
-		log.Error("configuration refused; the one loaded before keeps serving", "err", err)
+	if err != nil {
+		return fail(err)
 	}
-	_ = l.load()
 
 	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: s.GRPCMaxAge, MaxConnectionAgeGrace: s.GRPCGrace})}
 	if s.GRPCTLS {
@@ -177,8 +166,7 @@ func Start(ctx context.Context, s Settings, log *slog.Logger) (*Server, error) {
 		})
 	}
 
-	srv.wg.Add(2)
-	go func() { defer srv.wg.Done(); l.watch(ctx, 5*time.Second) }()
+	srv.wg.Add(1)
 	go func() { defer srv.wg.Done(); srv.watchRedis(ctx, s.RedisHealthCheck) }()
 	log.Info("listening", "grpc", srv.addrs["grpc"], "http", srv.addrs["http"], "debug", srv.addrs["debug"], "prometheus", srv.addrs["prometheus"])
 	return srv, nil

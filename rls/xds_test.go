@@ -2,8 +2,17 @@ package rls
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +20,9 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -252,9 +263,13 @@ func TestXDSWaitsForTheFirstConfiguration(t *testing.T) {
 	}
 }
 
+// withNoWait is env, and startServer does not wait for health.
 func withNoWait(env map[string]string) map[string]string {
-	env["-nowait"] = ""
-	return env
+	m := map[string]string{"-nowait": ""}
+	for k, v := range env {
+		m[k] = v
+	}
+	return m
 }
 
 // TestXDSSettings: the xDS variables are read with the reference's
@@ -328,4 +343,97 @@ func TestXDSUnitNames(t *testing.T) {
 			t.Errorf("Dump lacks %q:\n%s", w, d)
 		}
 	}
+}
+
+// TestXDSOverTLS: with the server's CA, a client certificate and the name
+// the server's certificate holds (CONFIG_GRPC_XDS_SERVER_TLS_SAN), the
+// configuration arrives over mutual TLS, as Envoy Gateway serves it;
+// without the name the handshake fails and health says so.
+func TestXDSOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey := newCert(t, dir, "ca", nil, nil)
+	newCert(t, dir, "server", ca, caKey, "xds.test")
+	newCert(t, dir, "client", ca, caKey)
+	serverCert, err := tls.LoadX509KeyPair(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	xds := startXDS(t, "", grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{serverCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert})))
+	xds.set(t, "v1", []string{"redlimit"}, xdsInitial...)
+	env := xdsEnv(xds.addr, "redlimit", "CONFIG_GRPC_XDS_SERVER_USE_TLS", "true",
+		"CONFIG_GRPC_XDS_CLIENT_TLS_CERT", filepath.Join(dir, "client.pem"), "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", filepath.Join(dir, "client.key"),
+		"CONFIG_GRPC_XDS_SERVER_TLS_CACERT", filepath.Join(dir, "ca.pem"))
+	mr := miniRedis(t)
+	wrongName := startServer(t, mr.Addr(), nil, withNoWait(env))
+	env["CONFIG_GRPC_XDS_SERVER_TLS_SAN"] = "xds.test"
+	ours := startServer(t, mr.Addr(), nil, env)
+	if r := ours.call(t, req("foo", []string{"k1", "v1"})); r.Statuses[0].LimitRemaining != 2 {
+		t.Errorf("over TLS: %v, want 2 remaining of the initial configuration's 3", r)
+	}
+	waitProblem(t, wrongName, "certificate")
+}
+
+// waitProblem waits up to 10 s for ts's health to name problem.
+func waitProblem(t *testing.T, ts *testServer, problem string) {
+	t.Helper()
+	var ps string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if ps = strings.Join(ts.Server.health.problems(), "\n"); strings.Contains(ps, problem) {
+			return
+		}
+	}
+	t.Fatalf("health says %q after 10 s, want it to name %q", ps, problem)
+}
+
+// TestXDSHealthyWithAConfiguration: with
+// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED a configuration without a
+// domain keeps health failing, as the reference's does.
+func TestXDSHealthyWithAConfiguration(t *testing.T) {
+	xds := startXDS(t, "")
+	ours := startServer(t, miniRedis(t).Addr(), nil, withNoWait(xdsEnv(xds.addr, "redlimit",
+		"FORCE_START_WITHOUT_INITIAL_CONFIG", "true", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true")))
+	waitProblem(t, ours, "waiting for the first configuration")
+	xds.set(t, "v1", []string{"redlimit"})
+	if r := xds.waitReply(t, "redlimit", "v1"); r.nack != "" {
+		t.Fatalf("an empty configuration was NACKed: %+v", r)
+	}
+	waitProblem(t, ours, "the configuration has no domain")
+	xds.set(t, "v2", []string{"redlimit"}, xdsInitial...)
+	ours.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
+}
+
+// newCert writes name.pem and name.key under dir: a CA when parent is nil,
+// else a certificate parent signs for the DNS names.
+func newCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, dns ...string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name}, DNSNames: dns,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	if parent == nil {
+		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, name+".pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	writeFile(t, filepath.Join(dir, name+".key"), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})))
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
 }

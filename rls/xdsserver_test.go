@@ -40,8 +40,9 @@ type streamRequest struct {
 	*discovery.DiscoveryRequest
 }
 
-// startXDS serves on addr ("" for a free port); it stops with the test.
-func startXDS(t testing.TB, addr string) *testXDS {
+// startXDS serves on addr ("" for a free port) with opts; it stops with
+// the test.
+func startXDS(t testing.TB, addr string, opts ...grpc.ServerOption) *testXDS {
 	t.Helper()
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -70,7 +71,7 @@ func startXDS(t testing.TB, addr string) *testXDS {
 			x.versions[streamNonce{id, resp.Nonce}] = resp.VersionInfo
 		},
 	}
-	x.grpc = grpc.NewServer()
+	x.grpc = grpc.NewServer(opts...)
 	discovery.RegisterAggregatedDiscoveryServiceServer(x.grpc, serverv3.NewServer(context.Background(), x.cache, cb))
 	go func() { _ = x.grpc.Serve(l) }()
 	t.Cleanup(x.grpc.Stop)

@@ -27,8 +27,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Server is the running service: RLS v3 and gRPC health on the gRPC
@@ -214,26 +212,6 @@ func (srv *Server) Close() {
 	srv.wg.Wait()
 	srv.closeScripter()
 	srv.rdb.Close()
-}
-
-// pipeliner is what the limiters send their scripts through: for a
-// single Redis, go-redis's AutoPipeliner over rdb, which sends the calls
-// of concurrent requests in one write (REDIS_PIPELINE_WINDOW waits that
-// long for more), unless REDLIMIT_AUTOPIPELINE is false. A Cluster or
-// Sentinel client is used as it is: ratelimit's failover guard (a READONLY
-// resend, a slot map reloaded after a failover) wraps the client, not an
-// AutoPipeliner over it.
-func pipeliner(rdb redis.UniversalClient, s Settings) (ratelimit.Client, func(), error) {
-	if !s.AutoPipeline || s.RedisType != "single" {
-		return rdb, func() {}, nil
-	}
-	opts := redis.DefaultAutoPipelineOptions()
-	opts.MaxFlushDelay = s.PipelineWindow
-	ap, err := rdb.(*redis.Client).AutoPipelineWithOptions(opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the AutoPipeliner: %w", err)
-	}
-	return ap, func() { _ = ap.Close() }, nil
 }
 
 // watchRedis reports Redis healthy once it answers, logs what

@@ -2,9 +2,11 @@ package rls
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +94,7 @@ descriptors:
 						b.Fatal(err)
 					}
 				}
-				cpu0 := redisCPU(b, rdb)
+				st0 := redisStats(b, rdb)
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				b.ResetTimer()
@@ -116,9 +118,19 @@ descriptors:
 				wg.Wait()
 				elapsed := time.Since(start)
 				b.StopTimer()
-				cpu := redisCPU(b, rdb) - cpu0
+				st := redisStats(b, rdb)
+				per := func(k string) float64 { return (st[k] - st0[k]) / float64(b.N) }
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
-				b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "redis-µs/req")
+				b.ReportMetric(per("cpu")*1e6, "redis-µs/req")
+				b.ReportMetric(per("total_reads_processed"), "reads/req")
+				var cmds []string
+				for k := range st {
+					if name, ok := strings.CutPrefix(k, "calls:"); ok && per(k) > 0.01 {
+						cmds = append(cmds, fmt.Sprintf("%s %.2f/req %.2f µs", name, per(k), (st["usec:"+name]-st0["usec:"+name])/(st[k]-st0[k])))
+					}
+				}
+				sort.Strings(cmds)
+				b.Logf("commands: %s", strings.Join(cmds, ", "))
 			})
 		}
 	}
@@ -182,20 +194,33 @@ func dial(b *testing.B, addr string, n int) []rlpb.RateLimitServiceClient {
 	return cs
 }
 
-// redisCPU is the CPU redis-server has used, user and system.
-func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
+// redisStats are redis-server's counters: "cpu" (user + system, in
+// seconds), "calls:<command>" and "usec:<command>" (INFO commandstats: a
+// script's usec includes the commands it calls, which count there too),
+// and INFO stats' total_reads_processed (reads from clients).
+func redisStats(b *testing.B, rdb *redis.Client) map[string]float64 {
+	info, err := rdb.Info(context.Background(), "cpu", "commandstats", "stats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
+	st := map[string]float64{}
 	for _, line := range strings.Split(info, "\n") {
-		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), f); ok {
-				x, _ := strconv.ParseFloat(v, 64)
-				total += x
+		line = strings.TrimSpace(line)
+		k, v, _ := strings.Cut(line, ":")
+		switch {
+		case k == "used_cpu_sys" || k == "used_cpu_user":
+			x, _ := strconv.ParseFloat(v, 64)
+			st["cpu"] += x
+		case k == "total_reads_processed":
+			st[k], _ = strconv.ParseFloat(v, 64)
+		case strings.HasPrefix(k, "cmdstat_"):
+			for _, f := range strings.Split(v, ",") {
+				name, x, _ := strings.Cut(f, "=")
+				if name == "calls" || name == "usec" {
+					st[name+":"+strings.TrimPrefix(k, "cmdstat_")], _ = strconv.ParseFloat(x, 64)
+				}
 			}
 		}
 	}
-	return time.Duration(total * float64(time.Second))
+	return st
 }

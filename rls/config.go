@@ -118,9 +118,6 @@ func parseFile(name string, data []byte) (*yamlFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.domain == "" {
-		return nil, &ConfigError{name, f.domainLine, "config file cannot have empty domain"}
-	}
 	return f, nil
 }
 

@@ -158,49 +158,70 @@ func TestDifferential(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ref := startReference(t, addr, map[string]string{"c.yaml": c.config}, c.env)
 			ours := startServer(t, addr, map[string]string{"c.yaml": c.config}, c.env)
-			for attempt := 1; ; attempt++ {
-				if err := rdb.FlushAll(context.Background()).Err(); err != nil {
-					t.Fatal(err)
-				}
-				seed := time.Now().UnixNano()
-				compared, all := runDiff(t, ref, ours, c, rand.New(rand.NewSource(seed)))
-				if t.Failed() {
-					t.Logf("seed %d", seed)
-					return
-				}
-				if compared*10 >= all*9 {
-					t.Logf("%d of %d answers compared", compared, all)
-					return
-				}
-				if attempt == 3 {
-					t.Fatalf("only %d of %d answers could be compared, three times: steps keep straddling window boundaries", compared, all)
-				}
-			}
+			compareServers(t, rdb, ref, ours, c)
 		})
 	}
 }
 
+// compareServers runs c on both servers from an empty Redis, again when
+// too few answers could be compared (steps kept straddling windows).
+func compareServers(t *testing.T, rdb *redis.Client, ref *refServer, ours *testServer, c diffCase) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		seed := time.Now().UnixNano()
+		compared, all := runDiff(t, ref, ours, c, rand.New(rand.NewSource(seed)))
+		if t.Failed() {
+			t.Logf("seed %d", seed)
+			return
+		}
+		if compared*10 >= all*9 {
+			t.Logf("%d of %d answers compared", compared, all)
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("only %d of %d answers could be compared, three times: steps keep straddling window boundaries", compared, all)
+		}
+	}
+}
+
 // generated is a case that asks, at random, descriptors made from the
-// configuration's own tree: each rule's path with its values (a wildcard
-// completed, a free value from a small pool), a level short, a level too
-// deep, and a wrong value.
+// configuration's own tree (see treeCase).
 func generated(name, yaml string, env map[string]string, t *testing.T) diffCase {
 	f, err := parseFile("g.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	var paths [][]string
-	var walk func(prefix []string, ds []yamlDescriptor)
-	walk = func(prefix []string, ds []yamlDescriptor) {
+	c := treeCase(name, 120, f)
+	c.config, c.env = yaml, env
+	return c
+}
+
+// treeCase asks descriptors made from the files' trees: each rule's path
+// with its values (a wildcard completed, a free value from a small
+// pool), a level short, a level too deep, and a wrong value.
+func treeCase(name string, steps int, files ...*yamlFile) diffCase {
+	type path struct {
+		domain string
+		kv     []string
+	}
+	var paths []path
+	var walk func(domain string, prefix []string, ds []yamlDescriptor)
+	walk = func(domain string, prefix []string, ds []yamlDescriptor) {
 		for _, d := range ds {
 			p := append(append([]string(nil), prefix...), d.key, d.value)
-			paths = append(paths, p)
-			walk(p, d.descriptors)
+			paths = append(paths, path{domain, p})
+			walk(domain, p, d.descriptors)
 		}
 	}
-	walk(nil, f.descriptors)
-	return diffCase{name: name, config: yaml, env: env, steps: 120, next: func(r *rand.Rand) *rlpb.RateLimitRequest {
-		p := append([]string(nil), paths[r.Intn(len(paths))]...)
+	for _, f := range files {
+		walk(f.domain, nil, f.descriptors)
+	}
+	return diffCase{name: name, steps: steps, next: func(r *rand.Rand) *rlpb.RateLimitRequest {
+		pt := paths[r.Intn(len(paths))]
+		p := append([]string(nil), pt.kv...)
 		for i := 1; i < len(p); i += 2 {
 			switch v := p[i]; {
 			case v == "" || r.Intn(8) == 0:
@@ -217,7 +238,7 @@ func generated(name, yaml string, env map[string]string, t *testing.T) diffCase 
 		case 1:
 			p = append(p, "extra", "e")
 		}
-		return &rlpb.RateLimitRequest{Domain: f.domain, Descriptors: []*rlcommon.RateLimitDescriptor{desc(p...)}}
+		return &rlpb.RateLimitRequest{Domain: pt.domain, Descriptors: []*rlcommon.RateLimitDescriptor{desc(p...)}}
 	}}
 }
 

@@ -158,6 +158,6 @@ func override(domain string, d *rlcommon.RateLimitDescriptor, o *rlcommon.RateLi
 		m.values[i] = e.Value
 	}
 	m.statKey = domain + "." + key.String()
-	m.rule = &Rule{FullKey: m.statKey, Unit: unit, Period: period, RequestsPerUnit: o.GetRequestsPerUnit(), Algorithm: Algorithms[0]}
+	m.rule = &Rule{FullKey: m.statKey, Unit: unit, Period: period, RequestsPerUnit: o.GetRequestsPerUnit(), Algorithm: Algorithms[0], sent: true}
 	return m, nil
 }

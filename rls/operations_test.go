@@ -126,7 +126,7 @@ func TestSettings(t *testing.T) {
 	if s.Port != 8080 || s.GRPCPort != 8081 || s.DebugPort != 6070 || s.RedisSocketType != "unix" || s.RuntimeRoot != "/srv/runtime_data/current" || s.RuntimeAppDir != "config" || s.NearLimitRatio != 0.8 || s.RedisTimeout != 10*time.Second || s.PrometheusAddr != ":9090" || s.LimitHeader != "RateLimit-Limit" {
 		t.Errorf("defaults: %+v", s)
 	}
-	for _, bad := range []map[string]string{{"PORT": "eighty"}, {"CONFIG_TYPE": "GRPC_XDS_SOTW"}, {"BACKEND_TYPE": "memcache"}, {"REDIS_TYPE": "ring"}, {"GRPC_CLIENT_TLS_SAN": "x"}, {"REDIS_TIMEOUT": "soon"}} {
+	for _, bad := range []map[string]string{{"PORT": "eighty"}, {"CONFIG_TYPE": "GRPC_XDS_DELTA"}, {"BACKEND_TYPE": "memcache"}, {"REDIS_TYPE": "ring"}, {"GRPC_CLIENT_TLS_SAN": "x"}, {"REDIS_TIMEOUT": "soon"}} {
 		if _, err := LoadSettings(func(k string) (string, bool) { v, ok := bad[k]; return v, ok }); err == nil {
 			t.Errorf("%v: accepted", bad)
 		}

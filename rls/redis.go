@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // newRedis connects as the reference's REDIS_* settings say. Retries are
@@ -49,6 +51,26 @@ func newRedis(s Settings) (redis.UniversalClient, error) {
 		Network: s.RedisSocketType, Addr: s.RedisURL, Username: user, Password: pass, TLSConfig: tc,
 		PoolSize: s.RedisPoolSize, DialTimeout: t, ReadTimeout: t, WriteTimeout: t, MaxRetries: -1,
 	}), nil
+}
+
+// pipeliner is what the limiters send their scripts through: for a
+// single Redis, go-redis's AutoPipeliner over rdb, which sends the calls
+// of concurrent requests in one write (REDIS_PIPELINE_WINDOW waits that
+// long for more), unless REDLIMIT_AUTOPIPELINE is false. A Cluster or
+// Sentinel client is used as it is: ratelimit's failover guard (a READONLY
+// resend, a slot map reloaded after a failover) wraps the client, not an
+// AutoPipeliner over it.
+func pipeliner(rdb redis.UniversalClient, s Settings) (ratelimit.Client, func(), error) {
+	if !s.AutoPipeline || s.RedisType != "single" {
+		return rdb, func() {}, nil
+	}
+	opts := redis.DefaultAutoPipelineOptions()
+	opts.MaxFlushDelay = s.PipelineWindow
+	ap, err := rdb.(*redis.Client).AutoPipelineWithOptions(opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the AutoPipeliner: %w", err)
+	}
+	return ap, func() { _ = ap.Close() }, nil
 }
 
 // redisTLS is the reference's TlsConfigFromFiles for a Redis server: a

@@ -27,10 +27,11 @@ type Rule struct {
 	ShadowMode     bool
 	QuotaMode      bool
 	DetailedMetric bool
-	File           string // "" for a limit an Envoy sent
-	Line           int
+	File           string // the file, or the xDS resource's name; "" for a limit an Envoy sent
+	Line           int    // 0 where there are no lines (xDS, a limit an Envoy sent)
 
-	lim *limiter // set by the limiters that decide for it; nil when unlimited or 0 per unit
+	lim  *limiter // set by the limiters that decide for it; nil when unlimited or 0 per unit
+	sent bool     // a limit an Envoy sent, bound per request
 }
 
 // Algorithms are the names a rate_limit's algorithm may take; the first is
@@ -95,13 +96,26 @@ type sourceFile struct {
 // domain (MERGE_DOMAIN_CONFIG). bind checks a rule's limit and prepares
 // its decisions; its error refuses the rule.
 func buildConfig(files []sourceFile, merge bool, bind func(*Rule) error) (*Config, error) {
-	c := &Config{domains: map[string]*node{}}
+	parsed := make([]*yamlFile, 0, len(files))
 	for _, sf := range files {
 		f, err := parseFile(sf.name, sf.data)
 		if err != nil {
 			return nil, err
 		}
-		c.Files = append(c.Files, sf.name)
+		parsed = append(parsed, f)
+	}
+	return assemble(parsed, merge, bind)
+}
+
+// assemble builds the Config of parsed files, in order, with the
+// reference's checks: every source of rules (files, xDS) ends here.
+func assemble(files []*yamlFile, merge bool, bind func(*Rule) error) (*Config, error) {
+	c := &Config{domains: map[string]*node{}}
+	for _, f := range files {
+		if f.domain == "" {
+			return nil, &ConfigError{f.name, f.domainLine, "config file cannot have empty domain"}
+		}
+		c.Files = append(c.Files, f.name)
 		c.Warnings = append(c.Warnings, f.warnings...)
 		root, ok := c.domains[f.domain]
 		if ok && !merge {
@@ -225,7 +239,11 @@ func (c *Config) Dump() string {
 					line += fmt.Sprintf(" burst=%d", r.Burst)
 				}
 			}
-			lines = append(lines, line+fmt.Sprintf(", shadow_mode: %t, quota_mode: %t (%s:%d)", r.ShadowMode, r.QuotaMode, r.File, r.Line))
+			where := r.File
+			if r.Line > 0 {
+				where += fmt.Sprintf(":%d", r.Line)
+			}
+			lines = append(lines, line+fmt.Sprintf(", shadow_mode: %t, quota_mode: %t (%s)", r.ShadowMode, r.QuotaMode, where))
 		}
 		for _, ch := range n.children {
 			walk(ch)

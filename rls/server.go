@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -28,8 +27,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Server is the running service: RLS v3 and gRPC health on the gRPC
@@ -48,6 +45,9 @@ type Server struct {
 	cancel        context.CancelFunc
 	errc          chan error
 	wg            sync.WaitGroup
+	// healthyWithout: health does not wait for a configuration (xDS with
+	// FORCE_START_WITHOUT_INITIAL_CONFIG, as the reference).
+	healthyWithout bool
 }
 
 // Start starts the server that s describes and returns once it listens.
@@ -90,27 +90,14 @@ func Start(ctx context.Context, s Settings, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 
-	l := &loader{dir: s.ConfigDir(), root: filepath.Dir(filepath.Clean(s.RuntimeRoot)), merge: s.MergeDomains, bind: lims.bind, log: log}
-	l.apply = func(c *Config) {
-		srv.svc.SetConfig(c)
-		srv.health.set("config", nil)
-		if m := srv.svc.metrics; m != nil {
-			m.configLoadSuccess.Inc()
-		}
+	if s.ConfigType == "GRPC_XDS_SOTW" {
+		err = srv.subscribe(ctx, s, lims.bind)
+	} else {
+		srv.watchFiles(ctx, s, lims.bind)
 	}
-	l.refused = func(err error) {
-		if m := srv.svc.metrics; m != nil {
-			m.configLoadError.Inc()
-		}
-		if srv.svc.Config() == nil {
-			log.Error("configuration refused; no configuration serves: every call is answered UNAVAILABLE", "err", err)
-			srv.health.set("config", err)
-			srv.svc.noConfig.Store(&noConfig{err})
-			return
-		}
-		log.Error("configuration refused; the one loaded before keeps serving", "err", err)
+	if err != nil {
+		return fail(err)
 	}
-	_ = l.load()
 
 	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: s.GRPCMaxAge, MaxConnectionAgeGrace: s.GRPCGrace})}
 	if s.GRPCTLS {
@@ -177,8 +164,7 @@ func Start(ctx context.Context, s Settings, log *slog.Logger) (*Server, error) {
 		})
 	}
 
-	srv.wg.Add(2)
-	go func() { defer srv.wg.Done(); l.watch(ctx, 5*time.Second) }()
+	srv.wg.Add(1)
 	go func() { defer srv.wg.Done(); srv.watchRedis(ctx, s.RedisHealthCheck) }()
 	log.Info("listening", "grpc", srv.addrs["grpc"], "http", srv.addrs["http"], "debug", srv.addrs["debug"], "prometheus", srv.addrs["prometheus"])
 	return srv, nil
@@ -226,26 +212,6 @@ func (srv *Server) Close() {
 	srv.wg.Wait()
 	srv.closeScripter()
 	srv.rdb.Close()
-}
-
-// pipeliner is what the limiters send their scripts through: for a
-// single Redis, go-redis's AutoPipeliner over rdb, which sends the calls
-// of concurrent requests in one write (REDIS_PIPELINE_WINDOW waits that
-// long for more), unless REDLIMIT_AUTOPIPELINE is false. A Cluster or
-// Sentinel client is used as it is: ratelimit's failover guard (a READONLY
-// resend, a slot map reloaded after a failover) wraps the client, not an
-// AutoPipeliner over it.
-func pipeliner(rdb redis.UniversalClient, s Settings) (ratelimit.Client, func(), error) {
-	if !s.AutoPipeline || s.RedisType != "single" {
-		return rdb, func() {}, nil
-	}
-	opts := redis.DefaultAutoPipelineOptions()
-	opts.MaxFlushDelay = s.PipelineWindow
-	ap, err := rdb.(*redis.Client).AutoPipelineWithOptions(opts)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the AutoPipeliner: %w", err)
-	}
-	return ap, func() { _ = ap.Close() }, nil
 }
 
 // watchRedis reports Redis healthy once it answers, logs what

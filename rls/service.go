@@ -95,7 +95,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *rlpb.RateLimitReques
 			}
 			continue
 		}
-		if m.rule.File == "" { // a limit Envoy sent
+		if m.rule.sent {
 			if err := s.lims.bind(m.rule); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: the limit override: %v", i, err)
 			}

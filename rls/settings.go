@@ -31,6 +31,32 @@ type Settings struct {
 	LogLevel  string // LOG_LEVEL
 	LogFormat string // LOG_FORMAT: text or json
 
+	// ConfigType (CONFIG_TYPE) is FILE, the files under ConfigDir, or
+	// GRPC_XDS_SOTW, the RateLimitConfig resources of an xDS server.
+	ConfigType      string
+	XDSServerURL    string            // CONFIG_GRPC_XDS_SERVER_URL
+	XDSNodeID       string            // CONFIG_GRPC_XDS_NODE_ID
+	XDSNodeMetadata map[string]string // CONFIG_GRPC_XDS_NODE_METADATA: "k1=v1,k2=v2"
+	XDSHeaders      map[string]string // CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS: "k1:v1,k2:v2"
+	XDSTLS          bool              // CONFIG_GRPC_XDS_SERVER_USE_TLS
+	XDSCert         string            // CONFIG_GRPC_XDS_CLIENT_TLS_CERT
+	XDSKey          string            // CONFIG_GRPC_XDS_CLIENT_TLS_KEY
+	XDSCACert       string            // CONFIG_GRPC_XDS_SERVER_TLS_CACERT: else the system's roots
+	XDSServerName   string            // CONFIG_GRPC_XDS_SERVER_TLS_SAN: else the URL's host
+	XDSMaxMsgSize   int               // XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES: 0 is gRPC's 4 MiB
+	// XDSBackoff* (XDS_CLIENT_BACKOFF_*) space reconnections: the first
+	// wait is Initial, each next one twice the last up to Max, each
+	// randomized by ±Random when Jitter is set.
+	XDSBackoffInitial time.Duration
+	XDSBackoffMax     time.Duration
+	XDSBackoffRandom  float64
+	XDSBackoffJitter  bool
+	// With xDS, health waits for the first configuration unless
+	// ForceStart (FORCE_START_WITHOUT_INITIAL_CONFIG) is set and
+	// HealthyWithConfig (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED) is not.
+	ForceStart        bool
+	HealthyWithConfig bool
+
 	RuntimeRoot   string // RUNTIME_ROOT
 	RuntimeSubdir string // RUNTIME_SUBDIRECTORY
 	RuntimeAppDir string // RUNTIME_APPDIRECTORY
@@ -136,7 +162,12 @@ LIMIT_RESPONSE_HEADERS_ENABLED LIMIT_LIMIT_HEADER LIMIT_REMAINING_HEADER LIMIT_R
 HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED REDIS_SOCKET_TYPE REDIS_TYPE REDIS_URL REDIS_POOL_SIZE
 REDIS_AUTH REDIS_TLS REDIS_TLS_CLIENT_CERT REDIS_TLS_CLIENT_KEY REDIS_TLS_CACERT
 REDIS_TLS_SKIP_HOSTNAME_VERIFICATION REDIS_SENTINEL_AUTH REDIS_HEALTH_CHECK_ACTIVE_CONNECTION
-REDIS_TIMEOUT REDIS_PIPELINE_WINDOW SHADOW_MODE QUOTA_MODE MERGE_DOMAIN_CONFIG`) {
+REDIS_TIMEOUT REDIS_PIPELINE_WINDOW SHADOW_MODE QUOTA_MODE MERGE_DOMAIN_CONFIG CONFIG_GRPC_XDS_NODE_ID
+CONFIG_GRPC_XDS_NODE_METADATA CONFIG_GRPC_XDS_SERVER_URL CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL
+CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS CONFIG_GRPC_XDS_SERVER_USE_TLS CONFIG_GRPC_XDS_CLIENT_TLS_CERT
+CONFIG_GRPC_XDS_CLIENT_TLS_KEY CONFIG_GRPC_XDS_SERVER_TLS_CACERT CONFIG_GRPC_XDS_SERVER_TLS_SAN
+XDS_CLIENT_BACKOFF_INITIAL_INTERVAL XDS_CLIENT_BACKOFF_MAX_INTERVAL XDS_CLIENT_BACKOFF_RANDOM_FACTOR
+XDS_CLIENT_BACKOFF_JITTER XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES`) {
 		accepted[v] = true
 	}
 }
@@ -152,8 +183,8 @@ var offByDefault = map[string]string{
 
 // LoadSettings reads the settings from the environment through lookup
 // (os.LookupEnv). It refuses a value it cannot read, and a setting it
-// cannot honour without changing what is asked (CONFIG_TYPE other than
-// FILE, BACKEND_TYPE other than redis, GRPC_CLIENT_TLS_SAN).
+// cannot honour without changing what is asked (BACKEND_TYPE other than
+// redis, GRPC_CLIENT_TLS_SAN).
 func LoadSettings(lookup func(string) (string, bool)) (Settings, error) {
 	r := envReader{lookup: lookup}
 	s := Settings{
@@ -183,13 +214,16 @@ func LoadSettings(lookup func(string) (string, bool)) (Settings, error) {
 		OnRedisFailure: r.str("REDLIMIT_ON_REDIS_FAILURE", "error"),
 		AutoPipeline:   r.bool("REDLIMIT_AUTOPIPELINE", true), PipelineWindow: r.duration("REDIS_PIPELINE_WINDOW", 0),
 	}
-	r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false) // checked, no effect: a denial never counts
-	r.bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)      // checked, no effect: the server always starts
-	r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false) // checked: health always waits for a configuration
-	r.bool("RUNTIME_WATCH_ROOT", true)                       // checked, no effect: changes are always watched
-	if v := r.str("CONFIG_TYPE", "FILE"); !strings.EqualFold(v, "FILE") {
-		r.fail("CONFIG_TYPE", v, "only FILE is supported (no xDS configuration)")
+	r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false)                   // checked, no effect: a denial never counts
+	r.bool("RUNTIME_WATCH_ROOT", true)                                         // checked, no effect: changes are always watched
+	r.duration("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", 3*time.Second) // checked, no effect (none there either): XDS_CLIENT_BACKOFF_* space reconnections
+	s.ConfigType = strings.ToUpper(r.str("CONFIG_TYPE", "FILE"))
+	switch s.ConfigType {
+	case "FILE", "GRPC_XDS_SOTW":
+	default:
+		r.fail("CONFIG_TYPE", s.ConfigType, "want FILE or GRPC_XDS_SOTW")
 	}
+	readXDS(&r, &s)
 	if v := r.str("BACKEND_TYPE", "redis"); !strings.EqualFold(v, "redis") {
 		r.fail("BACKEND_TYPE", v, "only redis is supported")
 	}
@@ -235,6 +269,37 @@ func LoadSettings(lookup func(string) (string, bool)) (Settings, error) {
 // slot takes.
 func (s Settings) denyCacheEntries() int { return s.LocalCacheBytes / 256 }
 
+// readXDS reads the xDS client's settings, as the reference names them
+// and with its defaults.
+func readXDS(r *envReader, s *Settings) {
+	s.XDSServerURL = r.str("CONFIG_GRPC_XDS_SERVER_URL", "localhost:18000")
+	s.XDSNodeID = r.str("CONFIG_GRPC_XDS_NODE_ID", "default")
+	s.XDSNodeMetadata = r.pairs("CONFIG_GRPC_XDS_NODE_METADATA", "=")
+	s.XDSHeaders = r.pairs("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", ":")
+	s.XDSTLS = r.bool("CONFIG_GRPC_XDS_SERVER_USE_TLS", false)
+	s.XDSCert, s.XDSKey = r.str("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", ""), r.str("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "")
+	s.XDSCACert, s.XDSServerName = r.str("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", ""), r.str("CONFIG_GRPC_XDS_SERVER_TLS_SAN", "")
+	s.XDSMaxMsgSize = r.int("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", 0)
+	s.XDSBackoffInitial = r.duration("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", 10*time.Second)
+	s.XDSBackoffMax = r.duration("XDS_CLIENT_BACKOFF_MAX_INTERVAL", 60*time.Second)
+	s.XDSBackoffRandom = float64(r.float32("XDS_CLIENT_BACKOFF_RANDOM_FACTOR", 0.5))
+	s.XDSBackoffJitter = r.bool("XDS_CLIENT_BACKOFF_JITTER", true)
+	s.ForceStart = r.bool("FORCE_START_WITHOUT_INITIAL_CONFIG", false)
+	s.HealthyWithConfig = r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)
+	switch {
+	case s.XDSBackoffInitial <= 0:
+		r.fail("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", s.XDSBackoffInitial.String(), "want a positive duration")
+	case s.XDSBackoffMax < s.XDSBackoffInitial:
+		r.fail("XDS_CLIENT_BACKOFF_MAX_INTERVAL", s.XDSBackoffMax.String(), "want at least XDS_CLIENT_BACKOFF_INITIAL_INTERVAL")
+	case !(s.XDSBackoffRandom >= 0 && s.XDSBackoffRandom <= 1):
+		r.fail("XDS_CLIENT_BACKOFF_RANDOM_FACTOR", fmt.Sprint(s.XDSBackoffRandom), "want 0 to 1")
+	case s.XDSMaxMsgSize < 0:
+		r.fail("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", strconv.Itoa(s.XDSMaxMsgSize), "want 0 (gRPC's default) or more")
+	case s.XDSTLS && (s.XDSCert == "") != (s.XDSKey == ""):
+		r.fail("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", s.XDSCert, "give both CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY, or neither")
+	}
+}
+
 type envReader struct {
 	lookup func(string) (string, bool)
 	err    error
@@ -258,6 +323,23 @@ func (r *envReader) str(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// pairs reads "k1<sep>v1,k2<sep>v2"; an item without sep is refused.
+func (r *envReader) pairs(name, sep string) map[string]string {
+	v, _ := r.get(name)
+	m := map[string]string{}
+	for _, item := range strings.Split(v, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(item, sep)
+		if !ok {
+			r.fail(name, v, fmt.Sprintf("the item %q has no %q (want k1%sv1,k2%sv2)", item, sep, sep, sep))
+		}
+		m[k] = val
+	}
+	return m
 }
 
 func (r *envReader) int(name string, def int) int {

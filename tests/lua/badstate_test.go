@@ -120,7 +120,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 			// that only look: a peek, or for concurrency, which has none,
 			// every other op on the same lease.
 			calls := [][]string{argv}
-			if i := scenario.SpecOf(name).CostArg; i >= 0 {
+			if i := scenario.SpecOf(name).CostIndex(); i >= 0 {
 				peek := append([]string(nil), argv...)
 				peek[i] = "0"
 				calls = append(calls, peek)

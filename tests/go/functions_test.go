@@ -109,7 +109,7 @@ func TestFunctionsFlush(t *testing.T) {
 		ctx := context.Background()
 		fc := bindings.WithFunctions(c)
 		key := fmt.Sprintf("fnflush:{u}:%d", time.Now().UnixNano())
-		p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 1}
+		p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
 
 		if err := bindings.LoadFunctions(ctx, c); err != nil {
 			t.Fatal(err)
@@ -167,7 +167,8 @@ func TestFunctionsFlush(t *testing.T) {
 			}
 		}
 		// 1 + 24 single calls + 8 batches of 2: every one counted once.
-		if r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 0}); err != nil || r.Remaining != 1000-41 {
+		peek := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 0}}}
+		if r, err := bindings.GCRA(ctx, c, key, peek); err != nil || r.Decisions[0].Remaining != 1000-41 {
 			t.Errorf("after the calls: %+v, %v; want 41 counted", r, err)
 		}
 	})
@@ -319,7 +320,7 @@ func TestFunctionsConflict(t *testing.T) {
 	onServerAndCluster(t, func(t *testing.T, c fnClient) {
 		ctx := context.Background()
 		key := fmt.Sprintf("fnconflict:{u}:%d", time.Now().UnixNano())
-		p := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Hour, Cost: 1}
+		p := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
 		evil := "#!lua name=evil\nredis.register_function('REDLIMIT_GCRA', function(keys, args) redis.call('SET', keys[1], 'evil') return {1, 1, 0, 0} end)\n"
 		conflict := func(what string, err error) {
 			t.Helper()
@@ -331,7 +332,7 @@ func TestFunctionsConflict(t *testing.T) {
 		admitted := func(fc *bindings.FunctionsClient) int {
 			n := 0
 			for i := 0; i < 5; i++ {
-				if r, err := bindings.GCRA(ctx, fc, key, p); err == nil && r.Allowed {
+				if r, err := bindings.GCRA(ctx, fc, key, p); err == nil && r.Decisions[0].Allowed == 1 {
 					n++
 				} else if err != nil {
 					conflict("call", err)

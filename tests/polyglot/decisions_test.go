@@ -42,8 +42,13 @@ var algos = []algo{
 		script: "gcra",
 		args:   []string{"burst=3", "rate=3", "period=3600000"}, // a bare number is in the wire unit, ms
 		call: func(ctx context.Context, c redis.Scripter, key string, cost int64) (decision, error) {
-			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour, Cost: cost})
-			return fromGo(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
+			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour,
+				Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: cost}}})
+			if err != nil {
+				return decision{}, err
+			}
+			d := r.Decisions[0]
+			return fromGo(d.Allowed == 1, d.Remaining, d.RetryAfter, d.ResetAfter), nil
 		},
 	},
 	{
@@ -51,9 +56,14 @@ var algos = []algo{
 		args:   []string{"capacity=3", "rate=3", "period=1h", "refill=smooth"},
 		call: func(ctx context.Context, c redis.Scripter, key string, cost int64) (decision, error) {
 			r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{
-				Capacity: 3, Rate: 3, Period: time.Hour, Refill: bindings.TokenBucketRefillSmooth, Cost: cost,
+				Capacity: 3, Rate: 3, Period: time.Hour, Refill: bindings.TokenBucketRefillSmooth,
+				Requests: []bindings.TokenBucketRequest{{Cost: cost}},
 			})
-			return fromGo(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
+			if err != nil {
+				return decision{}, err
+			}
+			d := r.Decisions[0]
+			return fromGo(d.Allowed == 1, d.Remaining, d.RetryAfter, d.ResetAfter), nil
 		},
 	},
 }

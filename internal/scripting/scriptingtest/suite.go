@@ -234,8 +234,9 @@ func noScript(t *testing.T, s redis.Scripter, ref *redis.Client) {
 	if err != nil || !d.Allowed || d.Remaining != 8 {
 		t.Fatalf("ratelimit after SCRIPT FLUSH: %+v, %v; want allowed, 8 remaining", d, err)
 	}
-	r, err := bindings.GCRA(ctx, s, "noscript:{gcra}", bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Cost: 1})
-	if err != nil || !r.Allowed {
+	one := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
+	r, err := bindings.GCRA(ctx, s, "noscript:{gcra}", one)
+	if err != nil || r.Decisions[0].Allowed != 1 {
 		t.Fatalf("bindings.GCRA after SCRIPT FLUSH: %+v, %v", r, err)
 	}
 	// An error code the script declares comes back as the bindings'
@@ -243,7 +244,7 @@ func noScript(t *testing.T, s redis.Scripter, ref *redis.Client) {
 	if err := ref.Set(ctx, "noscript:{bad}", "not a state", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = bindings.GCRA(ctx, s, "noscript:{bad}", bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Cost: 1})
+	_, err = bindings.GCRA(ctx, s, "noscript:{bad}", one)
 	if !errors.Is(err, bindings.ErrBadState) {
 		t.Fatalf("bindings.GCRA on a foreign string: %v, want ErrBadState", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/scripting/scriptingtest"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -458,6 +459,21 @@ func TestCoalescedNeverOverAdmits(t *testing.T) {
 		t.Errorf("%d admitted, want the burst of %d", n, burst)
 	}
 	t.Logf("%d requests in %d calls", 64*30, calls.Load())
+}
+
+// Batches go through every go-redis client as calls of their own: a
+// client and a cluster client of real servers (the AutoPipeliner's test is
+// in tests/autopipeline, rueidis's and valkey-go's in clients/).
+func TestCoalescedOnClients(t *testing.T) {
+	addr := redisserver.New(t).Addr
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	t.Run("client", func(t *testing.T) { scriptingtest.Coalescing(t, rdb, rdb) })
+	t.Run("cluster", func(t *testing.T) {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redisserver.NewCluster(t)})
+		defer cc.Close()
+		scriptingtest.Coalescing(t, cc, nil)
+	})
 }
 
 type countHook struct{ n *atomic.Int64 }

@@ -284,7 +284,7 @@ func TestRedisCLIFunctions(t *testing.T) {
 		t.Fatalf("FUNCTION LOAD: %v\n%s", err, out)
 	}
 	key := fmt.Sprintf("rl:{user:42}:%d", time.Now().UnixNano())
-	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "smooth", "1", "0", "0").CombinedOutput()
+	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "0", "smooth", "1", "0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}

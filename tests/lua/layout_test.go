@@ -58,9 +58,7 @@ func splitArgv(script string, argv []string) (c callArgs, ok bool) {
 
 // oneCall is the ARGV of one request of script: the limit (a batch
 // script's word last), cost, now and deadline, in the script's layout.
-func oneCall(script string, lim []string, cost, now, deadline string) []string {
-	return callArgs{lim: lim, now: now, reqs: []request{{cost, deadline}}}.argv(script)
-}
+var oneCall = scenario.OneCall
 
 // withClock is one request of script from a, its limit and cost as a
 // limiter's args give them (a batch script's word before the cost), with

@@ -69,6 +69,16 @@ func (sp Spec) DeadlineIndex(argv []string) int {
 	return sp.ClockIndex(argv) + 1
 }
 
+// OneCall is the whole ARGV of one request of script: the limit (for a
+// batch script its three numbers and its word, take or refill), then cost,
+// now and deadline where the script takes them.
+func OneCall(script string, lim []string, cost, now, deadline string) []string {
+	if batchSpecs[script].Batch {
+		return append(append([]string(nil), lim[:3]...), now, lim[3], cost, deadline)
+	}
+	return append(append([]string(nil), lim...), cost, now, deadline)
+}
+
 // CostIndex is the index of the (first request's) cost in a call's whole
 // ARGV, or -1 for a script without one.
 func (sp Spec) CostIndex() int {

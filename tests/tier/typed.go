@@ -90,21 +90,22 @@ func init() {
 		typed[name] = viaRatelimit(sh)
 	}
 	// ratelimit sends one request a call (its coalescer batches callers'):
-	// a step of several, or gcra's take at_most, goes through the bindings.
+	// a step of several, gcra's take at_most, or a deadline of the step's
+	// own, goes through the bindings.
 	typed["gcra"] = either(typed["gcra"], viaBatch("gcra"))
 	typed["token_bucket"] = either(typed["token_bucket"], viaBatch("token_bucket"))
 	typed["multi"] = viaMulti
 	typed["concurrency"] = viaLeases
 }
 
-// either is a, or b where a cannot express the call.
+// either is a, ratelimit, for one request that takes all with no deadline
+// of its own, and b for any other call of a batch script.
 func either(a, b typedCall) typedCall {
 	return func(ctx context.Context, c redis.Scripter, keys []string, args *rawArgs) ([]any, error) {
-		r, err := a(ctx, c, keys, &rawArgs{vals: args.vals, ok: true})
-		if errors.Is(err, ErrNotTyped) {
-			return b(ctx, c, keys, args)
+		if v := args.vals; len(v) == 7 && v[4] != "at_most" && v[6] == "0" {
+			return a(ctx, c, keys, args)
 		}
-		return r, err
+		return b(ctx, c, keys, args)
 	}
 }
 

@@ -18,7 +18,7 @@ var GCRAScript = rueidis.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "3d8a9aa0536bfc781adff8f96e7bb0b011a2e3e5"
+const GCRAHash = "be114395bfee2b38c909496751d3fac1923e35d8"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -385,23 +385,27 @@ if not bad and (#KEYS ~= 1 or n < 1 or n > 64 or n % 1 ~= 0) then
   bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', #KEYS, #ARGV)
 end
 
--- field reads one number of request i. The name that says which request
--- it is costs a string.format, so it is made only for a bad number: int is
--- asked again with it, when no earlier problem is kept in bad.
-local function field(j, what, i, lo, hi)
-  local first = bad
-  local v = int(ARGV[j], what, lo, hi)
-  if not v and not first then
-    bad = nil
-    int(ARGV[j], string.format('%s of request %d', what, i), lo, hi)
+-- Every request is read before anything else, into the reply's slots (4
+-- per request: cost and deadline until it is decided). One request, the
+-- common call, is read with no loop and no name to build.
+local reply
+if not bad and n == 1 then
+  reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
+elseif not bad then
+  -- field reads one number of request i. The name that says which
+  -- request it is costs a string.format, so it is made only for a bad
+  -- number: int is asked again with it, when no earlier problem is kept
+  -- in bad.
+  local function field(j, what, i, lo, hi)
+    local first = bad
+    local v = int(ARGV[j], what, lo, hi)
+    if not v and not first then
+      bad = nil
+      int(ARGV[j], string.format('%s of request %d', what, i), lo, hi)
+    end
+    return v
   end
-  return v
-end
-
--- Every request is read before anything else, into the reply's slots
--- (4 per request: cost and deadline until it is decided).
-local reply = {}
-if not bad then
+  reply = {}
   for i = 1, n do
     reply[4 * i - 3] = field(4 + 2 * i, 'cost', i, 0, 1e9)
     reply[4 * i - 2] = field(5 + 2 * i, 'deadline', i, 0, 2^52)

@@ -141,13 +141,14 @@ func (c *coalescer) wait(l *Limiter, s *coalesceShard, line *keyLine, w *waiter)
 	return reply{}, err
 }
 
-// result is w's answer; a request Redis ran past its deadline is
-// call.ClockRefused's, by w's own context.
+// result is w's answer. Its error, a request Redis ran past its deadline
+// or the batch's own, is judged by w's own context, as a call of its own
+// would be (call.ClockRefused).
 func (w *waiter) result() (reply, error) {
-	if w.out.err == errExpired {
-		return reply{}, call.ClockRefused(w.ctx, errExpired)
+	if w.out.err != nil {
+		return reply{}, call.ClockRefused(w.ctx, w.out.err)
 	}
-	return w.out.r, w.out.err
+	return w.out.r, nil
 }
 
 // next hands rk, whose call just returned, to the requests that came

@@ -490,3 +490,22 @@ func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// A caller alone on its key pays nothing for coalescing: its decision is
+// one call, sent at once, allocating exactly what it does
+// WithoutCoalescing.
+func TestLoneDecisionCostsNothing(t *testing.T) {
+	var c cannedScripter
+	on, _ := ratelimit.New(c, "lone", ratelimit.PerSecond(10))
+	off, _ := ratelimit.New(c, "lone", ratelimit.PerSecond(10), ratelimit.WithoutCoalescing())
+	allow := func(l *ratelimit.Limiter) func() {
+		return func() {
+			if d, err := l.Allow(ctx, "user:42"); err != nil || !d.Allowed {
+				t.Fatal(d, err)
+			}
+		}
+	}
+	if a, b := testing.AllocsPerRun(1000, allow(on)), testing.AllocsPerRun(1000, allow(off)); a != b {
+		t.Errorf("a lone decision allocates %v times coalescing, %v without", a, b)
+	}
+}

@@ -18,7 +18,7 @@ var GCRAScript = rueidis.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "be114395bfee2b38c909496751d3fac1923e35d8"
+const GCRAHash = "068ebcf7c522633342f746f2ce42624b783a9085"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -392,23 +392,21 @@ local reply
 if not bad and n == 1 then
   reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
 elseif not bad then
-  -- field reads one number of request i. The name that says which
-  -- request it is costs a string.format, so it is made only for a bad
-  -- number: int is asked again with it, when no earlier problem is kept
-  -- in bad.
-  local function field(j, what, i, lo, hi)
-    local first = bad
-    local v = int(ARGV[j], what, lo, hi)
-    if not v and not first then
-      bad = nil
-      int(ARGV[j], string.format('%s of request %d', what, i), lo, hi)
-    end
-    return v
-  end
+  -- The common values need no call (a cost of 1 or 0, no deadline); the
+  -- first bad one is named again with its request, a string.format the
+  -- good calls never pay for.
   reply = {}
   for i = 1, n do
-    reply[4 * i - 3] = field(4 + 2 * i, 'cost', i, 0, 1e9)
-    reply[4 * i - 2] = field(5 + 2 * i, 'deadline', i, 0, 2^52)
+    local cost, deadline = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+    cost = cost == '1' and 1 or cost == '0' and 0 or int(cost, 'cost', 0, 1e9)
+    deadline = deadline == '0' and 0 or int(deadline, 'deadline', 0, 2^52)
+    if bad then
+      bad = nil
+      int(ARGV[4 + 2 * i], string.format('cost of request %d', i), 0, 1e9)
+      int(ARGV[5 + 2 * i], string.format('deadline of request %d', i), 0, 2^52)
+      break
+    end
+    reply[4 * i - 3], reply[4 * i - 2] = cost, deadline
   end
 end
 if not bad and rate > period * 1000 then
@@ -530,11 +528,17 @@ end
 -- carry over) and last, the TAT's lead on its instant, and stored once.
 local own = now
 local last
+-- same is the slot of the last request decided on the state as it stands
+-- (a denial or a peek changes nothing), and same_cost its cost: a request
+-- of that cost gets the same answer, unworked (a denied flood's batch).
+local same, same_cost
 for i = 1, n do
   local j = 4 * i
   local cost, deadline = reply[j - 3], reply[j - 2]
   if deadline > 0 and server >= deadline then
     reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif cost == same_cost then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
   else
     local at, theo = own, own
     if not v then
@@ -548,14 +552,16 @@ for i = 1, n do
     local used = ahead % interval
     used = (ahead - used) / interval + (used > 0 and 1 or 0)
     local left = burst > used and burst - used or 0
-    -- at_most takes what is left; with nothing left it is a request of 1
-    -- that cannot pass, and a peek answers 0 taken.
+    -- count is what the request would take: its cost, or at_most what is
+    -- left of it; with nothing left that is a request of 1 that cannot
+    -- pass, and a peek answers 0 taken.
+    local count = cost
     if at_most and cost > left then
-      cost = left
+      count = left
     end
-    local want = cost > 0 and cost or 1
+    local want = count > 0 and count or 1
     local over = ahead + want * interval - tolerance
-    if want > burst or over > 0 or cost == 0 then
+    if want > burst or over > 0 or count == 0 then
       local reset = 0
       if ahead > 0 then
         reset = ahead + at - own + 999
@@ -569,12 +575,14 @@ for i = 1, n do
       else
         reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and 0 or 1, left, 0, reset
       end
+      same, same_cost = j, cost
     else
-      ahead = ahead + cost * interval
-      v, last = theo + cost * interval, ahead
-      used = used + cost
+      ahead = ahead + count * interval
+      v, last = theo + count * interval, ahead
+      used = used + count
       local reset = ahead + at - own + 999
-      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and cost or 1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and count or 1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000
+      same_cost = nil
     end
   end
 end

@@ -18,7 +18,7 @@ var TokenBucketScript = rueidis.NewLuaScript(tokenBucketSource)
 func TokenBucketSource() string { return tokenBucketSource }
 
 // TokenBucketHash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const TokenBucketHash = "1c0456926bca60995f0f7811399af42da5ce97f3"
+const TokenBucketHash = "3d91bb50610e021d2713c443dcfef20b5747e006"
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", source: tokenBucketSource, hash: TokenBucketHash}
 
@@ -358,23 +358,21 @@ local reply
 if not bad and n == 1 then
   reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
 elseif not bad then
-  -- field reads one number of request i. The name that says which
-  -- request it is costs a string.format, so it is made only for a bad
-  -- number: int is asked again with it, when no earlier problem is kept
-  -- in bad.
-  local function field(j, what, i, lo, hi)
-    local first = bad
-    local v = int(ARGV[j], what, lo, hi)
-    if not v and not first then
-      bad = nil
-      int(ARGV[j], string.format('%s of request %d', what, i), lo, hi)
-    end
-    return v
-  end
+  -- The common values need no call (a cost of 1 or 0, no deadline); the
+  -- first bad one is named again with its request, a string.format the
+  -- good calls never pay for.
   reply = {}
   for i = 1, n do
-    reply[4 * i - 3] = field(4 + 2 * i, 'cost', i, 0, 1e9)
-    reply[4 * i - 2] = field(5 + 2 * i, 'deadline', i, 0, 2^52)
+    local cost, deadline = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+    cost = cost == '1' and 1 or cost == '0' and 0 or int(cost, 'cost', 0, 1e9)
+    deadline = deadline == '0' and 0 or int(deadline, 'deadline', 0, 2^52)
+    if bad then
+      bad = nil
+      int(ARGV[4 + 2 * i], string.format('cost of request %d', i), 0, 1e9)
+      int(ARGV[5 + 2 * i], string.format('deadline of request %d', i), 0, 2^52)
+      break
+    end
+    reply[4 * i - 3], reply[4 * i - 2] = cost, deadline
   end
 end
 if bad then return redis.error_reply(bad) end
@@ -470,11 +468,17 @@ end
 -- full_at is kept in last for the key's TTL.
 local own = now
 local last
+-- same is the slot of the last request decided on the state as it stands
+-- (a denial or a peek changes nothing), and same_cost its cost: a request
+-- of that cost gets the same answer, unworked (a denied flood's batch).
+local same, same_cost
 for i = 1, n do
   local j = 4 * i
   local cost, deadline = reply[j - 3], reply[j - 2]
   if deadline > 0 and server >= deadline then
     reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif cost == same_cost then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
   else
     local at = own < ts and ts or own
     local have = tokens < capacity and tokens or capacity
@@ -504,17 +508,21 @@ for i = 1, n do
     end
     if want > capacity then
       reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, -1, reset
+      same, same_cost = j, cost
     elseif wait > at then
       wait = wait - own + 999
       reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, (wait - wait % 1000) / 1000, reset
+      same, same_cost = j, cost
     elseif cost == 0 then
       reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
+      same, same_cost = j, cost
     else
       held = held - cost
       full_at = mark + span(capacity - held)
       ts, tokens, last = mark, held, full_at
       reset = full_at - own + 999
       reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
+      same_cost = nil
     end
   end
 end

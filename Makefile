@@ -19,15 +19,15 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # is. go test shows nothing of a package that passes, skips included, so
 # test-tools says before and after the run which tiers will skip, and why;
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
-# cache's concurrency test runs again under -race (cgo: gcc). Of bench/,
-# only the table generator's and the wrk reader's tests (the benchmarks
-# run in make bench).
+# cache's and the coalescer's concurrency tests run again under -race
+# (cgo: gcc). Of bench/, only the table generator's and the wrk reader's
+# tests (the benchmarks run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
 	cd bench && $(GO) test ./cmd/... ./internal/...
-	$(GO) test -race -run 'TestDenyCache' ./ratelimit/
+	$(GO) test -race -run 'TestDenyCache|TestCoalesc' ./ratelimit/
 	@$(MAKE) --no-print-directory test-tools
 
 .PHONY: test-tools

@@ -126,15 +126,15 @@ func anatomyRows() []anatomyRow {
 	const due = 4503599627370496 // 2^52 µs, the latest deadline
 	// A GCRA state as gcra.lua writes one: 'g<tat><interval>/<more>'.
 	const state = "'g176454720000000036000000/0'"
-	return []anatomyRow{
+	return append([]anatomyRow{
 		{"return 1", "return 1", nil},
 		{"TIME", "redis.call('TIME') return 1", nil},
 		{"TIME, GET", "redis.call('TIME') redis.pcall('GET', KEYS[1]) return 1", nil},
 		{"TIME, GET, SET PX", "redis.call('TIME') redis.pcall('GET', KEYS[1]) redis.call('SET', KEYS[1], " + state + ", 'PX', '3600000') return {1, 2, 3, 4}", nil},
-		{"gcra admits", bindings.GCRASource(), []any{1000000, 1000000, 1000, 1, 0, due}},
-		{"gcra denies", bindings.GCRASource(), []any{100, 100, 1000, 1, 0, due}},
-		{"token_bucket admits", bindings.TokenBucketSource(), []any{1000000, 1000000, 1000, "smooth", 1, 0, due}},
-		{"token_bucket denies", bindings.TokenBucketSource(), []any{100, 100, 1000, "smooth", 1, 0, due}},
+		{"gcra admits", bindings.GCRASource(), []any{1000000, 1000000, 1000, 0, "all", 1, due}},
+		{"gcra denies", bindings.GCRASource(), []any{100, 100, 1000, 0, "all", 1, due}},
+		{"token_bucket admits", bindings.TokenBucketSource(), []any{1000000, 1000000, 1000, 0, "smooth", 1, due}},
+		{"token_bucket denies", bindings.TokenBucketSource(), []any{100, 100, 1000, 0, "smooth", 1, due}},
 		{"leaky_bucket admits", bindings.LeakyBucketSource(), []any{1000000, 1000000, 1000, 1, 0, due}},
 		{"leaky_bucket denies", bindings.LeakyBucketSource(), []any{100, 100, 1000, 1, 0, due}},
 		{"fixed_window admits", bindings.FixedWindowSource(), []any{1000000000, 1000, 1, 0, due}},
@@ -143,7 +143,7 @@ func anatomyRows() []anatomyRow {
 		{"sliding_window_counter denies", bindings.SlidingWindowCounterSource(), []any{100, 1000, 1, 0, due}},
 		{"sliding_window_log admits", bindings.SlidingWindowLogSource(), []any{1000, 1, 1, 0, due}},
 		{"sliding_window_log denies", bindings.SlidingWindowLogSource(), []any{100, 1000, 1, 0, due}},
-	}
+	}, batchAnatomyRows()...)
 }
 
 // TestAnatomy measures what a script costs inside Redis alone: each row's

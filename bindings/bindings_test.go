@@ -68,23 +68,25 @@ func TestSourcesMatchFiles(t *testing.T) {
 	}
 }
 
-func bucketParams(cost int64, now time.Time) TokenBucketParams {
-	return TokenBucketParams{Capacity: 2, Rate: 1, Period: time.Second, Refill: "smooth", Cost: cost, Now: now}
+// bucketParams is a call of leaky_bucket.lua, the runtime's test subject: a
+// script of one request, whose reply has a bool.
+func bucketParams(cost int64, now time.Time) LeakyBucketParams {
+	return LeakyBucketParams{Capacity: 2, Rate: 1, Period: time.Second, Cost: cost, Now: now}
 }
 
-func TestTokenBucket(t *testing.T) {
+func TestLeakyBucket(t *testing.T) {
 	_, c := newServer(t)
 	ctx := context.Background()
 	now := time.Unix(1_700_000_000, 0)
-	var got []TokenBucketResult
+	var got []LeakyBucketResult
 	for i := 0; i < 3; i++ {
-		r, err := TokenBucket(ctx, c, "tb:smoke", bucketParams(1, now))
+		r, err := LeakyBucket(ctx, c, "lb:smoke", bucketParams(1, now))
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
 		got = append(got, r)
 	}
-	want := []TokenBucketResult{
+	want := []LeakyBucketResult{
 		{Allowed: true, Remaining: 1, ResetAfter: time.Second},
 		{Allowed: true, Remaining: 0, ResetAfter: 2 * time.Second},
 		{Allowed: false, Remaining: 0, RetryAfter: time.Second, ResetAfter: 2 * time.Second},
@@ -101,7 +103,7 @@ func TestBadArg(t *testing.T) {
 	// time to fill (1e15 µs).
 	p := bucketParams(1, time.Time{})
 	p.Capacity, p.Rate, p.Period = 1e9, 1, 1e11*time.Millisecond
-	_, err := TokenBucket(context.Background(), c, "tb:bad", p)
+	_, err := LeakyBucket(context.Background(), c, "lb:bad", p)
 	if !errors.Is(err, ErrBadArg) {
 		t.Fatalf("err = %v, want one matching ErrBadArg", err)
 	}
@@ -109,7 +111,7 @@ func TestBadArg(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("err = %T, want *ScriptError", err)
 	}
-	if se.Script != "token_bucket.lua" || se.Code != "BADARG" || se.Message == "" {
+	if se.Script != "leaky_bucket.lua" || se.Code != "BADARG" || se.Message == "" {
 		t.Errorf("ScriptError = %+v", se)
 	}
 }
@@ -121,12 +123,12 @@ func TestArgErrorSendsNothing(t *testing.T) {
 	p := bucketParams(1, time.Time{})
 	p.Period = 1500 * time.Microsecond
 	before := m.CommandCount()
-	_, err := TokenBucket(context.Background(), c, "tb:arg", p)
+	_, err := LeakyBucket(context.Background(), c, "lb:arg", p)
 	var ae *ArgError
 	if !errors.As(err, &ae) {
 		t.Fatalf("err = %v, want *ArgError", err)
 	}
-	want := &ArgError{Script: "token_bucket.lua", Arg: "period", Value: "1.5ms", Reason: "is not a whole number of milliseconds"}
+	want := &ArgError{Script: "leaky_bucket.lua", Arg: "period", Value: "1.5ms", Reason: "is not a whole number of milliseconds"}
 	if diff := cmp.Diff(want, ae); diff != "" {
 		t.Errorf("ArgError (-want +got):\n%s", diff)
 	}
@@ -151,13 +153,13 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 	bad.Capacity, bad.Rate, bad.Period = 1e9, 1, 1e11*time.Millisecond // see TestBadArg
 
 	b := NewBatch()
-	first := b.TokenBucket("tb:batch", bucketParams(1, now))
-	second := b.TokenBucket("tb:batch", bucketParams(1, now))
-	badArg := b.TokenBucket("tb:other", bad)
+	first := b.LeakyBucket("lb:batch", bucketParams(1, now))
+	second := b.LeakyBucket("lb:batch", bucketParams(1, now))
+	badArg := b.LeakyBucket("lb:other", bad)
 	unsendable := bucketParams(1, now)
 	unsendable.Now = time.UnixMicro(1 << 53) // past now's bound of 2^52 µs
-	encode := b.TokenBucket("tb:other", unsendable)
-	third := b.TokenBucket("tb:batch", bucketParams(1, now))
+	encode := b.LeakyBucket("lb:other", unsendable)
+	third := b.LeakyBucket("lb:batch", bucketParams(1, now))
 	if _, err := first.Result(); err == nil {
 		t.Error("Result before Exec returned no error")
 	}
@@ -166,15 +168,15 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 		t.Errorf("Exec = %v, want the first call error (BADARG)", err)
 	}
 
-	var got []TokenBucketResult
-	for i, p := range []*Pending[TokenBucketResult]{first, second, third} {
+	var got []LeakyBucketResult
+	for i, p := range []*Pending[LeakyBucketResult]{first, second, third} {
 		r, err := p.Result()
 		if err != nil {
 			t.Fatalf("call %d: %v", i+1, err)
 		}
 		got = append(got, r)
 	}
-	want := []TokenBucketResult{
+	want := []LeakyBucketResult{
 		{Allowed: true, Remaining: 1, ResetAfter: time.Second},
 		{Allowed: true, Remaining: 0, ResetAfter: 2 * time.Second},
 		{Allowed: false, Remaining: 0, RetryAfter: time.Second, ResetAfter: 2 * time.Second},
@@ -189,7 +191,7 @@ func TestBatchAfterScriptFlush(t *testing.T) {
 	if _, err := encode.Result(); !errors.As(err, &ae) {
 		t.Errorf("unencodable call: err = %v, want *ArgError", err)
 	}
-	if m.Exists("tb:other") {
+	if m.Exists("lb:other") {
 		t.Error("a failed call wrote tb:other")
 	}
 }
@@ -203,9 +205,9 @@ func TestBatchClusterClient(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
 	b := NewBatch()
-	var pending []*Pending[TokenBucketResult]
-	for _, key := range []string{"{a}tb", "{b}tb", "{a}tb"} {
-		pending = append(pending, b.TokenBucket(key, bucketParams(1, time.Unix(3600, 0))))
+	var pending []*Pending[LeakyBucketResult]
+	for _, key := range []string{"{a}lb", "{b}lb", "{a}lb"} {
+		pending = append(pending, b.LeakyBucket(key, bucketParams(1, time.Unix(3600, 0))))
 	}
 	if err := b.Exec(ctx, c); err != nil {
 		t.Fatal(err)
@@ -229,17 +231,17 @@ func TestReplyShape(t *testing.T) {
 		reply any
 		want  string
 	}{
-		{"not an array", int64(1), "token_bucket.lua: reply: want an array, got int64 1"},
-		{"too short", []any{int64(1)}, "token_bucket.lua: reply: want 4 elements, got 1"},
-		{"too long", []any{int64(1), int64(0), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply: want 4 elements, got 5"},
-		{"duration overflow", []any{int64(1), int64(0), int64(1 << 62), int64(0)}, "token_bucket.lua: reply element 3 (retry_after): want a number of milliseconds that fits a time.Duration, got int64 4611686018427387904"},
-		{"bool not 1/0", []any{int64(2), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply element 1 (allowed): want bool (1 or 0), got int64 2"},
-		{"text for int", []any{int64(1), "x", int64(0), int64(0)}, `token_bucket.lua: reply element 2 (remaining): want int, got string "x"`},
-		{"nil", nil, "token_bucket.lua: reply: want an array, got nil"},
+		{"not an array", int64(1), "leaky_bucket.lua: reply: want an array, got int64 1"},
+		{"too short", []any{int64(1)}, "leaky_bucket.lua: reply: want 4 elements, got 1"},
+		{"too long", []any{int64(1), int64(0), int64(0), int64(0), int64(0)}, "leaky_bucket.lua: reply: want 4 elements, got 5"},
+		{"duration overflow", []any{int64(1), int64(0), int64(1 << 62), int64(0)}, "leaky_bucket.lua: reply element 3 (retry_after): want a number of milliseconds that fits a time.Duration, got int64 4611686018427387904"},
+		{"bool not 1/0", []any{int64(2), int64(0), int64(0), int64(0)}, "leaky_bucket.lua: reply element 1 (allowed): want bool (1 or 0), got int64 2"},
+		{"text for int", []any{int64(1), "x", int64(0), int64(0)}, `leaky_bucket.lua: reply element 2 (remaining): want int, got string "x"`},
+		{"nil", nil, "leaky_bucket.lua: reply: want an array, got nil"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tokenBucketDecode(tt.reply)
+			_, err := leakyBucketDecode(tt.reply)
 			var re *ReplyError
 			if !errors.As(err, &re) {
 				t.Fatalf("err = %v, want *ReplyError", err)
@@ -251,10 +253,41 @@ func TestReplyShape(t *testing.T) {
 	}
 	// An integer held in a string is still an integer: scripts often return
 	// what redis.call gave them.
-	got, err := tokenBucketDecode([]any{int64(1), "7", int64(0), "250"})
-	want := TokenBucketResult{Allowed: true, Remaining: 7, ResetAfter: 250 * time.Millisecond}
+	got, err := leakyBucketDecode([]any{int64(1), "7", int64(0), "250"})
+	want := LeakyBucketResult{Allowed: true, Remaining: 7, ResetAfter: 250 * time.Millisecond}
 	if err != nil || got != want {
 		t.Errorf("decode = %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// A batch script's reply is whole records, one per request, each field
+// checked against its bounds and sentinels.
+func TestBatchReplyShape(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		reply any
+		want  string
+	}{
+		{"no record", []any{}, "token_bucket.lua: reply element 1 (decisions): want a count in [1..64], got 0"},
+		{"a part record", []any{int64(1), int64(0), int64(0), int64(0), int64(1)}, "token_bucket.lua: reply element 1 (decisions): want whole records of 4 elements, got 5 elements"},
+		{"allowed above 1", []any{int64(2), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply element 1 (allowed): want an int in [0..1] or -1, got int64 2"},
+		{"retry below never", []any{int64(0), int64(0), int64(-2), int64(0)}, "token_bucket.lua: reply element 3 (retry_after): want an int in [0..] or -1, got int64 -2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tokenBucketDecode(tt.reply)
+			var re *ReplyError
+			if !errors.As(err, &re) || err.Error() != tt.want {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	got, err := tokenBucketDecode([]any{int64(1), int64(2), int64(0), int64(300), int64(-1), int64(0), int64(0), int64(0)})
+	want := TokenBucketResult{Decisions: []TokenBucketDecision{
+		{Allowed: 1, Remaining: 2, ResetAfter: 300 * time.Millisecond},
+		{Allowed: TokenBucketDecisionAllowedExpired},
+	}}
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("decode: %v (-want +got):\n%s", err, diff)
 	}
 }
 
@@ -267,13 +300,13 @@ func (replyError) RedisError()     {}
 // Some servers put ERR before a script's own code; it must still match.
 func TestWrapErrPrefix(t *testing.T) {
 	for _, reply := range []string{"BADARG cost", "ERR BADARG cost"} {
-		err := tokenBucketInfo.wrap(replyError(reply))
+		err := leakyBucketInfo.wrap(replyError(reply))
 		var se *ScriptError
 		if !errors.Is(err, ErrBadArg) || !errors.As(err, &se) || se.Message != "cost" {
 			t.Errorf("%q: err = %#v, want a *ScriptError matching ErrBadArg", reply, err)
 		}
 	}
-	if err := tokenBucketInfo.wrap(replyError("ERR unknown")); errors.Is(err, ErrBadArg) || !strings.HasPrefix(err.Error(), "token_bucket.lua: ERR unknown") {
+	if err := leakyBucketInfo.wrap(replyError("ERR unknown")); errors.Is(err, ErrBadArg) || !strings.HasPrefix(err.Error(), "leaky_bucket.lua: ERR unknown") {
 		t.Errorf("undeclared: err = %v", err)
 	}
 }
@@ -281,7 +314,7 @@ func TestWrapErrPrefix(t *testing.T) {
 // Every call of a bundled script with a fixed argument count fits argBuf
 // (the command, the hash, the key count, the keys, the arguments), so it is
 // sent as argBuf itself; one that did not would cost two more allocations
-// and 400 bytes a decision (token_bucket.lua before argBuf held 12).
+// and 400 bytes a decision (leaky_bucket.lua before argBuf held 12).
 func TestBundledCallsFitArgBuf(t *testing.T) {
 	raw, err := os.ReadFile("scripts.json")
 	if err != nil {
@@ -291,7 +324,11 @@ func TestBundledCallsFitArgBuf(t *testing.T) {
 		Scripts []struct {
 			Name string
 			Keys []json.RawMessage
-			Args []struct{ Variadic bool }
+			Args []struct {
+				Variadic bool
+				Type     string
+				Fields   []json.RawMessage
+			}
 		}
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -299,16 +336,23 @@ func TestBundledCallsFitArgBuf(t *testing.T) {
 	}
 	room := len(call{}.argBuf)
 	for _, s := range m.Scripts {
-		n := 3 + len(s.Keys) + len(s.Args)
+		n := 3 + len(s.Keys)
 		variadic := false
 		for _, a := range s.Args {
-			variadic = variadic || a.Variadic
+			switch {
+			case a.Variadic && a.Type == "record" && len(s.Keys) == 1:
+				n += len(a.Fields) // one request
+			case a.Variadic:
+				variadic = true
+			default:
+				n++
+			}
 		}
 		if !variadic && n > room {
 			t.Errorf("%s: a call is %d values, argBuf holds %d", s.Name, n, room)
 		}
 	}
-	if len(m.Scripts) < 9 {
-		t.Errorf("scripts.json lists %d scripts, want the bundle's 9", len(m.Scripts))
+	if len(m.Scripts) < 8 {
+		t.Errorf("scripts.json lists %d scripts, want the bundle's 8", len(m.Scripts))
 	}
 }

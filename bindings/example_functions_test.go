@@ -23,10 +23,11 @@ func ExampleWithFunctions() {
 	}
 	fc := bindings.WithFunctions(rdb)
 	res, err := bindings.TokenBucket(ctx, fc, "rl:{user:42}", bindings.TokenBucketParams{
-		Capacity: 10, Rate: 5, Period: time.Second, Refill: "smooth", Cost: 1,
+		Capacity: 10, Rate: 5, Period: time.Second, Refill: "smooth",
+		Requests: []bindings.TokenBucketRequest{{Cost: 1}},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Allowed, res.Remaining)
+	fmt.Println(res.Decisions[0].Allowed, res.Decisions[0].Remaining)
 }

@@ -26,29 +26,30 @@ func exampleRedis() (*redis.Client, func()) {
 	return rdb, func() { rdb.Close(); m.Close() }
 }
 
-// One call of the token bucket: 10 tokens, 5 more per second. Cost is how
-// many tokens the call takes (0 only peeks); Now is the zero time.Time, so
-// the script uses the server's clock.
+// The token bucket: 10 tokens, 5 more per second. A call decides its
+// requests in order, each as a call of its own at that instant would be: a
+// cost is how many tokens a request takes (0 only peeks). Now is the zero
+// time.Time, so the script uses the server's clock.
 func ExampleTokenBucket() {
 	rdb, stop := exampleRedis()
 	defer stop()
 	ctx := context.Background()
 
 	p := bindings.TokenBucketParams{
-		Capacity: 10, Rate: 5, Period: time.Second,
-		Refill: bindings.TokenBucketRefillSmooth, Cost: 4,
+		Capacity: 10, Rate: 5, Period: time.Second, Refill: bindings.TokenBucketRefillSmooth,
+		Requests: []bindings.TokenBucketRequest{{Cost: 4}, {Cost: 4}, {Cost: 4}},
 	}
-	for i := 0; i < 3; i++ {
-		res, err := bindings.TokenBucket(ctx, rdb, "rl:{user:42}", p)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter)
+	res, err := bindings.TokenBucket(ctx, rdb, "rl:{user:42}", p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range res.Decisions {
+		fmt.Println(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)
 	}
 	// Output:
-	// true 6 0s 800ms
-	// true 2 0s 1.6s
-	// false 2 400ms 1.6s
+	// 1 6 0s 800ms
+	// 1 2 0s 1.6s
+	// 0 2 400ms 1.6s
 }
 
 // GCRA lets burst requests through at once, then one per period/rate. A
@@ -59,19 +60,46 @@ func ExampleGCRA() {
 	defer stop()
 	ctx := context.Background()
 
-	p := bindings.GCRAParams{Burst: 2, Rate: 1, Period: time.Second, Cost: 1}
-	for i := 0; i < 3; i++ {
-		res, _ := bindings.GCRA(ctx, rdb, "gcra:{user:42}", p)
-		fmt.Println(res.Allowed, res.Remaining, res.RetryAfter)
+	p := bindings.GCRAParams{Burst: 2, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll,
+		Requests: []bindings.GCRARequest{{Cost: 1}, {Cost: 1}, {Cost: 1}, {Cost: 3}}}
+	res, err := bindings.GCRA(ctx, rdb, "gcra:{user:42}", p)
+	if err != nil {
+		log.Fatal(err)
 	}
-	p.Cost = 3
-	res, _ := bindings.GCRA(ctx, rdb, "gcra:{user:42}", p)
-	fmt.Println(res.Allowed, res.RetryAfter)
+	for _, d := range res.Decisions {
+		fmt.Println(d.Allowed, d.Remaining, d.RetryAfter)
+	}
 	// Output:
-	// true 1 0s
-	// true 0 0s
-	// false 0 1s
-	// false -1ms
+	// 1 1 0s
+	// 1 0 0s
+	// 0 0 1s
+	// 0 0 -1ms
+}
+
+// Take at_most takes what is left, up to a request's cost, and answers
+// how many it took (go-redis/redis_rate's AllowAtMost); a request its
+// caller gave up on before Redis ran it (its Deadline passed) counts
+// nothing and answers GCRADecisionAllowedExpired.
+func ExampleGCRA_atMost() {
+	rdb, stop := exampleRedis()
+	defer stop()
+	ctx := context.Background()
+
+	gone := time.Date(2026, 12, 1, 11, 59, 59, 0, time.UTC) // before the example's clock
+	p := bindings.GCRAParams{Burst: 5, Rate: 5, Period: time.Second, Take: bindings.GCRATakeAtMost,
+		Requests: []bindings.GCRARequest{{Cost: 3}, {Cost: 1, Deadline: gone}, {Cost: 3}, {Cost: 3}}}
+	res, err := bindings.GCRA(ctx, rdb, "gcra:{user:7}", p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range res.Decisions {
+		fmt.Println(d.Allowed, d.Allowed == bindings.GCRADecisionAllowedExpired, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// 3 false 2 0s
+	// -1 true 0 0s
+	// 2 false 0 0s
+	// 0 false 0 200ms
 }
 
 // Errors: a parameter outside the bounds the header declares is refused in
@@ -90,7 +118,7 @@ func ExampleScriptError() {
 
 	_, err = bindings.TokenBucket(ctx, rdb, "tb:{a}", bindings.TokenBucketParams{
 		Capacity: 1e9, Rate: 1, Period: 1e11 * time.Millisecond,
-		Refill: bindings.TokenBucketRefillSmooth, Cost: 1,
+		Refill: bindings.TokenBucketRefillSmooth, Requests: []bindings.TokenBucketRequest{{Cost: 1}},
 	})
 	fmt.Println(errors.Is(err, bindings.ErrBadArg))
 
@@ -119,14 +147,15 @@ func ExampleBatch() {
 	ctx := context.Background()
 
 	b := bindings.NewBatch()
-	perSecond := b.GCRA("rl:{user:42}:s", bindings.GCRAParams{Burst: 10, Rate: 10, Period: time.Second, Cost: 1})
+	perSecond := b.GCRA("rl:{user:42}:s", bindings.GCRAParams{Burst: 10, Rate: 10, Period: time.Second,
+		Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}})
 	perDay := b.FixedWindow("rl:{user:42}:d", bindings.FixedWindowParams{Limit: 1000, Window: 24 * time.Hour, Cost: 1})
 	if err := b.Exec(ctx, rdb); err != nil {
 		log.Fatal(err)
 	}
 	s, _ := perSecond.Result()
 	d, _ := perDay.Result()
-	fmt.Println(s.Allowed, s.Remaining, d.Allowed, d.Remaining, d.ResetAfter)
+	fmt.Println(s.Decisions[0].Allowed, s.Decisions[0].Remaining, d.Allowed, d.Remaining, d.ResetAfter)
 	// Output:
-	// true 9 true 999 12h0m0s
+	// 1 9 true 999 12h0m0s
 }

@@ -55,12 +55,12 @@ func TestFunctionsLibraryFile(t *testing.T) {
 // never falling back to EVALSHA behind the caller's back.
 func TestFunctionsOnMiniredis(t *testing.T) {
 	_, c := newServer(t)
-	_, err := TokenBucket(context.Background(), WithFunctions(c), "tb:fn", bucketParams(1, time.Time{}))
+	_, err := LeakyBucket(context.Background(), WithFunctions(c), "lb:fn", bucketParams(1, time.Time{}))
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "unknown command") {
 		t.Errorf("err = %v, want the server's unknown command", err)
 	}
 	b := NewBatch()
-	p := b.GCRA("gcra:fn", GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Cost: 1})
+	p := b.GCRA("gcra:fn", GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Take: GCRATakeAll, Requests: []GCRARequest{{Cost: 1}}})
 	if err := b.Exec(context.Background(), WithFunctions(c)); err == nil {
 		t.Error("Exec through the library on miniredis: no error")
 	}

@@ -29,7 +29,6 @@ var functionOf = map[*scriptMeta]string{
 	concurrencyInfo:          "redlimit_concurrency",
 	fixedWindowInfo:          "redlimit_fixed_window",
 	gcraInfo:                 "redlimit_gcra",
-	gcraAtMostInfo:           "redlimit_gcra_at_most",
 	leakyBucketInfo:          "redlimit_leaky_bucket",
 	multiInfo:                "redlimit_multi",
 	slidingWindowCounterInfo: "redlimit_sliding_window_counter",
@@ -54,7 +53,6 @@ const functionsCode = `#!lua name=redlimit
 -- redlimit_concurrency             concurrency.lua
 -- redlimit_fixed_window            fixed_window.lua
 -- redlimit_gcra                    gcra.lua
--- redlimit_gcra_at_most            gcra_at_most.lua
 -- redlimit_leaky_bucket            leaky_bucket.lua
 -- redlimit_multi                   multi.lua
 -- redlimit_sliding_window_counter  sliding_window_counter.lua
@@ -88,16 +86,6 @@ redis.register_function{
   callback = function(KEYS, ARGV)
 ` +
 	gcraSource +
-	`end,
-}
-` +
-	`
--- gcra_at_most.lua
-redis.register_function{
-  function_name = 'redlimit_gcra_at_most',
-  callback = function(KEYS, ARGV)
-` +
-	gcraAtMostSource +
 	`end,
 }
 ` +

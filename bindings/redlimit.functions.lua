@@ -13,7 +13,6 @@
 -- redlimit_concurrency             concurrency.lua
 -- redlimit_fixed_window            fixed_window.lua
 -- redlimit_gcra                    gcra.lua
--- redlimit_gcra_at_most            gcra_at_most.lua
 -- redlimit_leaky_bucket            leaky_bucket.lua
 -- redlimit_multi                   multi.lua
 -- redlimit_sliding_window_counter  sliding_window_counter.lua
@@ -627,7 +626,7 @@ redis.register_function{
 --- GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
 --- I.371; the algorithm of redis-cell's CL.THROTTLE and go-redis/redis_rate):
 --- one string holds the theoretical arrival time (TAT), the instant the steady
---- rate would be caught up. A call of cost c passes when the TAT, pushed c
+--- rate would be caught up. A request of cost c passes when the TAT, pushed c
 --- emission intervals on, stays within burst intervals of now; it then stores
 --- the pushed TAT. burst counts the requests that may pass at once, as in
 --- redis_rate (redis-cell's max_burst is burst - 1). The interval is
@@ -635,22 +634,30 @@ redis.register_function{
 --- burst always passes at once, and a rate that does not divide the period is
 --- met from below (by under 1 µs per request); a rate above one per µs is
 --- refused (token_bucket takes it). Known weakness: the TAT is all it keeps,
---- so it cannot tell how many requests came. A cost of 0 peeks: it answers
---- for a cost of 1 and writes nothing. A cost above burst can never pass: it
---- is denied with retry_after -1. Denied calls change nothing, and the TAT
---- never moves back. Arithmetic is exact for every accepted input.
+--- so it cannot tell how many requests came.
+--- A call decides 1 to 64 requests for the key, in order, each answered
+--- exactly as the same requests sent one call each at that instant would be,
+--- on one read and one write: a batch is its calls in a row. take all: a
+--- request passes whole or not at all; a cost of 0 peeks (it answers for a
+--- cost of 1 and writes nothing); a cost above burst can never pass (denied
+--- with retry_after -1). take at_most (redis_rate's AllowAtMost): a request
+--- takes what is left, up to its cost, and answers how many it took; when
+--- nothing is left it takes nothing and answers when one request passes. A
+--- denied request changes nothing, and the TAT never moves back. A request
+--- the server runs at or after its deadline answers expired (-1) and counts
+--- nothing. Arithmetic is exact for every accepted input.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
 --- its state is spent on the server's clock, so a call whose clock lags TIME
---- by up to 60 s still finds the state; a call that finds no state is judged
---- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME,
---- and a state dated further is BADSTATE, whatever wrote it: a call with
---- the server's clock waits at most the time a full burst takes plus 60 s,
---- a key lives at most the time a full burst takes plus 120 s, and waits
---- count from the caller's own clock. A caller clock behind the TAT is
---- judged at its own time against it, so it only waits longer.
+--- by up to 60 s still finds the state; a request that finds no state is
+--- judged at the later of its clock and TIME, so a key that expired never
+--- hands the same time out twice. So no clock dates state more than 60 s
+--- past TIME, and a state dated further is BADSTATE, whatever wrote it: a
+--- call with the server's clock waits at most the time a full burst takes
+--- plus 60 s, a key lives at most the time a full burst takes plus 120 s,
+--- and waits count from the caller's own clock. A caller clock behind the
+--- TAT is judged at its own time against it, so it only waits longer.
 --- Changed limits apply from the last write: the TAT's lead on that write's
 --- clock is counted in intervals of the new rate and period, rounding up (a
 --- lower rate frees no room, a higher one frees what it drains), and capped
@@ -669,20 +676,18 @@ redis.register_function{
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of
---- earlier versions of this script.
+--- earlier versions of this script. The 6-argument layout of earlier
+--- versions (cost, now, deadline after period) and gcra_at_most.lua's are
+--- refused with BADARG.
 --- @key    tat          string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
---- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
---- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
---- @return remaining    int[0..]          whole requests that would still pass now, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds burst
---- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
---- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock of every request, within 60 s of the server's TIME
+--- @arg    take         enum(all|at_most) all: a request passes whole or not at all; at_most: it takes what is left, up to its cost
+--- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost 0 only peeks; deadline, when the caller stops waiting (0: none)
+--- @return ...decisions[1..64] (allowed int[0..1e9]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed is 1 or 0 (take at_most: the requests taken), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed, never when its cost exceeds burst; reset_after, until a full burst passes again
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
@@ -798,15 +803,48 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local tat      = KEYS[1]
-local burst    = int(ARGV[1], 'burst', 1, 1e9)
-local rate     = int(ARGV[2], 'rate', 1, 1e9)
-local period   = int(ARGV[3], 'period', 1, 1e11)
-local cost     = int(ARGV[4], 'cost', 0, 1e9)
-local now      = int(ARGV[5], 'now', 0, 2^52)
-local deadline = int(ARGV[6], 'deadline', 0, 2^52)
+local tat     = KEYS[1]
+local burst   = int(ARGV[1], 'burst', 1, 1e9)
+local rate    = int(ARGV[2], 'rate', 1, 1e9)
+local period  = int(ARGV[3], 'period', 1, 1e11)
+local now     = int(ARGV[4], 'now', 0, 2^52)
+local take    = ARGV[5]
+local at_most = take == 'at_most'
+if not at_most and take ~= 'all' then
+  -- Also what an earlier version's layout (cost, now, deadline after
+  -- period) meets: its clock is no word.
+  bad = bad or "BADARG take must be 'all' or 'at_most' (ARGV: burst, rate, period, now, take, then cost and deadline per request)"
+end
 if tat == nil then bad = bad or 'BADARG tat key is missing' end
-exactly(1, 6)
+local n = (#ARGV - 5) / 2
+if not bad and (#KEYS ~= 1 or n < 1 or n > 64 or n % 1 ~= 0) then
+  bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', #KEYS, #ARGV)
+end
+
+-- Every request is read before anything else, into the reply's slots (4
+-- per request: cost and deadline until it is decided). One request, the
+-- common call, is read with no loop and no name to build.
+local reply
+if not bad and n == 1 then
+  reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
+elseif not bad then
+  -- The common values need no call (a cost of 1 or 0, no deadline); the
+  -- first bad one is named again with its request, a string.format the
+  -- good calls never pay for.
+  reply = {}
+  for i = 1, n do
+    local cost, deadline = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+    cost = cost == '1' and 1 or cost == '0' and 0 or int(cost, 'cost', 0, 1e9)
+    deadline = deadline == '0' and 0 or int(deadline, 'deadline', 0, 2^52)
+    if bad then
+      bad = nil
+      int(ARGV[4 + 2 * i], string.format('cost of request %d', i), 0, 1e9)
+      int(ARGV[5 + 2 * i], string.format('deadline of request %d', i), 0, 2^52)
+      break
+    end
+    reply[4 * i - 3], reply[4 * i - 2] = cost, deadline
+  end
+end
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -829,25 +867,33 @@ if tolerance > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now, deadline)
+now, server, caller = clock(now, 0)
 if bad then return redis.error_reply(bad) end
 
--- GET answers a key of another type with an error table (stored.err); a
--- string has no err field.
-local stored = redis.pcall('GET', tat)
--- A call is judged at its own clock against the stored TAT; a key that
--- holds nothing is judged at the later of the caller's clock and the
--- server's: a key the server's clock expired must not let a caller that
--- lags it schedule that time again. own is the caller's clock, which its
--- waits are measured from. A missing key is a TAT at or before now; a TAT
--- behind now counts as now, so idle time never banks more than a burst.
-local own = now
-local theo = now
-if not stored then
-  if server > now then
-    now, theo = server, server
+-- A request the server runs at or after its deadline answers expired and
+-- counts nothing, as its own call would have answered EXPIRED before
+-- reading the key: when every request has, the key is not read at all.
+local live = false
+for i = 1, n do
+  local deadline = reply[4 * i - 2]
+  if deadline == 0 or server < deadline then
+    live = true
+    break
   end
-else
+end
+if not live then
+  for i = 1, n do
+    reply[4 * i - 3], reply[4 * i - 2], reply[4 * i - 1], reply[4 * i] = -1, 0, 0, 0
+  end
+  return reply
+end
+
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field. v is the stored TAT as the current limit reads
+-- it, nil for no state.
+local stored = redis.pcall('GET', tat)
+local v
+if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
@@ -862,7 +908,7 @@ else
   -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
   -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
   -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
-  local v, was, lead
+  local was, lead
   if #stored == 19 then
     v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
   end
@@ -902,361 +948,100 @@ else
       v = v - lead + units * interval + q
     end
   end
-  if v > now then
-    theo = v
-  end
 end
 
--- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
--- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
--- count from the caller's own clock, in whole ms rounded up
--- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
--- What only a denial or a peek answers is worked out only for them.
-local ahead = theo - now
-local used = ahead % interval
-used = (ahead - used) / interval + (used > 0 and 1 or 0)
-local want = cost > 0 and cost or 1
-local over = ahead + want * interval - tolerance
-if want > burst or over > 0 or cost == 0 then
-  local left = burst > used and burst - used or 0
-  local reset = 0
-  if ahead > 0 then
-    reset = ahead + now - own + 999
-    reset = (reset - reset % 1000) / 1000
-  end
-  if want > burst then
-    return {0, left, -1, reset}
-  elseif over > 0 then
-    local wait = over + now - own + 999
-    return {0, left, (wait - wait % 1000) / 1000, reset}
-  end
-  return {1, left, 0, reset}
-end
-
-theo = theo + cost * interval
-ahead = ahead + cost * interval
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the TAT, so a call whose clock lags the server's by up to
--- max_skew still finds it.
-local ttl = theo - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
--- The short form when the TAT leads by one interval below 1e8 µs.
-local state
-if ahead == interval and interval < 1e8 then
-  state = format('2%010d%08d', theo % 1e10, interval)
-else
-  state = format('g%016d%d/%d', theo, interval, ahead - interval)
-end
-redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
--- cost more whole intervals are used now.
-used = used + cost
-local reset = ahead + now - own + 999
-return {1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000}
-end,
-}
-
--- gcra_at_most.lua
-redis.register_function{
-  function_name = 'redlimit_gcra_at_most',
-  callback = function(KEYS, ARGV)
---- GCRA's "take what is left, up to n" (go-redis/redis_rate's AllowAtMost),
---- on gcra.lua's own state and with its answers: a call takes
---- min(n, left) requests, left being the whole requests gcra.lua would
---- answer as remaining now, when at least one passes, and takes nothing
---- otherwise. It is one script call, so no other call comes between the
---- look and the take, and what it takes is exactly what gcra.lua with that
---- cost would admit. n may exceed burst (at most left is taken). A call
---- that takes nothing changes nothing and answers when one request passes.
---- Clocks, changed limits, bounds and state are gcra.lua's (see there):
---- now = 0 uses the server's TIME; a caller clock more than 60 s from TIME
---- is refused with BADARG; a write with a caller clock keeps its key 60 s
---- past the TAT on the server's clock; a key that holds nothing is judged at
---- the later of the caller's clock and TIME; a changed rate, period or
---- burst applies from the key's last write, capped at a full burst of the
---- new size. Arithmetic is exact for every accepted input.
---- State: gcra.lua's string, '2<tat><interval>' or
---- 'g<tat><interval>/<more>' in µs (see there); anything else at the key,
---- of any type, is an error and the key is left untouched (value and TTL).
---- @key    tat          string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs (gcra.lua's state); expires when the TAT is reached
---- @arg    burst        int[1..1e9]       requests that may pass at once
---- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
---- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
---- @arg    n            int[1..1e9]       the most requests to take
---- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
---- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return taken        int[0..1e9]       requests counted: the least of n and what was left; 0 when none passes
---- @return remaining    int[0..]          whole requests that would still pass now, after this call
---- @return retry_after  ms[0..]           0 when something was taken; else until one request passes
---- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
---- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
---- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not a GCRA state (another script's, another layout, a number out of range); it is left untouched
--- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
--- Bad input is an error reply that changes nothing: bad keeps the first
--- problem found, and the script returns it before it reads its key.
-local bad
-
--- The most a caller's clock may differ from the server's TIME, in µs.
-local max_skew = 60000000
-
--- The library functions the hot path calls, as locals: a global lookup on
--- every use costs more. (Error paths use the globals: every upvalue a
--- function below captures costs something on every call.)
-local find, match, format = string.find, string.match, string.format
-
--- int reads an integer from lo to hi (lo is 0 or 1) written the way Redis
--- writes one: 0, or a digit 1-9 and more digits, at most 16, nothing else.
--- Lua's tonumber alone takes ' 5', '+5', '0x10', '1e3', '1e-400' and stops
--- at a NUL; the pattern takes none of those. Digits alone convert exactly
--- by arithmetic (no bound passes 2^53), which costs less than a call, and
--- the common costs and clock, 0 and 1, need no pattern at all. Anything
--- else is nil, and bad says so.
-local function int(raw, name, lo, hi)
-  if raw == '0' then
-    if lo == 0 then
-      return 0
-    end
-  elseif raw == '1' then
-    if lo <= 1 then
-      return 1
-    end
-  elseif raw and #raw <= 16 and find(raw, '^[1-9]%d*$') then
-    local v = raw + 0
-    if v >= lo and v <= hi then
-      return v
-    end
-  end
-  if not bad then
-    local got = 'nothing'
-    if raw then
-      got = "'" .. string.gsub(string.sub(raw, 1, 40), '[^ -~]', '?') .. "'"
-    end
-    bad = string.format('BADARG %s must be an integer from %d to %d, got %s', name, lo, hi, got)
-  end
-  return nil
-end
-
--- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
--- one is named by int or by the script's own check before this runs.
-local function exactly(nkeys, nargs)
-  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
-    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
-  end
-end
-
--- clock reads the server's TIME and returns the instant to judge the call
--- at, the server's instant, and whether it is the caller's clock. now = 0
--- is the server's clock, shared by every app server. A caller's clock is
--- refused beyond max_skew of TIME, so no caller can date state, or a key's
--- TTL, more than max_skew away from the server's clock. deadline (0 for
--- none) is the instant the caller stops waiting for the answer: a call the
--- server runs at or after it is EXPIRED and changes nothing, since no one
--- will act on its answer (a client that retried, or a server that stalled,
--- must not count a request the caller already gave up on).
-local function clock(now, deadline)
-  local t = redis.call('TIME')
-  local server = t[1] * 1000000 + t[2]
-  if now > 0 and (now < server - max_skew or now > server + max_skew) then
-    bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
-  elseif deadline > 0 and server >= deadline then
-    bad = string.format("EXPIRED the server's TIME %d is past the call's deadline %d; nothing changed", server, deadline)
-  end
-  if now == 0 then
-    return server, server, false
-  end
-  return now, server, true
-end
-
--- muldiv returns floor(a * b / c) and the remainder, for integers a, b >= 0
--- and 1 <= c <= 2^50. A double holds every integer below 2^53, but a * b
--- may not be one: the quotient is exact whenever it is below 2^53, and at
--- least 2^53 otherwise, so a bound can be checked with it too. (x % c is
--- exact for integers x below 2^53, and x - x % c divides by c exactly.)
-local function muldiv(a, b, c)
-  local p = a * b
-  if p < 2^53 then
-    local r = p % c
-    return (p - r) / c, r
-  end
-  -- a * b / c = floor(a / c) * b + (a mod c) * b / c; the last term is
-  -- built from the bits of b, high to low, keeping its remainder below c.
-  local ar = a % c
-  local aq = (a - ar) / c
-  local bit = 1
-  while bit * 2 <= b do
-    bit = bit * 2
-  end
-  local rest, q, r = b, 0, 0
-  while bit >= 1 do
-    q = q * 2
-    r = r * 2
-    if rest >= bit then
-      rest = rest - bit
-      r = r + ar
-    end
-    local carry = r % c
-    carry = (r - carry) / c
-    q = q + carry
-    r = r - carry * c
-    bit = bit / 2
-  end
-  return aq * b + q, r
-end
--- redlimit:prologue:end
-
-local tat      = KEYS[1]
-local burst    = int(ARGV[1], 'burst', 1, 1e9)
-local rate     = int(ARGV[2], 'rate', 1, 1e9)
-local period   = int(ARGV[3], 'period', 1, 1e11)
-local n        = int(ARGV[4], 'n', 1, 1e9)
-local now      = int(ARGV[5], 'now', 0, 2^52)
-local deadline = int(ARGV[6], 'deadline', 0, 2^52)
-if tat == nil then bad = bad or 'BADARG tat key is missing' end
-exactly(1, 6)
-if not bad and rate > period * 1000 then
-  bad = 'BADARG rate must be at most one per µs (period*1000)'
-end
-if bad then return redis.error_reply(bad) end
-
--- The emission interval T in whole µs, rounded up (exact: period*1000 is
--- below 2^53). The tolerance burst*T bounds how far an admitted TAT runs
--- ahead of now, so keeping it at most 1e15 µs (31 years) keeps every
--- instant below 2^53. Integer division is written with %, which is exact
--- below 2^53 and cheaper than a call to math.floor or math.ceil.
-local interval = period * 1000
-local part = interval % rate
-interval = (interval - part) / rate
-if part > 0 then
-  interval = interval + 1
-end
-local tolerance = burst * interval
-if tolerance > 1e15 then
-  return redis.error_reply('BADARG burst*period/rate must be at most 1e15 µs (31 years)')
-end
-
-local server, caller
-now, server, caller = clock(now, deadline)
-if bad then return redis.error_reply(bad) end
-
--- GET answers a key of another type with an error table (stored.err); a
--- string has no err field.
-local stored = redis.pcall('GET', tat)
--- A call is judged at its own clock against the stored TAT; a key that
--- holds nothing is judged at the later of the caller's clock and the
--- server's: a key the server's clock expired must not let a caller that
--- lags it schedule that time again. own is the caller's clock, which its
--- waits are measured from. A missing key is a TAT at or before now; a TAT
--- behind now counts as now, so idle time never banks more than a burst.
+-- Each request in turn, as its own call would judge the state the one
+-- before it left: a request is judged at its own clock against the TAT; one
+-- that finds no state at the later of the caller's clock and the server's
+-- (a key the server's clock expired must not let a caller that lags it
+-- schedule that time again). own is the caller's clock, which waits are
+-- measured from. A TAT behind the instant counts as the instant, so idle
+-- time never banks more than a burst. ahead is how far the TAT runs ahead,
+-- in µs; n more requests pass while ahead + n*T <= burst*T, so burst -
+-- ceil(ahead/T) are left. Waits are whole ms rounded up ((x + 999 - (x +
+-- 999) % 1000) / 1000 is ceil(x / 1000) for integers). A write is kept in
+-- v (the state the next request would read: the same limit, so nothing to
+-- carry over) and last, the TAT's lead on its instant, and stored once.
 local own = now
-local theo = now
-if not stored then
-  if server > now then
-    now, theo = server, server
-  end
-else
-  if stored.err then
-    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-  end
-  -- One pattern checks the whole state. The short form, 19 digits Redis
-  -- keeps as an integer, is a TAT one interval ahead of its write (one
-  -- request on an idle key): the tag 2, the TAT modulo 1e10, the interval
-  -- in 8. A live key's TAT is at most max_skew (and a ms of expiry) behind
-  -- TIME, and no more than max_skew and an interval (below 1e8) ahead, so
-  -- the TAT is the one from a second before that, modulo 1e10. The long
-  -- form: the tag g, 16 digits, then two numbers; the length bound keeps
-  -- every number short enough to convert exactly, and one of more than one
-  -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
-  -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
-  -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
-  local v, was, lead
-  if #stored == 19 then
-    v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
-  end
-  if v then
-    was = tonumber(was)
-    local base = server - max_skew - 1000000
-    v = base + (tonumber(v) - base) % 1e10
-    lead = was > 0 and was
-  elseif #stored <= 49 then
-    local more
-    v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-    if v and (#more == 1 or more >= '1') then
-      v, was = tonumber(v), was + 0
-      lead = was + more
-    end
-  end
-  -- The write that set the state was at v - lead, on a clock no write lets
-  -- run more than max_skew past TIME, and led by at most 1e15 µs.
-  if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
-    return redis.error_reply('BADSTATE the key is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; it is left untouched')
-  end
-  -- A changed rate or burst applies from the last write, v - lead: its lead
-  -- is counted in intervals of the current rate (whole ones exactly, a part
-  -- one rounded up) and capped at a full burst (fewer than burst whole
-  -- intervals and a part one never pass it). It depends on the stored state
-  -- alone, so waits stay exact while denied calls change nothing.
-  if was ~= interval or lead > tolerance then
-    local units = lead % was
-    units = (lead - units) / was
-    if units >= burst then
-      v = v - lead + tolerance
-    else
-      local q, r = muldiv(lead - units * was, interval, was)
-      if r > 0 then
-        q = q + 1
+local last
+-- same is the slot of the last request decided on the state as it stands
+-- (a denial or a peek changes nothing), and same_cost its cost: a request
+-- of that cost gets the same answer, unworked (a denied flood's batch).
+local same, same_cost
+for i = 1, n do
+  local j = 4 * i
+  local cost, deadline = reply[j - 3], reply[j - 2]
+  if deadline > 0 and server >= deadline then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif cost == same_cost then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
+  else
+    local at, theo = own, own
+    if not v then
+      if server > own then
+        at, theo = server, server
       end
-      v = v - lead + units * interval + q
+    elseif v > own then
+      theo = v
+    end
+    local ahead = theo - at
+    local used = ahead % interval
+    used = (ahead - used) / interval + (used > 0 and 1 or 0)
+    local left = burst > used and burst - used or 0
+    -- count is what the request would take: its cost, or at_most what is
+    -- left of it; with nothing left that is a request of 1 that cannot
+    -- pass, and a peek answers 0 taken.
+    local count = cost
+    if at_most and cost > left then
+      count = left
+    end
+    local want = count > 0 and count or 1
+    local over = ahead + want * interval - tolerance
+    if want > burst or over > 0 or count == 0 then
+      local reset = 0
+      if ahead > 0 then
+        reset = ahead + at - own + 999
+        reset = (reset - reset % 1000) / 1000
+      end
+      if want > burst then
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, left, -1, reset
+      elseif over > 0 then
+        local wait = over + at - own + 999
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, left, (wait - wait % 1000) / 1000, reset
+      else
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and 0 or 1, left, 0, reset
+      end
+      same, same_cost = j, cost
+    else
+      ahead = ahead + count * interval
+      v, last = theo + count * interval, ahead
+      used = used + count
+      local reset = ahead + at - own + 999
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and count or 1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000
+      same_cost = nil
     end
   end
-  if v > now then
-    theo = v
+end
+
+if last then
+  -- Keys expire by the server's clock. A caller's write keeps the key
+  -- max_skew past the TAT, so a call whose clock lags the server's by up
+  -- to max_skew still finds it. The short form when the TAT leads by one
+  -- interval below 1e8 µs.
+  local ttl = v - server + 999
+  if caller then
+    ttl = ttl + max_skew
   end
+  ttl = (ttl - ttl % 1000) / 1000
+  local state
+  if last == interval and interval < 1e8 then
+    state = format('2%010d%08d', v % 1e10, interval)
+  else
+    state = format('g%016d%d/%d', v, interval, last - interval)
+  end
+  redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
 end
-
--- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
--- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
--- count from the caller's own clock, in whole ms rounded up
--- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
-local ahead = theo - now
-local used = ahead % interval
-used = (ahead - used) / interval + (used > 0 and 1 or 0)
-local left = burst > used and burst - used or 0
-local reset = 0
-if ahead > 0 then
-  reset = ahead + now - own + 999
-  reset = (reset - reset % 1000) / 1000
-end
-if left == 0 then
-  -- ahead + T > burst*T: one request passes once the TAT is that close.
-  local wait = ahead + interval - tolerance + now - own + 999
-  return {0, 0, (wait - wait % 1000) / 1000, reset}
-end
-
-local take = n < left and n or left
-theo = theo + take * interval
-ahead = ahead + take * interval
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the TAT, so a call whose clock lags the server's by up to
--- max_skew still finds it.
-local ttl = theo - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
--- The short form when the TAT leads by one interval below 1e8 µs.
-local state
-if ahead == interval and interval < 1e8 then
-  state = format('2%010d%08d', theo % 1e10, interval)
-else
-  state = format('g%016d%d/%d', theo, interval, ahead - interval)
-end
-redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
-reset = ahead + now - own + 999
-return {take, left - take, 0, (reset - reset % 1000) / 1000}
+return reply
 end,
 }
 
@@ -2619,21 +2404,25 @@ redis.register_function{
 --- tokens as time passes, rate per period (the time a credit took is rounded
 --- up to whole µs, so the bucket never runs fast); refill "interval" adds rate
 --- tokens at once each time a whole period has passed (the two styles in the
---- Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
---- nothing. A cost above capacity can never pass: it is denied with
---- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
---- accepted input (products that could pass 2^53 go through muldiv).
+--- Redis guides). A call decides 1 to 64 requests for the key, in order,
+--- each answered exactly as the same requests sent one call each at that
+--- instant would be, on one read and one write: a batch is its calls in a
+--- row. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
+--- cost above capacity can never pass: it is denied with retry_after -1.
+--- Denied requests change nothing. A request the server runs at or after its
+--- deadline answers expired (-1) and counts nothing. Arithmetic is exact for
+--- every accepted input (products that could pass 2^53 go through muldiv).
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
 --- its state is spent on the server's clock, so a call whose clock lags TIME
---- by up to 60 s still finds the state; a call that finds no state is judged
---- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME,
---- and a state dated further is BADSTATE, whatever wrote it: a call with
---- the server's clock waits at most the time to fill plus 60 s, a key lives
---- at most the time to fill plus 120 s, and waits count from the caller's
---- own clock. A caller clock behind the stored state is judged at
+--- by up to 60 s still finds the state; a request that finds no state is
+--- judged at the later of its clock and TIME, so a key that expired never
+--- hands the same time out twice. So no clock dates state more than 60 s
+--- past TIME, and a state dated further is BADSTATE, whatever wrote it: a
+--- call with the server's clock waits at most the time to fill plus 60 s, a
+--- key lives at most the time to fill plus 120 s, and waits count from the
+--- caller's own clock. A caller clock behind the stored state is judged at
 --- the stored time, so out-of-order calls never move the bucket back or
 --- credit the same time twice.
 --- Changed limits apply from the last credit: tokens above a lowered
@@ -2648,21 +2437,17 @@ redis.register_function{
 --- was not written by this script. Anything else at the key, of any type,
 --- is an error and the key is left untouched (value and TTL); that includes
 --- the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
---- versions of this script.
+--- versions of this script. The 7-argument layout of earlier versions
+--- (refill, cost, now, deadline after period) is refused with BADARG.
 --- @key    bucket       string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock of every request, within 60 s of the server's TIME
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
---- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
---- @arg    now          unix_us[1..2^52]|server_clock=0       caller clock, within 60 s of the server's TIME
---- @arg    deadline     unix_us[1..2^52]|none=0       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
---- @return remaining    int[0..]               tokens left, never negative
---- @return retry_after  ms[0..]|never=-1               0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms[0..]                until the bucket is full again
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
---- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
+--- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost, tokens to take (0 only peeks); deadline, when the caller stops waiting (0: none)
+--- @return ...decisions[1..64] (allowed int[0..1]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed, expired with zeros for a request run at or after its deadline; remaining, tokens left; retry_after, 0 when it passed, never when its cost exceeds capacity; reset_after, until the bucket is full again
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
@@ -2782,16 +2567,42 @@ local bucket   = KEYS[1]
 local capacity = int(ARGV[1], 'capacity', 1, 1e9)
 local rate     = int(ARGV[2], 'rate', 1, 1e9)
 local period   = int(ARGV[3], 'period', 1, 1e11)
-local refill   = ARGV[4]
-local cost     = int(ARGV[5], 'cost', 0, 1e9)
-local now      = int(ARGV[6], 'now', 0, 2^52)
-local deadline = int(ARGV[7], 'deadline', 0, 2^52)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local refill   = ARGV[5]
 local smooth = refill == 'smooth'
 if not smooth and refill ~= 'interval' then
-  bad = bad or "BADARG refill must be 'smooth' or 'interval'"
+  bad = bad or "BADARG refill must be 'smooth' or 'interval' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)"
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 7)
+local n = (#ARGV - 5) / 2
+if not bad and (#KEYS ~= 1 or n < 1 or n > 64 or n % 1 ~= 0) then
+  bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', #KEYS, #ARGV)
+end
+
+-- Every request is read before anything else, into the reply's slots (4
+-- per request: cost and deadline until it is decided). One request, the
+-- common call, is read with no loop and no name to build.
+local reply
+if not bad and n == 1 then
+  reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
+elseif not bad then
+  -- The common values need no call (a cost of 1 or 0, no deadline); the
+  -- first bad one is named again with its request, a string.format the
+  -- good calls never pay for.
+  reply = {}
+  for i = 1, n do
+    local cost, deadline = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+    cost = cost == '1' and 1 or cost == '0' and 0 or int(cost, 'cost', 0, 1e9)
+    deadline = deadline == '0' and 0 or int(deadline, 'deadline', 0, 2^52)
+    if bad then
+      bad = nil
+      int(ARGV[4 + 2 * i], string.format('cost of request %d', i), 0, 1e9)
+      int(ARGV[5 + 2 * i], string.format('deadline of request %d', i), 0, 2^52)
+      break
+    end
+    reply[4 * i - 3], reply[4 * i - 2] = cost, deadline
+  end
+end
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
@@ -2817,8 +2628,26 @@ if span(capacity) > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now, deadline)
+now, server, caller = clock(now, 0)
 if bad then return redis.error_reply(bad) end
+
+-- A request the server runs at or after its deadline answers expired and
+-- counts nothing, as its own call would have answered EXPIRED before
+-- reading the key: when every request has, the key is not read at all.
+local live = false
+for i = 1, n do
+  local deadline = reply[4 * i - 2]
+  if deadline == 0 or server < deadline then
+    live = true
+    break
+  end
+end
+if not live then
+  for i = 1, n do
+    reply[4 * i - 3], reply[4 * i - 2], reply[4 * i - 1], reply[4 * i] = -1, 0, 0, 0
+  end
+  return reply
+end
 
 -- GET answers a key of another type with an error table (stored.err); a
 -- string has no err field. A key that holds nothing is a full bucket at the
@@ -2853,67 +2682,91 @@ if stored then
   end
 end
 
--- A late caller is judged at the stored time; own is its clock, which its
--- waits are measured from.
+-- Each request in turn, as its own call would judge the state the one
+-- before it left (ts and tokens, which a write replaces; no state is a
+-- full bucket at the later clock, which reads the same). A late caller is
+-- judged at the stored time; own is its clock, which its waits are
+-- measured from. Refill up to the instant: mark moves only by the time the
+-- credited tokens took, so no interval counts twice; a full bucket
+-- restarts its clock at the instant. Deciding from the stored state rather
+-- than from a refilled copy keeps retry_after exact: refilling rounds, a
+-- wait does not. full_at is the instant the bucket is full. Waits are
+-- whole ms rounded up, counted from the caller's own clock: (x + 999 - (x
+-- + 999) % 1000) / 1000 is ceil(x / 1000) for integers. The last write's
+-- full_at is kept in last for the key's TTL.
 local own = now
-if now < ts then
-  now = ts
-end
-
--- Refill up to now. mark moves only by the time the credited tokens took,
--- so no interval counts twice; a full bucket restarts its clock at now.
--- Deciding from the stored state rather than from a refilled copy keeps
--- retry_after exact: refilling rounds, a wait does not. full_at is the
--- instant the stored bucket is full.
-local have = tokens < capacity and tokens or capacity
-local held, mark, full_at = capacity, now, now
-if have < capacity then
-  full_at = ts + span(capacity - have)
-  if now < full_at then
-    if smooth then
-      local added = muldiv(now - ts, rate, period_us)
-      held, mark = have + added, ts + span(added)
+local last
+-- same is the slot of the last request decided on the state as it stands
+-- (a denial or a peek changes nothing), and same_cost its cost: a request
+-- of that cost gets the same answer, unworked (a denied flood's batch).
+local same, same_cost
+for i = 1, n do
+  local j = 4 * i
+  local cost, deadline = reply[j - 3], reply[j - 2]
+  if deadline > 0 and server >= deadline then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif cost == same_cost then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
+  else
+    local at = own < ts and ts or own
+    local have = tokens < capacity and tokens or capacity
+    local held, mark, full_at = capacity, at, at
+    if have < capacity then
+      full_at = ts + span(capacity - have)
+      if at < full_at then
+        if smooth then
+          local added = muldiv(at - ts, rate, period_us)
+          held, mark = have + added, ts + span(added)
+        else
+          local steps = (at - ts) % period_us
+          steps = (at - ts - steps) / period_us
+          held, mark = have + steps * rate, ts + steps * period_us
+        end
+      end
+    end
+    local reset = 0
+    if full_at > at then
+      reset = full_at - own + 999
+      reset = (reset - reset % 1000) / 1000
+    end
+    local want = cost > 0 and cost or 1
+    local wait = 0
+    if have < want and want <= capacity then
+      wait = ts + span(want - have)
+    end
+    if want > capacity then
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, -1, reset
+      same, same_cost = j, cost
+    elseif wait > at then
+      wait = wait - own + 999
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, (wait - wait % 1000) / 1000, reset
+      same, same_cost = j, cost
+    elseif cost == 0 then
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
+      same, same_cost = j, cost
     else
-      local steps = (now - ts) % period_us
-      steps = (now - ts - steps) / period_us
-      held, mark = have + steps * rate, ts + steps * period_us
+      held = held - cost
+      full_at = mark + span(capacity - held)
+      ts, tokens, last = mark, held, full_at
+      reset = full_at - own + 999
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
+      same_cost = nil
     end
   end
 end
 
--- Waits are whole ms rounded up, counted from the caller's own clock:
--- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local reset = 0
-if full_at > now then
-  reset = full_at - own + 999
-  reset = (reset - reset % 1000) / 1000
-end
-local want = cost > 0 and cost or 1
-if want > capacity then
-  return {0, held, -1, reset}
-elseif have < want then
-  local wait = ts + span(want - have)
-  if wait > now then
-    wait = wait - own + 999
-    return {0, held, (wait - wait % 1000) / 1000, reset}
+if last then
+  -- Keys expire by the server's clock. A caller's write keeps the key
+  -- max_skew past the instant the bucket is full, so a call whose clock
+  -- lags the server's by up to max_skew still finds the state it is judged
+  -- against.
+  local ttl = last - server + 999
+  if caller then
+    ttl = ttl + max_skew
   end
+  ttl = (ttl - ttl % 1000) / 1000
+  redis.call('SET', bucket, format('-%016d%d', ts, tokens), 'PX', format('%d', ttl > 1 and ttl or 1))
 end
-if cost == 0 then
-  return {1, held, 0, reset}
-end
-
-held = held - cost
-full_at = mark + span(capacity - held)
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the instant the bucket is full, so a call whose clock lags
--- the server's by up to max_skew still finds the state it is judged against.
-local ttl = full_at - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('-%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
-reset = full_at - own + 999
-return {1, held, 0, (reset - reset % 1000) / 1000}
+return reply
 end,
 }

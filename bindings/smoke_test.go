@@ -19,8 +19,8 @@ type smoke func(ctx context.Context, c redis.Scripter, key string, now time.Time
 // fails when a script has none, so a new script cannot skip this.
 var smokes = map[string]smoke{
 	"token_bucket.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
-		r, err := TokenBucket(ctx, c, key, TokenBucketParams{Capacity: 1, Rate: 1, Period: time.Second, Refill: "interval", Cost: 1, Now: now})
-		return r.Allowed, err
+		r, err := TokenBucket(ctx, c, key, TokenBucketParams{Capacity: 1, Rate: 1, Period: time.Second, Now: now, Refill: "interval", Requests: []TokenBucketRequest{{Cost: 1}}})
+		return err == nil && r.Decisions[0].Allowed == 1, err
 	},
 	"fixed_window.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := FixedWindow(ctx, c, key, FixedWindowParams{Limit: 1, Window: time.Second, Cost: 1, Now: now})
@@ -39,12 +39,8 @@ var smokes = map[string]smoke{
 		return r.Allowed, err
 	},
 	"gcra.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
-		r, err := GCRA(ctx, c, key, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Cost: 1, Now: now})
-		return r.Allowed, err
-	},
-	"gcra_at_most.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
-		r, err := GCRAAtMost(ctx, c, key, GCRAAtMostParams{Burst: 1, Rate: 1, Period: time.Second, N: 5, Now: now})
-		return r.Taken > 0, err
+		r, err := GCRA(ctx, c, key, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Now: now, Take: GCRATakeAll, Requests: []GCRARequest{{Cost: 1}}})
+		return err == nil && r.Decisions[0].Allowed == 1, err
 	},
 	"multi.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
 		r, err := Multi(ctx, c, []string{key, key + ":day"}, MultiParams{Cost: 1, Now: now, Limits: []MultiLimit{{Burst: 1, Rate: 1, Period: time.Second}, {Burst: 10, Rate: 10, Period: 24 * time.Hour}}})

@@ -28,9 +28,31 @@ const (
 	TokenBucketRefillInterval TokenBucketRefill = "interval"
 )
 
+// TokenBucketRequest is one record of @arg requests of token_bucket.lua: its fields travel in this order, record after record.
+type TokenBucketRequest struct {
+	// Cost is field 1 of each record, [0..1e9].
+	Cost int64
+	// Deadline is field 2 of each record, sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52].
+	Deadline time.Time
+}
+
+// TokenBucketDecision is one record of @return decisions of token_bucket.lua: its fields travel in this order, record after record.
+type TokenBucketDecision struct {
+	// Allowed is field 1 of each record, [0..1], or TokenBucketDecisionAllowedExpired.
+	Allowed int64
+	// Remaining is field 2 of each record, [0..].
+	Remaining int64
+	// RetryAfter is field 3 of each record, in milliseconds, [0..], or TokenBucketDecisionRetryAfterNever.
+	RetryAfter time.Duration
+	// ResetAfter is field 4 of each record, in milliseconds, [0..].
+	ResetAfter time.Duration
+}
+
 const (
-	// TokenBucketRetryAfterNever is the TokenBucketResult.RetryAfter that means never (-1 on the wire).
-	TokenBucketRetryAfterNever time.Duration = -1 * time.Millisecond
+	// TokenBucketDecisionAllowedExpired is the TokenBucketDecision.Allowed that means expired (-1 on the wire).
+	TokenBucketDecisionAllowedExpired int64 = -1
+	// TokenBucketDecisionRetryAfterNever is the TokenBucketDecision.RetryAfter that means never (-1 on the wire).
+	TokenBucketDecisionRetryAfterNever time.Duration = -1 * time.Millisecond
 )
 
 // TokenBucketParams holds the arguments (ARGV) of token_bucket.lua.
@@ -41,26 +63,18 @@ type TokenBucketParams struct {
 	Rate int64
 	// Period (ARGV[3], sent in whole milliseconds, [1..1e11]): refill period; capacity/rate*period at most 1e15 µs (31 years)
 	Period time.Duration
-	// Refill (ARGV[4]): how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
-	Refill TokenBucketRefill
-	// Cost (ARGV[5], [0..1e9]): tokens to take; 0 only peeks
-	Cost int64
-	// Now (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock of every request, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[7], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
-	Deadline time.Time
+	// Refill (ARGV[5]): how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
+	Refill TokenBucketRefill
+	// Requests (ARGV[6] onwards, [1..64] of them): decided in turn: cost, tokens to take (0 only peeks); deadline, when the caller stops waiting (0: none)
+	Requests []TokenBucketRequest
 }
 
 // TokenBucketResult is the reply of token_bucket.lua.
 type TokenBucketResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2, [0..]): tokens left, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [0..], or TokenBucketRetryAfterNever): 0 when allowed; -1 when cost exceeds capacity
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds, [0..]): until the bucket is full again
-	ResetAfter time.Duration
+	// Decisions (reply element 1 onwards, [1..64] of them): per request in turn: allowed, expired with zeros for a request run at or after its deadline; remaining, tokens left; retry_after, 0 when it passed, never when its cost exceeds capacity; reset_after, until the bucket is full again
+	Decisions []TokenBucketDecision
 }
 
 // TokenBucket takes cost tokens from a bucket that holds at most capacity
@@ -68,21 +82,25 @@ type TokenBucketResult struct {
 // tokens as time passes, rate per period (the time a credit took is rounded
 // up to whole µs, so the bucket never runs fast); refill "interval" adds rate
 // tokens at once each time a whole period has passed (the two styles in the
-// Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
-// nothing. A cost above capacity can never pass: it is denied with
-// retry_after -1. Denied calls change nothing. Arithmetic is exact for every
-// accepted input (products that could pass 2^53 go through muldiv).
+// Redis guides). A call decides 1 to 64 requests for the key, in order,
+// each answered exactly as the same requests sent one call each at that
+// instant would be, on one read and one write: a batch is its calls in a
+// row. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
+// cost above capacity can never pass: it is denied with retry_after -1.
+// Denied requests change nothing. A request the server runs at or after its
+// deadline answers expired (-1) and counts nothing. Arithmetic is exact for
+// every accepted input (products that could pass 2^53 go through muldiv).
 // Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 // caller clock (now > 0) is refused with BADARG when it is more than 60 s
 // from TIME. A write with a caller clock keeps its key 60 s past the instant
 // its state is spent on the server's clock, so a call whose clock lags TIME
-// by up to 60 s still finds the state; a call that finds no state is judged
-// at the later of its clock and TIME, so a key that expired never hands the
-// same time out twice. So no clock dates state more than 60 s past TIME,
-// and a state dated further is BADSTATE, whatever wrote it: a call with
-// the server's clock waits at most the time to fill plus 60 s, a key lives
-// at most the time to fill plus 120 s, and waits count from the caller's
-// own clock. A caller clock behind the stored state is judged at
+// by up to 60 s still finds the state; a request that finds no state is
+// judged at the later of its clock and TIME, so a key that expired never
+// hands the same time out twice. So no clock dates state more than 60 s
+// past TIME, and a state dated further is BADSTATE, whatever wrote it: a
+// call with the server's clock waits at most the time to fill plus 60 s, a
+// key lives at most the time to fill plus 120 s, and waits count from the
+// caller's own clock. A caller clock behind the stored state is judged at
 // the stored time, so out-of-order calls never move the bucket back or
 // credit the same time twice.
 // Changed limits apply from the last credit: tokens above a lowered
@@ -97,7 +115,8 @@ type TokenBucketResult struct {
 // was not written by this script. Anything else at the key, of any type,
 // is an error and the key is left untouched (value and TTL); that includes
 // the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
-// versions of this script.
+// versions of this script. The 7-argument layout of earlier versions
+// (refill, cost, now, deadline after period) is refused with BADARG.
 //
 // It runs token_bucket.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. On a redis.Pipeliner it returns
@@ -107,8 +126,7 @@ type TokenBucketResult struct {
 //   - bucket: string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
-//   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
+//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
 //   - ErrBadState for BADSTATE: the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 func TokenBucket(ctx context.Context, c redis.Scripter, bucket string, p TokenBucketParams) (TokenBucketResult, error) {
@@ -125,20 +143,22 @@ func tokenBucketCall(bucket string, p TokenBucketParams) *call {
 	e.int("capacity", p.Capacity, between(1, 1000000000))
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
-	e.enum("refill", string(p.Refill), "smooth", "interval")
-	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
-	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
+	e.enum("refill", string(p.Refill), "smooth", "interval")
+	e.count("requests", "records", len(p.Requests), between(1, 64))
+	for _, v := range p.Requests {
+		e.int("cost", v.Cost, between(0, 1000000000))
+		e.unixUs("deadline", v.Deadline, between(1, 4503599627370496).or(0))
+	}
 	return e.call()
 }
 
 func tokenBucketDecode(v any) (TokenBucketResult, error) {
-	d := newDecoder(tokenBucketInfo, v, 4, false)
+	d := newDecoder(tokenBucketInfo, v, 0, true)
 	r := TokenBucketResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
-		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
+		Decisions: rest(&d, 0, 4, "decisions", between(1, 64), func(i int) TokenBucketDecision {
+			return TokenBucketDecision{Allowed: d.int(i, "allowed", between(0, 1).or(-1)), Remaining: d.int(i+1, "remaining", atLeast(0)), RetryAfter: d.ms(i+2, "retry_after", atLeast(0).or(-1)), ResetAfter: d.ms(i+3, "reset_after", atLeast(0))}
+		}),
 	}
 	if d.err != nil {
 		return TokenBucketResult{}, d.err
@@ -153,21 +173,25 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- tokens as time passes, rate per period (the time a credit took is rounded
 --- up to whole µs, so the bucket never runs fast); refill "interval" adds rate
 --- tokens at once each time a whole period has passed (the two styles in the
---- Redis guides). A cost of 0 peeks: it answers for a cost of 1 and writes
---- nothing. A cost above capacity can never pass: it is denied with
---- retry_after -1. Denied calls change nothing. Arithmetic is exact for every
---- accepted input (products that could pass 2^53 go through muldiv).
+--- Redis guides). A call decides 1 to 64 requests for the key, in order,
+--- each answered exactly as the same requests sent one call each at that
+--- instant would be, on one read and one write: a batch is its calls in a
+--- row. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
+--- cost above capacity can never pass: it is denied with retry_after -1.
+--- Denied requests change nothing. A request the server runs at or after its
+--- deadline answers expired (-1) and counts nothing. Arithmetic is exact for
+--- every accepted input (products that could pass 2^53 go through muldiv).
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
 --- its state is spent on the server's clock, so a call whose clock lags TIME
---- by up to 60 s still finds the state; a call that finds no state is judged
---- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME,
---- and a state dated further is BADSTATE, whatever wrote it: a call with
---- the server's clock waits at most the time to fill plus 60 s, a key lives
---- at most the time to fill plus 120 s, and waits count from the caller's
---- own clock. A caller clock behind the stored state is judged at
+--- by up to 60 s still finds the state; a request that finds no state is
+--- judged at the later of its clock and TIME, so a key that expired never
+--- hands the same time out twice. So no clock dates state more than 60 s
+--- past TIME, and a state dated further is BADSTATE, whatever wrote it: a
+--- call with the server's clock waits at most the time to fill plus 60 s, a
+--- key lives at most the time to fill plus 120 s, and waits count from the
+--- caller's own clock. A caller clock behind the stored state is judged at
 --- the stored time, so out-of-order calls never move the bucket back or
 --- credit the same time twice.
 --- Changed limits apply from the last credit: tokens above a lowered
@@ -182,21 +206,17 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- was not written by this script. Anything else at the key, of any type,
 --- is an error and the key is left untouched (value and TTL); that includes
 --- the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
---- versions of this script.
+--- versions of this script. The 7-argument layout of earlier versions
+--- (refill, cost, now, deadline after period) is refused with BADARG.
 --- @key    bucket       string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock of every request, within 60 s of the server's TIME
 --- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
---- @arg    cost         int[0..1e9]            tokens to take; 0 only peeks
---- @arg    now          unix_us[1..2^52]|server_clock=0       caller clock, within 60 s of the server's TIME
---- @arg    deadline     unix_us[1..2^52]|none=0       when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
---- @return remaining    int[0..]               tokens left, never negative
---- @return retry_after  ms[0..]|never=-1               0 when allowed; -1 when cost exceeds capacity
---- @return reset_after  ms[0..]                until the bucket is full again
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
---- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
+--- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost, tokens to take (0 only peeks); deadline, when the caller stops waiting (0: none)
+--- @return ...decisions[1..64] (allowed int[0..1]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed, expired with zeros for a request run at or after its deadline; remaining, tokens left; retry_after, 0 when it passed, never when its cost exceeds capacity; reset_after, until the bucket is full again
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
@@ -316,16 +336,42 @@ local bucket   = KEYS[1]
 local capacity = int(ARGV[1], 'capacity', 1, 1e9)
 local rate     = int(ARGV[2], 'rate', 1, 1e9)
 local period   = int(ARGV[3], 'period', 1, 1e11)
-local refill   = ARGV[4]
-local cost     = int(ARGV[5], 'cost', 0, 1e9)
-local now      = int(ARGV[6], 'now', 0, 2^52)
-local deadline = int(ARGV[7], 'deadline', 0, 2^52)
+local now      = int(ARGV[4], 'now', 0, 2^52)
+local refill   = ARGV[5]
 local smooth = refill == 'smooth'
 if not smooth and refill ~= 'interval' then
-  bad = bad or "BADARG refill must be 'smooth' or 'interval'"
+  bad = bad or "BADARG refill must be 'smooth' or 'interval' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)"
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 7)
+local n = (#ARGV - 5) / 2
+if not bad and (#KEYS ~= 1 or n < 1 or n > 64 or n % 1 ~= 0) then
+  bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', #KEYS, #ARGV)
+end
+
+-- Every request is read before anything else, into the reply's slots (4
+-- per request: cost and deadline until it is decided). One request, the
+-- common call, is read with no loop and no name to build.
+local reply
+if not bad and n == 1 then
+  reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
+elseif not bad then
+  -- The common values need no call (a cost of 1 or 0, no deadline); the
+  -- first bad one is named again with its request, a string.format the
+  -- good calls never pay for.
+  reply = {}
+  for i = 1, n do
+    local cost, deadline = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+    cost = cost == '1' and 1 or cost == '0' and 0 or int(cost, 'cost', 0, 1e9)
+    deadline = deadline == '0' and 0 or int(deadline, 'deadline', 0, 2^52)
+    if bad then
+      bad = nil
+      int(ARGV[4 + 2 * i], string.format('cost of request %d', i), 0, 1e9)
+      int(ARGV[5 + 2 * i], string.format('deadline of request %d', i), 0, 2^52)
+      break
+    end
+    reply[4 * i - 3], reply[4 * i - 2] = cost, deadline
+  end
+end
 if bad then return redis.error_reply(bad) end
 
 local period_us = period * 1000
@@ -351,8 +397,26 @@ if span(capacity) > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now, deadline)
+now, server, caller = clock(now, 0)
 if bad then return redis.error_reply(bad) end
+
+-- A request the server runs at or after its deadline answers expired and
+-- counts nothing, as its own call would have answered EXPIRED before
+-- reading the key: when every request has, the key is not read at all.
+local live = false
+for i = 1, n do
+  local deadline = reply[4 * i - 2]
+  if deadline == 0 or server < deadline then
+    live = true
+    break
+  end
+end
+if not live then
+  for i = 1, n do
+    reply[4 * i - 3], reply[4 * i - 2], reply[4 * i - 1], reply[4 * i] = -1, 0, 0, 0
+  end
+  return reply
+end
 
 -- GET answers a key of another type with an error table (stored.err); a
 -- string has no err field. A key that holds nothing is a full bucket at the
@@ -387,66 +451,90 @@ if stored then
   end
 end
 
--- A late caller is judged at the stored time; own is its clock, which its
--- waits are measured from.
+-- Each request in turn, as its own call would judge the state the one
+-- before it left (ts and tokens, which a write replaces; no state is a
+-- full bucket at the later clock, which reads the same). A late caller is
+-- judged at the stored time; own is its clock, which its waits are
+-- measured from. Refill up to the instant: mark moves only by the time the
+-- credited tokens took, so no interval counts twice; a full bucket
+-- restarts its clock at the instant. Deciding from the stored state rather
+-- than from a refilled copy keeps retry_after exact: refilling rounds, a
+-- wait does not. full_at is the instant the bucket is full. Waits are
+-- whole ms rounded up, counted from the caller's own clock: (x + 999 - (x
+-- + 999) % 1000) / 1000 is ceil(x / 1000) for integers. The last write's
+-- full_at is kept in last for the key's TTL.
 local own = now
-if now < ts then
-  now = ts
-end
-
--- Refill up to now. mark moves only by the time the credited tokens took,
--- so no interval counts twice; a full bucket restarts its clock at now.
--- Deciding from the stored state rather than from a refilled copy keeps
--- retry_after exact: refilling rounds, a wait does not. full_at is the
--- instant the stored bucket is full.
-local have = tokens < capacity and tokens or capacity
-local held, mark, full_at = capacity, now, now
-if have < capacity then
-  full_at = ts + span(capacity - have)
-  if now < full_at then
-    if smooth then
-      local added = muldiv(now - ts, rate, period_us)
-      held, mark = have + added, ts + span(added)
+local last
+-- same is the slot of the last request decided on the state as it stands
+-- (a denial or a peek changes nothing), and same_cost its cost: a request
+-- of that cost gets the same answer, unworked (a denied flood's batch).
+local same, same_cost
+for i = 1, n do
+  local j = 4 * i
+  local cost, deadline = reply[j - 3], reply[j - 2]
+  if deadline > 0 and server >= deadline then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif cost == same_cost then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
+  else
+    local at = own < ts and ts or own
+    local have = tokens < capacity and tokens or capacity
+    local held, mark, full_at = capacity, at, at
+    if have < capacity then
+      full_at = ts + span(capacity - have)
+      if at < full_at then
+        if smooth then
+          local added = muldiv(at - ts, rate, period_us)
+          held, mark = have + added, ts + span(added)
+        else
+          local steps = (at - ts) % period_us
+          steps = (at - ts - steps) / period_us
+          held, mark = have + steps * rate, ts + steps * period_us
+        end
+      end
+    end
+    local reset = 0
+    if full_at > at then
+      reset = full_at - own + 999
+      reset = (reset - reset % 1000) / 1000
+    end
+    local want = cost > 0 and cost or 1
+    local wait = 0
+    if have < want and want <= capacity then
+      wait = ts + span(want - have)
+    end
+    if want > capacity then
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, -1, reset
+      same, same_cost = j, cost
+    elseif wait > at then
+      wait = wait - own + 999
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, (wait - wait % 1000) / 1000, reset
+      same, same_cost = j, cost
+    elseif cost == 0 then
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
+      same, same_cost = j, cost
     else
-      local steps = (now - ts) % period_us
-      steps = (now - ts - steps) / period_us
-      held, mark = have + steps * rate, ts + steps * period_us
+      held = held - cost
+      full_at = mark + span(capacity - held)
+      ts, tokens, last = mark, held, full_at
+      reset = full_at - own + 999
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
+      same_cost = nil
     end
   end
 end
 
--- Waits are whole ms rounded up, counted from the caller's own clock:
--- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local reset = 0
-if full_at > now then
-  reset = full_at - own + 999
-  reset = (reset - reset % 1000) / 1000
-end
-local want = cost > 0 and cost or 1
-if want > capacity then
-  return {0, held, -1, reset}
-elseif have < want then
-  local wait = ts + span(want - have)
-  if wait > now then
-    wait = wait - own + 999
-    return {0, held, (wait - wait % 1000) / 1000, reset}
+if last then
+  -- Keys expire by the server's clock. A caller's write keeps the key
+  -- max_skew past the instant the bucket is full, so a call whose clock
+  -- lags the server's by up to max_skew still finds the state it is judged
+  -- against.
+  local ttl = last - server + 999
+  if caller then
+    ttl = ttl + max_skew
   end
+  ttl = (ttl - ttl % 1000) / 1000
+  redis.call('SET', bucket, format('-%016d%d', ts, tokens), 'PX', format('%d', ttl > 1 and ttl or 1))
 end
-if cost == 0 then
-  return {1, held, 0, reset}
-end
-
-held = held - cost
-full_at = mark + span(capacity - held)
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the instant the bucket is full, so a call whose clock lags
--- the server's by up to max_skew still finds the state it is judged against.
-local ttl = full_at - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('-%016d%d', mark, held), 'PX', format('%d', ttl > 1 and ttl or 1))
-reset = full_at - own + 999
-return {1, held, 0, (reset - reset % 1000) / 1000}
+return reply
 `

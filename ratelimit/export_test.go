@@ -11,3 +11,21 @@ func Algorithms() []Algorithm {
 
 // RedisKey is the Redis key that holds key's state, for the tests.
 func (l *Limiter) RedisKey(key string) string { return l.redisKey(key) }
+
+// Waiting is how many requests wait in l's coalescer for key (its limit's
+// Redis key and its block's), for the tests of package ratelimit_test.
+func Waiting(l *Limiter, key string) int {
+	if l.batches == nil {
+		return 0
+	}
+	n := 0
+	for _, rk := range []string{l.RedisKey(key), l.blockKey(key)} {
+		s := l.batches.shard(rk)
+		s.mu.Lock()
+		if line := s.keys[rk]; line != nil {
+			n += len(line.waiting)
+		}
+		s.mu.Unlock()
+	}
+	return n
+}

@@ -32,6 +32,8 @@ type Limiter struct {
 	block     time.Duration
 	local     *local     // FailLocal's in-memory limiter
 	waits     *waitQueue // Wait's turns, shared by WithLimit's copies
+	alone     bool       // WithoutCoalescing
+	batches   *coalescer // nil without coalescing; shared by WithLimit's copies
 }
 
 // New returns a Limiter named name over rdb. The name, 1 to 64 letters,
@@ -63,6 +65,9 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 	}
 	if l.onFailure.p.Mode == call.Local {
 		l.local = newLocal()
+	}
+	if !l.alone && (scripts[l.alg].batch != nil || l.block > 0) {
+		l.batches = newCoalescer()
 	}
 	return l, nil
 }
@@ -190,10 +195,20 @@ func (l *Limiter) decideQuietly(ctx context.Context, key string, cost int64) (De
 // run sends one script call within the limiter's timeout and applies the
 // fallback to what comes back.
 func (l *Limiter) run(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
-	r, err := runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-		return scripts[l.alg].run(ctx, l.rdb, l.redisKey(key), l.limit, cost, now)
-	})
+	r, err := l.send(ctx, l.redisKey(key), l.alg, l.limit, cost, now)
 	return l.finish(ctx, key, cost, now, r, err)
+}
+
+// send decides one request on the Redis key rk with alg's script: through
+// the coalescer when the limiter has one and the script decides batches,
+// else in a call of its own within the limiter's timeout.
+func (l *Limiter) send(ctx context.Context, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (reply, error) {
+	if l.batches != nil && scripts[alg].batch != nil {
+		return l.batches.decide(ctx, l, rk, alg, limit, cost, now)
+	}
+	return runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
+		return scripts[alg].run(ctx, l.rdb, rk, limit, cost, now)
+	})
 }
 
 // finish turns a reply or an error into the Decision the caller gets.

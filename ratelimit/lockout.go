@@ -34,9 +34,7 @@ func (l *Limiter) blockKey(k string) string { return key.Redis(l.prefix+"!block:
 // runBlock peeks (cost 0) or starts (cost 1) key's lockout.
 func (l *Limiter) runBlock(ctx context.Context, k string, cost int64, now time.Time) (Decision, error) {
 	blk := Limit{Rate: 1, Period: l.block, Burst: 1}
-	r, err := runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-		return scripts[GCRA].run(ctx, l.rdb, l.blockKey(k), blk, cost, now)
-	})
+	r, err := l.send(ctx, l.blockKey(k), GCRA, blk, cost, now)
 	if err != nil {
 		return l.finish(ctx, k, cost, now, r, err)
 	}

@@ -85,3 +85,12 @@ func WithDenyCache(size int) Option {
 		return nil
 	}
 }
+
+// WithoutCoalescing sends every decision to Redis in a call of its own. By
+// default, decisions for a key that is already being decided in this
+// process wait for that call and then go together, as one call that
+// decides them in order with the same answers (GCRA and the token
+// buckets; see docs/performance.md).
+func WithoutCoalescing() Option {
+	return func(l *Limiter) error { l.alone = true; return nil }
+}

@@ -4,12 +4,13 @@ package ratelimit
 // ratelimit that import package bindings (inflight/scripts.go calls
 // concurrency.lua, preflight checks the Functions library, and
 // internal/call reads bindings' error types): the one table that knows the
-// six scripts of one limit, how a Limit maps onto each one's arguments,
-// and which bounds (bounds.go) each one checks. When the generated
-// bindings change shape, these files are what adapts.
+// six scripts of one limit (two of which decide batches), how a Limit maps
+// onto each one's arguments, and which bounds (bounds.go) each one checks.
+// When the generated bindings change shape, these files are what adapts.
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,23 +38,40 @@ type result interface {
 }
 
 // script is one row of the table: a call, the same call queued in a batch
-// that runs under ctx, and the bounds the script puts on a Limit beyond the common ones.
+// that runs under ctx, and the bounds the script puts on a Limit beyond the
+// common ones. The scripts that decide a batch of requests in one call
+// (GCRA, the token bucket) have batch too, and their run is a batch of one.
 type script struct {
 	run   func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error)
 	queue func(ctx context.Context, b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error)
+	batch func(ctx context.Context, c redis.Scripter, key string, l Limit, now time.Time, reqs []request) ([]outcome, error)
 	check func(l Limit) *limitError
 }
 
+// request is one request of a batch: its cost and the instant its caller
+// stops waiting (zero: none).
+type request struct {
+	cost int64
+	due  time.Time
+}
+
+// outcome is one request's answer in a batch: err is errExpired when the
+// server ran it at or after its deadline.
+type outcome struct {
+	r   reply
+	err error
+}
+
 var scripts = [...]script{
-	GCRA: bind(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, cost int64, now, due time.Time) bindings.GCRAParams {
-		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
-	}),
-	TokenBucket: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, cost int64, now, due time.Time) bindings.TokenBucketParams {
-		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillSmooth, Cost: cost, Now: now, Deadline: due}
-	}),
-	TokenBucketInterval: bind(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, cost int64, now, due time.Time) bindings.TokenBucketParams {
-		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Refill: bindings.TokenBucketRefillInterval, Cost: cost, Now: now, Deadline: due}
-	}),
+	GCRA: batched(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, now time.Time, reqs []bindings.GCRARequest) bindings.GCRAParams {
+		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: bindings.GCRATakeAll, Requests: reqs}
+	}, func(r bindings.GCRAResult) []bindings.GCRADecision { return r.Decisions }),
+	TokenBucket: batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillSmooth, Requests: reqs}
+	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
+	TokenBucketInterval: batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
+		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillInterval, Requests: reqs}
+	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
 	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now, due time.Time) bindings.LeakyBucketParams {
 		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
@@ -90,6 +108,107 @@ func bind[P any, R result](
 		},
 		check: check,
 	}
+}
+
+// decisionOf is the shape of a batch script's generated decision record,
+// which converts to reply.
+type decisionOf interface {
+	~struct {
+		Allowed    int64
+		Remaining  int64
+		RetryAfter time.Duration
+		ResetAfter time.Duration
+	}
+}
+
+// errExpired is a request of a batch that Redis ran at or after its
+// deadline (it counted nothing): call.ClockRefused tells, by the request's
+// own context, whether its caller gave up or Redis's clock runs ahead.
+var errExpired = &bindings.ScriptError{Script: "ratelimit", Code: "EXPIRED", Message: "Redis ran the request at or after its deadline; nothing changed"}
+
+// batched is bind for a script that decides a batch of requests: run and
+// queue send a batch of one, batch sends reqs in order.
+func batched[P, R any, Q ~struct {
+	Cost     int64
+	Deadline time.Time
+}, D decisionOf](
+	run func(context.Context, redis.Scripter, string, P) (R, error),
+	queue func(*bindings.Batch, string, P) *bindings.Pending[R],
+	check func(Limit) *limitError,
+	params func(l Limit, now time.Time, reqs []Q) P,
+	decisions func(R) []D,
+) script {
+	one := func(ctx context.Context, r R, err error) (reply, error) {
+		if err != nil {
+			return reply{}, call.ClockRefused(ctx, err)
+		}
+		ds := decisions(r)
+		if len(ds) != 1 {
+			return reply{}, countError(1, len(ds))
+		}
+		o := outcomeOf(ds[0])
+		if o.err != nil {
+			return reply{}, call.ClockRefused(ctx, o.err)
+		}
+		return o.r, nil
+	}
+	return script{
+		run: func(ctx context.Context, c redis.Scripter, key string, l Limit, cost int64, now time.Time) (reply, error) {
+			// One request on the stack: a lone decision allocates no slice
+			// for it.
+			reqs := [1]Q{{Cost: cost, Deadline: call.Deadline(ctx)}}
+			r, err := run(ctx, c, key, params(l, now, reqs[:]))
+			return one(ctx, r, err)
+		},
+		queue: func(ctx context.Context, b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error) {
+			p := queue(b, key, params(l, now, []Q{{Cost: cost, Deadline: call.Deadline(ctx)}}))
+			return func() (reply, error) {
+				r, err := p.Result()
+				return one(ctx, r, err)
+			}
+		},
+		batch: func(ctx context.Context, c redis.Scripter, key string, l Limit, now time.Time, reqs []request) ([]outcome, error) {
+			qs := make([]Q, len(reqs))
+			for i, q := range reqs {
+				qs[i] = Q{Cost: q.cost, Deadline: q.due}
+			}
+			r, err := run(ctx, c, key, params(l, now, qs))
+			if err != nil {
+				return nil, err
+			}
+			ds := decisions(r)
+			if len(ds) != len(reqs) {
+				return nil, countError(len(reqs), len(ds))
+			}
+			out := make([]outcome, len(ds))
+			for i, d := range ds {
+				out[i] = outcomeOf(d)
+			}
+			return out, nil
+		},
+		check: check,
+	}
+}
+
+// outcomeOf reads one decision of a batch script.
+func outcomeOf[D decisionOf](d D) outcome {
+	v := struct {
+		Allowed    int64
+		Remaining  int64
+		RetryAfter time.Duration
+		ResetAfter time.Duration
+	}(d)
+	if v.Allowed < 0 {
+		return outcome{err: errExpired}
+	}
+	return outcome{r: reply{Allowed: v.Allowed > 0, Remaining: v.Remaining, RetryAfter: v.RetryAfter, ResetAfter: v.ResetAfter}}
+}
+
+// countError is a batch reply with another number of decisions than the
+// requests sent.
+func countError(want, got int) error {
+	return &bindings.ReplyError{Script: "ratelimit", Name: "decisions",
+		Want: fmt.Sprintf("%d decisions, one per request", want), Got: fmt.Sprintf("%d", got)}
 }
 
 // scriptCall is one decision in a pipeline.

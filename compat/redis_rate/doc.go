@@ -14,8 +14,8 @@
 // Allow at PerSecond(10) leaves redis_rate's Remaining at 8, not 9 (200
 // fresh keys of 200 here); 4 of redis_rate's own 5 tests fail on it for
 // that reason. Input is strict, and AllowAtMost counts whole events in one
-// call of lua/gcra_at_most.lua, which shares gcra.lua's state: nothing
-// comes between the look and the take.
+// call of lua/gcra.lua (its take at_most): nothing comes between the look
+// and the take.
 //
 // # Keys, and migrating
 //

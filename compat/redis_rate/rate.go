@@ -86,7 +86,7 @@ func (l Limiter) Allow(ctx context.Context, key string, limit Limit) (*Result, e
 // may: all or none. n = 0 counts nothing and is never limited (RetryAfter
 // -1); it reports Remaining and ResetAfter. A negative n is refused.
 func (l Limiter) AllowN(ctx context.Context, key string, limit Limit, n int) (*Result, error) {
-	r, err := gcra(ctx, l.rdb, key, limit, n)
+	r, err := gcra(ctx, l.rdb, key, limit, n, bindings.GCRATakeAll)
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +95,9 @@ func (l Limiter) AllowN(ctx context.Context, key string, limit Limit, n int) (*R
 	case n == 0:
 		// The script answers cost 0 as a peek for a cost of 1; a zero
 		// cost itself always fits.
-	case r.Allowed:
+	case r.Allowed == 1:
 		res.Allowed = n
-	case r.RetryAfter == bindings.GCRARetryAfterNever:
+	case r.RetryAfter == bindings.GCRADecisionRetryAfterNever:
 		res.RetryAfter = Never
 	default:
 		res.RetryAfter = r.RetryAfter
@@ -110,12 +110,12 @@ func (l Limiter) AllowN(ctx context.Context, key string, limit Limit, n int) (*R
 // RetryAfter is the time until one may. n = 0 counts nothing: it answers
 // as a call of 1 would, without counting it.
 func (l Limiter) AllowAtMost(ctx context.Context, key string, limit Limit, n int) (*Result, error) {
-	r, err := gcraAtMost(ctx, l.rdb, key, limit, n)
+	r, err := gcra(ctx, l.rdb, key, limit, n, bindings.GCRATakeAtMost)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Limit: limit, Allowed: int(r.Taken), Remaining: int(r.Remaining), RetryAfter: -1, ResetAfter: r.ResetAfter}
-	if r.Taken == 0 && r.RetryAfter > 0 {
+	res := &Result{Limit: limit, Allowed: int(r.Allowed), Remaining: int(r.Remaining), RetryAfter: -1, ResetAfter: r.ResetAfter}
+	if r.Allowed == 0 && r.RetryAfter > 0 {
 		res.RetryAfter = r.RetryAfter
 	}
 	return res, nil

@@ -14,46 +14,31 @@ import (
 // rate:<k>.
 const redisPrefix = "rate:"
 
-// gcra runs gcra.lua for cost events on rate:<key>, on the server's clock.
-// Cost 0 peeks (it answers for a cost of 1 and writes nothing).
-func gcra(ctx context.Context, rdb rediser, key string, limit Limit, cost int) (bindings.GCRAResult, error) {
-	return bindings.GCRA(ctx, rdb, redisPrefix+key, bindings.GCRAParams{
-		Burst:    int64(limit.Burst),
-		Rate:     int64(limit.Rate),
-		Period:   limit.Period,
-		Cost:     int64(cost),
-		Deadline: deadline(ctx),
-	})
-}
-
-// gcraAtMost takes what is left of rate:<key>, up to n, in one call of
-// gcra_at_most.lua, which shares gcra.lua's state. That script takes
-// n >= 1; n = 0 is gcra.lua's peek, which answers as a call of 1 would and
+// gcra runs gcra.lua for one request of cost events on rate:<key>, on
+// the server's clock: take all for AllowN, at_most (what is left, up to
+// cost) for AllowAtMost. Cost 0 peeks: it answers for a cost of 1 and
 // counts nothing.
-func gcraAtMost(ctx context.Context, rdb rediser, key string, limit Limit, n int) (bindings.GCRAAtMostResult, error) {
-	if n == 0 {
-		r, err := gcra(ctx, rdb, key, limit, 0)
-		if err != nil {
-			return bindings.GCRAAtMostResult{}, err
-		}
-		res := bindings.GCRAAtMostResult{Remaining: r.Remaining, ResetAfter: r.ResetAfter}
-		if !r.Allowed {
-			res.RetryAfter = r.RetryAfter
-		}
-		return res, nil
-	}
-	return bindings.GCRAAtMost(ctx, rdb, redisPrefix+key, bindings.GCRAAtMostParams{
+func gcra(ctx context.Context, rdb rediser, key string, limit Limit, cost int, take bindings.GCRATake) (bindings.GCRADecision, error) {
+	r, err := bindings.GCRA(ctx, rdb, redisPrefix+key, bindings.GCRAParams{
 		Burst:    int64(limit.Burst),
 		Rate:     int64(limit.Rate),
 		Period:   limit.Period,
-		N:        int64(n),
-		Deadline: deadline(ctx),
+		Take:     take,
+		Requests: []bindings.GCRARequest{{Cost: int64(cost), Deadline: deadline(ctx)}},
 	})
+	switch {
+	case err != nil:
+		return bindings.GCRADecision{}, err
+	case r.Decisions[0].Allowed == bindings.GCRADecisionAllowedExpired:
+		return bindings.GCRADecision{}, &bindings.ScriptError{Script: "gcra.lua", Code: "EXPIRED",
+			Message: "Redis ran the call at or after its deadline; nothing changed"}
+	}
+	return r.Decisions[0], nil
 }
 
 // deadline is when ctx's caller stops waiting, sent with every call: a
 // call Redis runs at or after it (go-redis sending it again after a read
-// timeout, a server that stalled with it queued) answers EXPIRED and
+// timeout, a server that stalled with it queued) answers expired and
 // counts nothing. The zero time, without a deadline, sends none.
 func deadline(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()

@@ -1,7 +1,8 @@
 // Command-line values (NAME=VALUE) read as the manifest's types, for demo.js.
 // Durations are an integer in the argument's wire unit or carry one of the
 // suffixes us, ms, s, m, h; instants are an integer in their wire unit, 0 for
-// the server's clock.
+// the server's clock. Records are separated by commas, their fields by / in
+// the manifest's order, and trailing instants may be left out.
 
 import { ArgError, camel } from './redlimit.js';
 
@@ -46,11 +47,14 @@ export function parseCallArgs(script, pairs) {
     const each = text.split(',').filter((v) => v !== '');
     if (f.type === 'record') {
       // Records separated by commas, their fields by / in the manifest's
-      // order: limits=3/3/1h,100/100/1d.
+      // order, trailing instants left out or not: limits=3/3/1h,100/100/1d,
+      // requests=1,1,0/1700000000000000.
       args[camel(name)] = each.map((v) => {
         const parts = v.split('/');
-        if (parts.length !== f.fields.length) throw new ArgError(script.name, name, `${JSON.stringify(v)} is not ${f.fields.map((x) => x.name).join('/')}`);
-        return Object.fromEntries(f.fields.map((sub, i) => [camel(sub.name), parseValue(sub, parts[i])]));
+        if (parts.length > f.fields.length || f.fields.slice(parts.length).some((sub) => !sub.type.startsWith('unix_'))) {
+          throw new ArgError(script.name, name, `${JSON.stringify(v)} is not ${f.fields.map((x) => x.name).join('/')}`);
+        }
+        return Object.fromEntries(f.fields.slice(0, parts.length).map((sub, i) => [camel(sub.name), parseValue(sub, parts[i])]));
       });
     } else {
       args[camel(name)] = f.variadic ? each.map((v) => parseValue(f, v)) : parseValue(f, text);

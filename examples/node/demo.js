@@ -2,13 +2,15 @@
 //
 //   node examples/node/demo.js                  # gcra and token_bucket, 5 calls each
 //   node examples/node/demo.js --via fcall      # the same through the Functions library
-//   node examples/node/demo.js --calls 5 --json gcra 'rl:{alice}' burst=3 rate=3 period=1h cost=1
+//   node examples/node/demo.js --calls 5 --json gcra 'rl:{alice}' burst=3 rate=3 period=1h take=all requests=1
 //
 // A SCRIPT KEY NAME=VALUE... call names its script, keys (comma-separated)
 // and arguments as the manifest does. Durations are an integer in the
 // argument's wire unit (the manifest's unit) or carry one of the suffixes us,
 // ms, s, m, h; instants are an integer in their wire unit, 0 for the
-// server's clock.
+// server's clock. Records are separated by commas, their fields by / in the
+// manifest's order, and trailing instants may be left out: requests=1,1,0
+// is three requests of gcra.lua (costs 1, 1 and a peek, no deadlines).
 //
 // Exit status: 0 when every call got a decision, 1 on an error reply or a
 // Redis error, 2 when an argument is refused before anything is sent.
@@ -22,8 +24,8 @@ const MANIFEST = new URL('../../bindings/scripts.json', import.meta.url);
 
 // The demo without arguments: two algorithms, each 3 per hour, 5 calls.
 const DEMO = [
-  ['gcra', ['burst=3', 'rate=3', 'period=1h', 'cost=1']],
-  ['token_bucket', ['capacity=3', 'rate=3', 'period=1h', 'refill=smooth', 'cost=1']],
+  ['gcra', ['burst=3', 'rate=3', 'period=1h', 'take=all', 'requests=1']],
+  ['token_bucket', ['capacity=3', 'rate=3', 'period=1h', 'refill=smooth', 'requests=1']],
 ];
 
 // A reply value as JSON, named as the manifest names it (a record's fields
@@ -39,7 +41,17 @@ function toJSON(v) {
   return v;
 }
 
-const toText = (v) => (v === NEVER ? 'never' : v instanceof Date ? v.toISOString() : Array.isArray(v) ? `[${v.map(toText).join(', ')}]` : String(v));
+// A reply value as text; a record is its fields, NAME=VALUE.
+function toText(v) {
+  if (v === NEVER) return 'never';
+  if (v instanceof Date) return v.toISOString();
+  if (Array.isArray(v)) return `[${v.map(toText).join(', ')}]`;
+  if (v !== null && typeof v === 'object' && 'sentinel' in v) return v.sentinel;
+  if (v !== null && typeof v === 'object') {
+    return Object.entries(v).map(([k, x]) => `${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}=${toText(x)}`).join(' ');
+  }
+  return String(v);
+}
 
 function fail(opts, call, kind, message, status) {
   if (opts.json) console.log(JSON.stringify({ call, error: kind, message }));

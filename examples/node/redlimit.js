@@ -13,8 +13,10 @@
 //
 //   const bundle = Bundle.load('bindings/scripts.json');
 //   const redis = new Redis();
-//   const d = await bundle.script('gcra').run(redis, ['rl:{user:42}'], { burst: 10, rate: 10, period: 1000, cost: 1 });
-//   if (!d.allowed) setTimeout(retry, d.retryAfter); // ms; NEVER (Infinity) when the cost can never pass
+//   const reply = await bundle.script('gcra').run(redis, ['rl:{user:42}'],
+//     { burst: 10, rate: 10, period: 1000, take: 'all', requests: [{ cost: 1 }] });
+//   const d = reply.decisions[0]; // one per request
+//   if (d.allowed !== 1) setTimeout(retry, d.retryAfter); // ms; NEVER (Infinity) when the cost can never pass
 //
 // Names are the manifest's in camelCase (retry_after is retryAfter).
 // Values follow the manifest's types, the JavaScript way: int is a safe
@@ -34,11 +36,12 @@
 // (server_clock) is null both ways; any other sentinel comes back as
 // sentinel(name), and is sent when passed as one.
 //
-// A variadic record (multi.lua's limits: burst, rate, period) takes an array
-// of objects keyed by the record's field names in camelCase and comes back
-// as an array of such objects; min_count/max_count bound how many, and a
-// string's pattern must match the whole string. All of it is checked
-// before anything is sent.
+// A variadic record (multi.lua's limits: burst, rate, period; gcra.lua's
+// requests: cost, deadline) takes an array of objects keyed by the record's
+// field names in camelCase (an instant field may be left out, as an instant
+// argument may) and comes back as an array of such objects;
+// min_count/max_count bound how many, and a string's pattern must match the
+// whole string. All of it is checked before anything is sent.
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -224,8 +227,8 @@ export class Script {
       if (!names.includes(k)) throw new ArgError(this.name, camel(f.name), `record field ${k}: no such field; takes ${names.join(', ')}`);
     }
     return f.fields.map((sub, i) => {
-      if (rec[names[i]] === undefined) throw new ArgError(this.name, names[i], `missing from a record of ${camel(f.name)}`);
-      return encode(sub, names[i], rec[names[i]]);
+      if (rec[names[i]] === undefined && !INSTANTS.has(sub.type)) throw new ArgError(this.name, names[i], `missing from a record of ${camel(f.name)}`);
+      return encode(sub, names[i], rec[names[i]] ?? null);
     });
   }
 

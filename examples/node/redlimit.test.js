@@ -31,7 +31,8 @@ function fake(...replies) {
   };
 }
 
-const gcraArgs = { burst: 3, rate: 3, period: 3000, cost: 1 };
+// The generic tests run leaky_bucket.lua, a script of one request.
+const lbArgs = { capacity: 3, rate: 3, period: 3000, cost: 1 };
 
 test('every script of the manifest loads with its file', () => {
   assert.deepEqual([...bundle].map((s) => s.name).sort(), manifest.scripts.map((s) => s.name).sort());
@@ -40,83 +41,83 @@ test('every script of the manifest loads with its file', () => {
 });
 
 test('ARGV in the manifest order, in wire units', () => {
-  const gcra = bundle.script('gcra');
+  const lb = bundle.script('leaky_bucket');
   const now = new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678));
-  const { keys, argv } = gcra.encode(['k'], { cost: 1, period: 3_600_000, rate: 3, burst: 5, now });
+  const { keys, argv } = lb.encode(['k'], { cost: 1, period: 3_600_000, rate: 3, capacity: 5, now });
   assert.deepEqual(keys, ['k']);
-  const want = { burst: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000), deadline: '0' };
-  assert.deepEqual(argv, gcra.args.map((a) => want[a.name]));
-  assert.equal(gcra.encode(['k'], gcraArgs).argv.at(-1), '0', 'a left-out instant is 0, the server clock');
+  const want = { capacity: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000), deadline: '0' };
+  assert.deepEqual(argv, lb.args.map((a) => want[a.name]));
+  assert.equal(lb.encode(['k'], lbArgs).argv.at(-1), '0', 'a left-out instant is 0, the server clock');
 });
 
 test('refusals send nothing', async () => {
-  const gcra = bundle.script('gcra');
+  const lb = bundle.script('leaky_bucket');
   const cases = {
-    'below min': { ...gcraArgs, burst: 0 },
-    'above max': { ...gcraArgs, cost: 1e9 + 1 },
-    'fraction for int': { ...gcraArgs, rate: 2.5 },
-    'string for int': { ...gcraArgs, rate: '3' },
-    'part of a ms': { ...gcraArgs, period: 1.5 },
-    'epoch reads as server clock': { ...gcraArgs, now: new Date(0) },
-    'unknown (snake_case is not the JS name)': { ...gcraArgs, burst_size: 3 },
-    missing: { burst: 3, period: 1000, cost: 1 },
+    'below min': { ...lbArgs, capacity: 0 },
+    'above max': { ...lbArgs, cost: 1e9 + 1 },
+    'fraction for int': { ...lbArgs, rate: 2.5 },
+    'string for int': { ...lbArgs, rate: '3' },
+    'part of a ms': { ...lbArgs, period: 1.5 },
+    'epoch reads as server clock': { ...lbArgs, now: new Date(0) },
+    'unknown (snake_case is not the JS name)': { ...lbArgs, capacity_max: 3 },
+    missing: { capacity: 3, period: 1000, cost: 1 },
   };
   for (const [name, args] of Object.entries(cases)) {
     const r = fake();
-    await assert.rejects(gcra.run(r, ['k'], args), ArgError, name);
+    await assert.rejects(lb.run(r, ['k'], args), ArgError, name);
     assert.deepEqual(r.sent, [], name);
   }
-  for (const keys of [[], ['a', 'b'], [1], 'k']) assert.throws(() => gcra.encode(keys, gcraArgs), ArgError);
+  for (const keys of [[], ['a', 'b'], [1], 'k']) assert.throws(() => lb.encode(keys, lbArgs), ArgError);
 });
 
 test('enum words from the manifest', () => {
   const tb = bundle.script('token_bucket');
   const words = tb.args.find((a) => a.name === 'refill').enum;
-  for (const refill of words) assert.ok(tb.encode(['k'], { capacity: 3, rate: 3, period: 1000, refill, cost: 1 }).argv.includes(refill));
-  assert.throws(() => tb.encode(['k'], { capacity: 3, rate: 3, period: 1000, refill: 'Smooth', cost: 1 }), /must be one of/);
+  for (const refill of words) assert.ok(tb.encode(['k'], { capacity: 3, rate: 3, period: 1000, refill, requests: [{ cost: 1 }] }).argv.includes(refill));
+  assert.throws(() => tb.encode(['k'], { capacity: 3, rate: 3, period: 1000, refill: 'Smooth', requests: [{ cost: 1 }] }), /must be one of/);
 });
 
 test('the reply by the manifest', () => {
-  const gcra = bundle.script('gcra');
-  assert.deepEqual(gcra.decode([1, '2', 0, 1200000]), { allowed: true, remaining: 2, retryAfter: 0, resetAfter: 1_200_000 });
-  assert.equal(gcra.decode([0, 3, -1, 0]).retryAfter, NEVER);
+  const lb = bundle.script('leaky_bucket');
+  assert.deepEqual(lb.decode([1, '2', 0, 1200000]), { allowed: true, remaining: 2, retryAfter: 0, resetAfter: 1_200_000 });
+  assert.equal(lb.decode([0, 3, -1, 0]).retryAfter, NEVER);
   for (const bad of [[1, 2, 0], [1, 2, 0, 0, 0], [2, 2, 0, 0], [1, -1, 0, 0], [1, 2, 0, -1], [1, '2.5', 0, 0], [1, ' 2', 0, 0], 7]) {
-    assert.throws(() => gcra.decode(bad), ReplyError, JSON.stringify(bad));
+    assert.throws(() => lb.decode(bad), ReplyError, JSON.stringify(bad));
   }
 });
 
 test('NOSCRIPT falls back to EVAL with the file', async () => {
-  const gcra = bundle.script('gcra');
+  const lb = bundle.script('leaky_bucket');
   const r = fake(new RedisReplyError('NOSCRIPT No matching script. Please use EVAL.'), [1, 2, 0, 1000]);
-  const d = await gcra.run(r, ['k'], gcraArgs);
+  const d = await lb.run(r, ['k'], lbArgs);
   assert.equal(d.allowed, true);
   assert.deepEqual(r.sent.map((c) => c[0]), ['EVALSHA', 'EVAL']);
-  assert.equal(r.sent[0][1], gcra.sha1);
-  assert.deepEqual(r.sent[1][1], gcra.source);
+  assert.equal(r.sent[0][1], lb.sha1);
+  assert.deepEqual(r.sent[1][1], lb.source);
   assert.deepEqual(r.sent[0].slice(2), r.sent[1].slice(2));
 });
 
 test('error codes become ScriptErrors, other errors pass through', async () => {
-  const gcra = bundle.script('gcra');
+  const lb = bundle.script('leaky_bucket');
   for (const msg of ['BADARG now must be 0', 'ERR BADARG now must be 0']) {
-    const err = await gcra.run(fake(new RedisReplyError(msg)), ['k'], gcraArgs).catch((e) => e);
+    const err = await lb.run(fake(new RedisReplyError(msg)), ['k'], lbArgs).catch((e) => e);
     assert.ok(err instanceof ScriptError, msg);
     assert.deepEqual([err.code, err.detail], ['BADARG', 'now must be 0']);
   }
-  const err = await gcra.run(fake(new RedisReplyError('OOM command not allowed')), ['k'], gcraArgs).catch((e) => e);
+  const err = await lb.run(fake(new RedisReplyError('OOM command not allowed')), ['k'], lbArgs).catch((e) => e);
   assert.ok(err instanceof RedisReplyError && !(err instanceof ScriptError));
 });
 
 test('FCALL loads a missing library once, and never replaces another', async () => {
-  const gcra = bundle.script('gcra');
+  const lb = bundle.script('leaky_bucket');
   const r = fake(new RedisReplyError('ERR Function not found'), 'redlimit', [0, 0, 5, 5]);
-  const d = await gcra.fcall(r, ['k'], gcraArgs);
+  const d = await lb.fcall(r, ['k'], lbArgs);
   assert.equal(d.allowed, false);
-  assert.deepEqual(r.sent[0].slice(0, 2), [gcra.function.command, gcra.function.name]);
+  assert.deepEqual(r.sent[0].slice(0, 2), [lb.function.command, lb.function.name]);
   assert.deepEqual(r.sent[1], ['FUNCTION', 'LOAD', bundle.library.code]);
   assert.deepEqual(r.sent[2], r.sent[0]);
   const stale = fake(new RedisReplyError('ERR Function not found'), new RedisReplyError("ERR Library 'redlimit' already exists"));
-  await assert.rejects(gcra.fcall(stale, ['k'], gcraArgs), FunctionsStaleError);
+  await assert.rejects(lb.fcall(stale, ['k'], lbArgs), FunctionsStaleError);
 });
 
 test('manifest problems are refused', (t) => {
@@ -196,9 +197,29 @@ test('records, sentinels, counts and patterns', () => {
   }
 });
 
+test('a batch of requests and its decisions', () => {
+  const gcra = bundle.script('gcra');
+  const due = new Date(Date.UTC(2026, 0, 1));
+  const head = { burst: 5, rate: 5, period: 1000, take: 'all' };
+  assert.deepEqual(gcra.encode(['k'], { ...head, requests: [{ cost: 2 }, { cost: 0, deadline: due }] }).argv,
+    ['5', '5', '1000', '0', 'all', '2', '0', '0', '1767225600000000']);
+  for (const bad of [[], Array(65).fill({ cost: 1 }), [{ deadline: due }], [{ cost: -1 }]]) {
+    assert.throws(() => gcra.encode(['k'], { ...head, requests: bad }), ArgError, JSON.stringify(bad));
+  }
+  const got = gcra.decode([1, 3, 0, 400, -1, 0, 0, 0]);
+  assert.deepEqual(got.decisions.map((d) => d.allowed), [1, sentinel('expired')]);
+  assert.equal(got.decisions[0].resetAfter, 400);
+  for (const bad of [[], [1, 3, 0], [1, -1, 0, 0], [-2, 0, 0, 0]]) {
+    assert.throws(() => gcra.decode(bad), ReplyError, JSON.stringify(bad));
+  }
+});
+
 test('command-line values by the manifest types', () => {
   const gcra = bundle.script('gcra');
-  assert.deepEqual(parseCallArgs(gcra, ['burst=3', 'rate=3', 'period=1h', 'cost=1']), { burst: 3, rate: 3, period: 3_600_000, cost: 1 });
+  assert.deepEqual(parseCallArgs(gcra, ['burst=3', 'rate=3', 'period=1h', 'take=all', 'requests=1,0/1700000000123000']),
+    { burst: 3, rate: 3, period: 3_600_000, take: 'all', requests: [{ cost: 1 }, { cost: 0, deadline: new Date(1_700_000_000_123) }] });
+  assert.throws(() => parseCallArgs(gcra, ['requests=1/0/0']), ArgError);
+  assert.throws(() => parseCallArgs(gcra, ['requests=/0']), ArgError);
   assert.deepEqual(parseCallArgs(gcra, ['period=2500']), { period: 2500 }, 'a bare number is in the wire unit');
   assert.deepEqual(parseCallArgs(gcra, ['now=1700000000123000']).now, new Date(1_700_000_000_123));
   assert.equal(parseCallArgs(gcra, ['now=0']).now, null);

@@ -2,12 +2,15 @@
 
     /usr/bin/python3 examples/python/demo.py                  # gcra and token_bucket, 5 calls each
     /usr/bin/python3 examples/python/demo.py --via fcall      # the same through the Functions library
-    /usr/bin/python3 examples/python/demo.py --calls 5 --json gcra 'rl:{alice}' burst=3 rate=3 period=1h cost=1
+    /usr/bin/python3 examples/python/demo.py --calls 5 --json gcra 'rl:{alice}' burst=3 rate=3 period=1h take=all requests=1
 
 A SCRIPT KEY... NAME=VALUE... call names its script, keys and arguments as
 the manifest does. Durations are an integer in the argument's wire unit
 (the manifest's unit) or carry one of the suffixes us, ms, s, m, h;
 instants are an integer in their wire unit, 0 for the server's clock.
+Records are separated by commas, their fields by / in the manifest's
+order, and trailing instants may be left out: requests=1,1,0 is three
+requests of gcra.lua (costs 1, 1 and a peek, no deadlines).
 
 Exit status: 0 when every call got a decision, 1 on an error reply or a
 Redis error, 2 when an argument is refused before anything is sent.
@@ -35,8 +38,8 @@ MANIFEST = os.path.join(HERE, "..", "..", "bindings", "scripts.json")
 
 # The demo without arguments: two algorithms, each 3 per hour, 5 calls.
 DEMO = [
-    ("gcra", {"burst": "3", "rate": "3", "period": "1h", "cost": "1"}),
-    ("token_bucket", {"capacity": "3", "rate": "3", "period": "1h", "refill": "smooth", "cost": "1"}),
+    ("gcra", {"burst": "3", "rate": "3", "period": "1h", "take": "all", "requests": "1"}),
+    ("token_bucket", {"capacity": "3", "rate": "3", "period": "1h", "refill": "smooth", "requests": "1"}),
 ]
 
 _SUFFIX = {"us": dt.timedelta(microseconds=1), "ms": dt.timedelta(milliseconds=1),
@@ -74,12 +77,13 @@ def parse_value(field, text):
 
 
 def parse_record(field, text):
-    """Reads one record, its fields separated by /, into a dict by name."""
-    parts = text.split("/")
-    if len(parts) != len(field["fields"]):
-        names = "/".join(sub["name"] for sub in field["fields"])
+    """Reads one record, its fields separated by /, into a dict by name;
+    instants at its end may be left out."""
+    parts, fields = text.split("/"), field["fields"]
+    if len(parts) > len(fields) or any(not sub["type"].startswith("unix_") for sub in fields[len(parts):]):
+        names = "/".join(sub["name"] for sub in fields)
         raise ValueError(f"{field['name']}: {text!r} is not {names}")
-    return {sub["name"]: parse_value(sub, p) for sub, p in zip(field["fields"], parts)}
+    return {sub["name"]: parse_value(sub, p) for sub, p in zip(fields, parts)}
 
 
 def parse_args(script, pairs):
@@ -123,6 +127,8 @@ def to_json(v):
 def to_text(v):
     if v is redlimit.NEVER:
         return "never"
+    if isinstance(v, tuple) and hasattr(v, "_asdict"):  # a record
+        return " ".join(f"{k}={to_text(x)}" for k, x in v._asdict().items())
     if isinstance(v, tuple):
         return "[" + ", ".join(to_text(x) for x in v) + "]"
     return str(v)

@@ -105,14 +105,16 @@ class Policy:
 
     def _args(self, cost):
         if self.algorithm == "gcra":
-            return {"burst": self.burst, "rate": self.rate, "period": self.period, "cost": cost}
-        return {"capacity": self.burst, "rate": self.rate, "period": self.period, "refill": "smooth", "cost": cost}
+            return {"burst": self.burst, "rate": self.rate, "period": self.period, "take": "all", "requests": [{"cost": cost}]}
+        return {"capacity": self.burst, "rate": self.rate, "period": self.period, "refill": "smooth", "requests": [{"cost": cost}]}
 
     def decide(self, client, key, cost=1):
-        """Counts cost against key (0 only peeks); returns the script's
-        reply: allowed, remaining, retry_after (redlimit.NEVER when cost
-        can never pass) and reset_after."""
-        return self._script(client, [redis_key(self.prefix, key)], **self._args(cost))
+        """Counts cost against key (0 only peeks), one request of the
+        script's batch; returns its decision: allowed (a bool here),
+        remaining, retry_after (redlimit.NEVER when cost can never pass)
+        and reset_after."""
+        d = self._script(client, [redis_key(self.prefix, key)], **self._args(cost)).decisions[0]
+        return d._replace(allowed=d.allowed == 1)
 
     def policy_item(self):
         """This limit's item of RateLimit-Policy: q is the burst and w the

@@ -15,8 +15,10 @@ is callable the day its manifest entry appears.
     bundle = Bundle.load("bindings/scripts.json")
     r = redis.Redis()
     gcra = bundle["gcra"]
-    d = gcra(r, ["rl:{user:42}"], burst=10, rate=10, period=timedelta(seconds=1), cost=1)
-    if not d.allowed:
+    reply = gcra(r, ["rl:{user:42}"], burst=10, rate=10, period=timedelta(seconds=1),
+                 take="all", requests=[{"cost": 1}])
+    d = reply.decisions[0]  # one per request
+    if d.allowed != 1:
         wait = d.retry_after  # a timedelta, or NEVER when the cost can never pass
 
 Values follow the manifest's types: ``int`` is an int, ``bool`` a bool,
@@ -36,11 +38,12 @@ reads right without a special case (and NEVER is sent as it); an instant's
 0 (``server_clock``) is None both ways; any other sentinel comes back as a
 Sentinel, a str holding its name, and is sent when passed as one.
 
-A variadic ``record`` (multi.lua's ``limits``: burst, rate, period) takes a
-list of dicts keyed by the record's field names and comes back as a tuple
-of named tuples; ``min_count``/``max_count`` bound how many, and a
-string's ``pattern`` must match the whole string. All of it is checked
-before anything is sent.
+A variadic ``record`` (multi.lua's ``limits``: burst, rate, period; gcra.lua's
+``requests``: cost, deadline) takes a list of dicts keyed by the record's
+field names (an instant field may be left out, as an instant argument may)
+and comes back as a tuple of named tuples; ``min_count``/``max_count`` bound
+how many, and a string's ``pattern`` must match the whole string. All of it
+is checked before anything is sent.
 """
 
 from __future__ import annotations
@@ -252,9 +255,9 @@ class Script:
             raise ArgError(self.name, f["name"], f"record field {sorted(unknown)[0]!r}: no such field; takes {', '.join(names)}")
         out = []
         for sub in f["fields"]:
-            if sub["name"] not in rec:
+            if sub["name"] not in rec and sub["type"] not in _INSTANTS:
                 raise ArgError(self.name, sub["name"], f"missing from a record of {f['name']}")
-            out.append(encode(sub, rec[sub["name"]]))
+            out.append(encode(sub, rec.get(sub["name"])))
         return out
 
     def _encode_value(self, f, v):

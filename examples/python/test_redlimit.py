@@ -58,29 +58,30 @@ class ManifestTest(unittest.TestCase):
             self.bundle["nope"]
 
     def test_argv_in_manifest_order_in_wire_units(self):
-        gcra = self.bundle["gcra"]
+        lb = self.bundle["leaky_bucket"]
         now = dt.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-        keys, argv = gcra.encode(["k"], {"cost": 1, "period": dt.timedelta(hours=1), "rate": 3, "burst": 5, "now": now})
+        keys, argv = lb.encode(["k"], {"cost": 1, "period": dt.timedelta(hours=1), "rate": 3, "capacity": 5, "now": now})
         self.assertEqual(keys, ["k"])
-        want = {"burst": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901),
+        want = {"capacity": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901),
                 "deadline": "0"}
-        self.assertEqual(argv, [want[a["name"]] for a in gcra.args])
+        self.assertEqual(argv, [want[a["name"]] for a in lb.args])
 
     def test_instant_defaults_to_zero_and_rounds_down(self):
         tb = self.bundle["token_bucket"]
-        base = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "refill": "smooth", "cost": 0}
+        base = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "refill": "smooth", "requests": [{"cost": 0}]}
         _, argv = tb.encode(["k"], base)
-        self.assertEqual(argv[-1], "0")
+        self.assertEqual(argv[-1], "0")  # the request's deadline, left out
+        self.assertEqual(argv[3], "0")  # the clock, left out
         # An instant in a coarser unit is rounded down, as a clock of that
         # resolution reads; build a synthetic unix_ms field to see it.
         f = {"name": "at", "type": "unix_ms", "unit": "milliseconds", "wire": ""}
         self.assertEqual(tb._encode_value(f, dt.datetime(1970, 1, 1, 0, 0, 0, 1999, tzinfo=UTC)), "1")
 
     def test_refusals_send_nothing(self):
-        gcra = self.bundle["gcra"]
-        ok = {"burst": 3, "rate": 3, "period": dt.timedelta(seconds=1), "cost": 1}
+        lb = self.bundle["leaky_bucket"]
+        ok = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "cost": 1}
         cases = {
-            "below min": dict(ok, burst=0),
+            "below min": dict(ok, capacity=0),
             "above max": dict(ok, cost=10**9 + 1),
             "bool for int": dict(ok, rate=True),
             "float for int": dict(ok, rate=3.0),
@@ -88,7 +89,7 @@ class ManifestTest(unittest.TestCase):
             "part of a ms": dict(ok, period=dt.timedelta(microseconds=1500)),
             "naive datetime": dict(ok, now=dt.datetime(2026, 1, 1)),
             "epoch reads as the server clock": dict(ok, now=dt.datetime(1970, 1, 1, tzinfo=UTC)),
-            "unknown": dict(ok, burts=3),
+            "unknown": dict(ok, capcity=3),
         }
         missing = dict(ok)
         del missing["rate"]
@@ -97,16 +98,16 @@ class ManifestTest(unittest.TestCase):
             with self.subTest(name):
                 r = FakeRedis()
                 with self.assertRaises(redlimit.ArgError):
-                    gcra(r, ["k"], **args)
+                    lb(r, ["k"], **args)
                 self.assertEqual(r.sent, [])
         for keys in ([], ["a", "b"], [1], "k"):
             with self.assertRaises(redlimit.ArgError):
-                gcra.encode(keys, ok)
+                lb.encode(keys, ok)
 
     def test_enum_words_from_the_manifest(self):
         tb = self.bundle["token_bucket"]
         words = next(a["enum"] for a in tb.args if a["name"] == "refill")
-        base = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "cost": 1}
+        base = {"capacity": 3, "rate": 3, "period": dt.timedelta(seconds=1), "requests": [{"cost": 1}]}
         for w in words:
             _, argv = tb.encode(["k"], dict(base, refill=w))
             self.assertIn(w, argv)
@@ -114,51 +115,67 @@ class ManifestTest(unittest.TestCase):
             tb.encode(["k"], dict(base, refill="Smooth"))
 
     def test_reply_by_the_manifest(self):
-        gcra = self.bundle["gcra"]
-        got = gcra.decode([1, b"2", 0, 1200000])
-        self.assertEqual(got, gcra.Reply(True, 2, dt.timedelta(0), dt.timedelta(minutes=20)))
+        lb = self.bundle["leaky_bucket"]
+        got = lb.decode([1, b"2", 0, 1200000])
+        self.assertEqual(got, lb.Reply(True, 2, dt.timedelta(0), dt.timedelta(minutes=20)))
         self.assertEqual(got.remaining, 2)
-        never = gcra.decode([0, 3, -1, 0])
+        never = lb.decode([0, 3, -1, 0])
         self.assertIs(never.retry_after, redlimit.NEVER)
         self.assertGreater(never.retry_after, dt.timedelta(days=10**6))
         for bad in ([1, 2, 0], [1, 2, 0, 0, 0], [2, 2, 0, 0], [1, -1, 0, 0], [1, 2, 0, -1], [1, b"2.5", 0, 0], [1, b" 2", 0, 0], 7):
             with self.subTest(bad=bad), self.assertRaises(redlimit.ReplyError):
-                gcra.decode(bad)
+                lb.decode(bad)
 
     def test_noscript_falls_back_to_eval(self):
-        gcra = self.bundle["gcra"]
+        lb = self.bundle["leaky_bucket"]
         r = FakeRedis(redis.exceptions.NoScriptError("No matching script."), [1, 2, 0, 1000])
-        got = gcra(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+        got = lb(r, ["k"], capacity=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
         self.assertTrue(got.allowed)
         self.assertEqual([s[0] for s in r.sent], ["EVALSHA", "EVAL"])
-        self.assertEqual(r.sent[0][1], gcra.sha1)
-        self.assertEqual(r.sent[1][1], gcra.source)
+        self.assertEqual(r.sent[0][1], lb.sha1)
+        self.assertEqual(r.sent[1][1], lb.source)
         self.assertEqual(r.sent[0][2:], r.sent[1][2:])
 
     def test_error_codes_become_script_errors(self):
-        gcra = self.bundle["gcra"]
+        lb = self.bundle["leaky_bucket"]
         for msg in ("BADARG now must be 0", "ERR BADARG now must be 0"):
             r = FakeRedis(redis.exceptions.ResponseError(msg))
             with self.assertRaises(redlimit.ScriptError) as cm:
-                gcra(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+                lb(r, ["k"], capacity=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
             self.assertEqual((cm.exception.code, cm.exception.message), ("BADARG", "now must be 0"))
         r = FakeRedis(redis.exceptions.ResponseError("OOM command not allowed"))
         with self.assertRaises(redis.exceptions.ResponseError) as cm:
-            gcra(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+            lb(r, ["k"], capacity=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
         self.assertNotIsInstance(cm.exception, redlimit.ScriptError)
 
     def test_fcall_loads_a_missing_library_once(self):
-        gcra = self.bundle["gcra"]
+        lb = self.bundle["leaky_bucket"]
         r = FakeRedis(redis.exceptions.ResponseError("Function not found"), b"redlimit", [0, 0, 5, 5])
-        got = gcra.fcall(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+        got = lb.fcall(r, ["k"], capacity=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
         self.assertFalse(got.allowed)
-        self.assertEqual(r.sent[0][:2], (gcra.function["command"], gcra.function["name"]))
+        self.assertEqual(r.sent[0][:2], (lb.function["command"], lb.function["name"]))
         self.assertEqual(r.sent[1], ("FUNCTION", "LOAD", self.bundle.library.code))
         self.assertEqual(r.sent[2], r.sent[0])
         # Another library under the name is not replaced by a call.
         r = FakeRedis(redis.exceptions.ResponseError("Function not found"), redis.exceptions.ResponseError("Library 'redlimit' already exists"))
         with self.assertRaises(redlimit.FunctionsStaleError):
-            gcra.fcall(r, ["k"], burst=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+            lb.fcall(r, ["k"], capacity=3, rate=3, period=dt.timedelta(seconds=3), cost=1)
+
+    def test_batch_requests_and_decisions(self):
+        gcra = self.bundle["gcra"]
+        due = dt.datetime(2026, 1, 1, tzinfo=UTC)
+        keys, argv = gcra.encode(["k"], {"burst": 5, "rate": 5, "period": dt.timedelta(seconds=1), "take": "all",
+                                          "requests": [{"cost": 2}, {"cost": 0, "deadline": due}]})
+        self.assertEqual(argv, ["5", "5", "1000", "0", "all", "2", "0", "0", "1767225600000000"])
+        for bad in ([], [{"cost": 1}] * 65, [{"deadline": due}], [{"cost": -1}]):
+            with self.subTest(requests=bad), self.assertRaises(redlimit.ArgError):
+                gcra.encode(["k"], {"burst": 5, "rate": 5, "period": dt.timedelta(seconds=1), "take": "all", "requests": bad})
+        got = gcra.decode([1, 3, 0, 400, -1, 0, 0, 0])
+        self.assertEqual([d.allowed for d in got.decisions], [1, redlimit.Sentinel("expired")])
+        self.assertEqual(got.decisions[0].reset_after, dt.timedelta(milliseconds=400))
+        for bad in ([], [1, 3, 0], [1, -1, 0, 0], [-2, 0, 0, 0]):
+            with self.subTest(bad=bad), self.assertRaises(redlimit.ReplyError):
+                gcra.decode(bad)
 
     def test_manifest_problems(self):
         tmp = tempfile.mkdtemp()
@@ -167,9 +184,9 @@ class ManifestTest(unittest.TestCase):
         os.mkdir(lua)
         m = copy.deepcopy(self.manifest)
         m.pop("functions")
-        m["scripts"] = [s for s in m["scripts"] if s["name"] == "gcra"]
-        m["scripts"][0]["file"] = "lua/gcra.lua"
-        shutil.copy(os.path.join(HERE, "..", "..", "lua", "gcra.lua"), lua)
+        m["scripts"] = [s for s in m["scripts"] if s["name"] == "leaky_bucket"]
+        m["scripts"][0]["file"] = "lua/leaky_bucket.lua"
+        shutil.copy(os.path.join(HERE, "..", "..", "lua", "leaky_bucket.lua"), lua)
 
         def load(mutate=lambda m: None):
             mm = copy.deepcopy(m)
@@ -179,8 +196,8 @@ class ManifestTest(unittest.TestCase):
                 json.dump(mm, fh)
             return redlimit.Bundle.load(path)
 
-        self.assertEqual([s.name for s in load()], ["gcra"])
-        renamed = load(lambda m: m["scripts"][0]["returns"][1].update(name="in"))["gcra"]
+        self.assertEqual([s.name for s in load()], ["leaky_bucket"])
+        renamed = load(lambda m: m["scripts"][0]["returns"][1].update(name="in"))["leaky_bucket"]
         self.assertEqual(renamed.Reply._fields[1], "in_")
         with self.assertRaisesRegex(redlimit.ManifestError, "version"):
             load(lambda m: m.update(version=4))
@@ -270,13 +287,14 @@ class CommandLineTest(unittest.TestCase):
         import demo
 
         gcra = redlimit.Bundle.load(MANIFEST)["gcra"]
-        self.assertEqual(demo.parse_args(gcra, ["burst=3", "rate=3", "period=1h", "cost=1"]),
-                         {"burst": 3, "rate": 3, "period": dt.timedelta(hours=1), "cost": 1})
+        self.assertEqual(demo.parse_args(gcra, ["burst=3", "rate=3", "period=1h", "take=all", "requests=1,0/1700000000123456"]),
+                         {"burst": 3, "rate": 3, "period": dt.timedelta(hours=1), "take": "all",
+                          "requests": [{"cost": 1}, {"cost": 0, "deadline": dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC)}]})
         self.assertEqual(demo.parse_args(gcra, ["period=2500"]), {"period": dt.timedelta(milliseconds=2500)})
         self.assertEqual(demo.parse_args(gcra, ["now=1700000000123456"])["now"],
                          dt.datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC))
         self.assertIsNone(demo.parse_args(gcra, ["now=0"])["now"])
-        for bad in (["burst=3s"], ["nope=1"], ["burst"], ["now=1h"]):
+        for bad in (["burst=3s"], ["nope=1"], ["burst"], ["now=1h"], ["requests=1/0/0"], ["requests=/0"]):
             with self.subTest(bad=bad), self.assertRaises(ValueError):
                 demo.parse_args(gcra, bad)
 

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("NoScript", func(t *testing.T) { noScript(t, s, ref) })
 	t.Run("Deadline", func(t *testing.T) { deadline(t, s, ref) })
 	t.Run("Concurrency", func(t *testing.T) { concurrency(t, s) })
+	t.Run("Coalescing", func(t *testing.T) { Coalescing(t, s, ref) })
 	t.Run("Scenarios", func(t *testing.T) {
 		tier.Run(t, tier.Tier{Name: "standalone", Scripts: s, State: ref})
 	})
@@ -56,6 +57,7 @@ func Run(t *testing.T, open Open) {
 		cs := open(t, addrs)
 		t.Run("Routing", func(t *testing.T) { routing(t, cs, addrs) })
 		t.Run("Concurrency", func(t *testing.T) { concurrency(t, cs) })
+		t.Run("Coalescing", func(t *testing.T) { Coalescing(t, cs, nil) })
 		t.Run("Scenarios", func(t *testing.T) {
 			tier.Run(t, tier.Tier{Name: "cluster", Scripts: cs, State: cref})
 		})
@@ -296,8 +298,9 @@ func noScript(t *testing.T, s ratelimit.Client, ref *redis.Client) {
 	if err != nil || !d.Allowed || d.Remaining != 8 {
 		t.Fatalf("ratelimit after SCRIPT FLUSH: %+v, %v; want allowed, 8 remaining", d, err)
 	}
-	r, err := bindings.GCRA(ctx, s, "noscript:{gcra}", bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Cost: 1})
-	if err != nil || !r.Allowed {
+	one := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
+	r, err := bindings.GCRA(ctx, s, "noscript:{gcra}", one)
+	if err != nil || r.Decisions[0].Allowed != 1 {
 		t.Fatalf("bindings.GCRA after SCRIPT FLUSH: %+v, %v", r, err)
 	}
 	// An error code the script declares comes back as the bindings'
@@ -305,7 +308,7 @@ func noScript(t *testing.T, s ratelimit.Client, ref *redis.Client) {
 	if err := ref.Set(ctx, "noscript:{bad}", "not a state", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = bindings.GCRA(ctx, s, "noscript:{bad}", bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Cost: 1})
+	_, err = bindings.GCRA(ctx, s, "noscript:{bad}", one)
 	if !errors.Is(err, bindings.ErrBadState) {
 		t.Fatalf("bindings.GCRA on a foreign string: %v, want ErrBadState", err)
 	}
@@ -390,6 +393,80 @@ func concurrency(t *testing.T, s ratelimit.Client) {
 		wg.Wait()
 		if allowed.Load() != 100 || failed.Load() != 0 {
 			t.Errorf("%v: %d of 256 allowed, %d failed (first: %v); want 100, 0", alg, allowed.Load(), failed.Load(), first.Load())
+		}
+	}
+}
+
+// Coalescing: ratelimit's batches of a hot key's requests go through s, a
+// client or an adapter: 64 goroutines' 512 requests of costs 1 to 3, with
+// a limit that changes halfway (WithLimit), admit exactly what the burst
+// holds, for GCRA and the token bucket; on a single server (ref, nil for a
+// cluster) in fewer calls than requests.
+func Coalescing(t *testing.T, s ratelimit.Client, ref *redis.Client) {
+	ctx := context.Background()
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket} {
+		l, err := ratelimit.New(s, run+"-c-"+alg.String(), ratelimit.Per(300, time.Hour), ratelimit.WithAlgorithm(alg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		half, _ := l.WithLimit(ratelimit.Per(300, time.Hour).WithBurst(200))
+		calls := func() float64 {
+			if ref == nil {
+				return 0
+			}
+			info, err := ref.Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n float64
+			for _, line := range strings.Split(info, "\n") {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
+					n, _ = strconv.ParseFloat(strings.Split(rest, ",")[0], 64)
+				}
+			}
+			return n
+		}
+		before := calls()
+		var admitted, failed atomic.Int64
+		var first atomic.Value
+		var wg sync.WaitGroup
+		for g := 0; g < 64; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 8; i++ {
+					lim, cost := l, int64(1+(g+i)%3)
+					if i >= 4 {
+						lim = half
+					}
+					d, err := lim.AllowN(ctx, "hot", cost)
+					switch {
+					case err != nil:
+						failed.Add(1)
+						first.CompareAndSwap(nil, err.Error())
+					case d.Allowed:
+						admitted.Add(cost)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		// The first half's requests alone (cost 512 in all) fill the burst
+		// of 300 to within a cost of 3; the lowered burst admits only what
+		// the key's state leaves room for under 200; a refill of one per
+		// 12 s adds at most one while the test runs.
+		d, err := l.Peek(ctx, "hot")
+		if err != nil || failed.Load() != 0 {
+			t.Fatalf("%v: %d failed (first %v), peek %v, %v", alg, failed.Load(), first.Load(), d, err)
+		}
+		if n := admitted.Load(); n > 300 || n+d.Remaining > 301 || n < 298 {
+			t.Errorf("%v: %d admitted, %d left of a burst of 300", alg, n, d.Remaining)
+		}
+		if ref != nil {
+			if n := calls() - before; n >= 512 {
+				t.Errorf("%v: %.0f calls for 512 requests: no batch went through the adapter", alg, n)
+			}
 		}
 	}
 }

@@ -85,16 +85,28 @@ func oracle(t *testing.T, s shown) map[string]shownLane {
 	}
 	calls := map[string]func(key string, now time.Time) (reply, error){
 		"gcra": func(k string, now time.Time) (reply, error) {
-			r, err := bindings.GCRA(ctx, rdb, k, bindings.GCRAParams{Burst: s.Burst, Rate: s.Rate, Period: period, Cost: s.Cost, Now: now})
-			return reply{r.Allowed, r.RetryAfter}, err
+			r, err := bindings.GCRA(ctx, rdb, k, bindings.GCRAParams{Burst: s.Burst, Rate: s.Rate, Period: period, Now: now,
+				Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: s.Cost}}})
+			if err != nil {
+				return reply{}, err
+			}
+			return reply{r.Decisions[0].Allowed == 1, r.Decisions[0].RetryAfter}, nil
 		},
 		"token_bucket": func(k string, now time.Time) (reply, error) {
-			r, err := bindings.TokenBucket(ctx, rdb, k, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Refill: bindings.TokenBucketRefillSmooth, Cost: s.Cost, Now: now})
-			return reply{r.Allowed, r.RetryAfter}, err
+			r, err := bindings.TokenBucket(ctx, rdb, k, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Now: now,
+				Refill: bindings.TokenBucketRefillSmooth, Requests: []bindings.TokenBucketRequest{{Cost: s.Cost}}})
+			if err != nil {
+				return reply{}, err
+			}
+			return reply{r.Decisions[0].Allowed == 1, r.Decisions[0].RetryAfter}, nil
 		},
 		"token_bucket_interval": func(k string, now time.Time) (reply, error) {
-			r, err := bindings.TokenBucket(ctx, rdb, k, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Refill: bindings.TokenBucketRefillInterval, Cost: s.Cost, Now: now})
-			return reply{r.Allowed, r.RetryAfter}, err
+			r, err := bindings.TokenBucket(ctx, rdb, k, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Now: now,
+				Refill: bindings.TokenBucketRefillInterval, Requests: []bindings.TokenBucketRequest{{Cost: s.Cost}}})
+			if err != nil {
+				return reply{}, err
+			}
+			return reply{r.Decisions[0].Allowed == 1, r.Decisions[0].RetryAfter}, nil
 		},
 		"leaky_bucket": func(k string, now time.Time) (reply, error) {
 			r, err := bindings.LeakyBucket(ctx, rdb, k, bindings.LeakyBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Cost: s.Cost, Now: now})

@@ -59,10 +59,9 @@ var stateLayouts = map[string]stateLayout{
 	// The TAT is bounded through the write's clock, 0 <= tat - lead <=
 	// TIME + maxSkew; interval 1..1e14, lead = interval + more 1..1e15.
 	"gcra": {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
-	// multi.lua and gcra_at_most.lua keep gcra.lua's state at each key.
-	"multi":        {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
-	"gcra_at_most": {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
-	// GCRA's short form, for gcra, multi and gcra_at_most.
+	// multi.lua keeps gcra.lua's state at each key.
+	"multi": {"g", gcraStateRE, []string{"", "/"}, gcraAbove, gcraBelow},
+	// GCRA's short form, for gcra and multi.
 	"gcra short": gcraShort,
 	// t no later than TIME + maxSkew, n 1..1e9.
 	"fixed_window": {"1", fixedWindowState, []string{""}, func(_ []string, server int64) []string {
@@ -120,7 +119,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 			// that only look: a peek, or for concurrency, which has none,
 			// every other op on the same lease.
 			calls := [][]string{argv}
-			if i := scenario.SpecOf(name).CostArg; i >= 0 {
+			if i := scenario.SpecOf(name).CostIndex(); i >= 0 {
 				peek := append([]string(nil), argv...)
 				peek[i] = "0"
 				calls = append(calls, peek)

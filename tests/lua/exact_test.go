@@ -68,7 +68,8 @@ func (w *twin) call(keys, argv []string) ([]any, error) {
 	return got.([]any), nil
 }
 
-// config is one set of arguments before cost and now.
+// config is one set of arguments before cost and now (a batch script's
+// limit and its word: see callArgs).
 type config []string
 
 // adversarial lists, per script, configurations chosen to break doubles:
@@ -85,7 +86,9 @@ func adversarial(script string) []config {
 				switch script {
 				case "token_bucket":
 					out = append(out, config{s(c), s(r), s(p), "smooth"}, config{s(c), s(r), s(p), "interval"})
-				case "leaky_bucket", "gcra", "gcra_at_most":
+				case "gcra":
+					out = append(out, config{s(c), s(r), s(p), "all"}, config{s(c), s(r), s(p), "at_most"})
+				case "leaky_bucket":
 					out = append(out, config{s(c), s(r), s(p)})
 				case "fixed_window", "sliding_window_counter":
 					out = append(out, config{s(c), s(p)})
@@ -142,7 +145,7 @@ func runExact(w *twin, rng *rand.Rand, cfg config, all []config) int {
 	server := w.lua.Now()
 	limit, _ := strconv.ParseInt(cfg[0], 10, 64)
 	period, _ := strconv.ParseInt(cfg[len(cfg)-1], 10, 64)
-	if w.script == "token_bucket" {
+	if isBatch(w.script) {
 		period, _ = strconv.ParseInt(cfg[2], 10, 64)
 	}
 	for i := 0; i < 12; i++ {
@@ -175,12 +178,21 @@ func runExact(w *twin, rng *rand.Rand, cfg config, all []config) int {
 			c = all[rng.Intn(len(all))] // the limit changes while the key lives
 		}
 		// Now and then a deadline the server's TIME has just reached, or not.
-		deadline := "0"
-		if rng.Intn(8) == 0 {
-			deadline = strconv.FormatInt(server+rng.Int63n(3)-1, 10)
+		deadline := func() string {
+			if rng.Intn(8) == 0 {
+				return strconv.FormatInt(server+rng.Int63n(3)-1, 10)
+			}
+			return "0"
 		}
-		argv := append(append([]string(nil), c...), strconv.FormatInt(cost, 10), now, deadline)
-		if _, err := w.call([]string{"k"}, argv); err == nil {
+		call := callArgs{lim: c, now: now, reqs: []request{{strconv.FormatInt(cost, 10), deadline()}}}
+		// A third of a batch script's calls are batches of 2 to 4, which the
+		// model decides one request at a time.
+		if isBatch(w.script) && rng.Intn(3) == 0 {
+			for n := 1 + rng.Intn(3); n > 0; n-- {
+				call.reqs = append(call.reqs, request{strconv.FormatInt(rng.Int63n(limit+2), 10), deadline()})
+			}
+		}
+		if _, err := w.call([]string{"k"}, call.argv(w.script)); err == nil {
 			accepted++
 		}
 	}
@@ -206,7 +218,7 @@ func TestTokenBucketCreditEdges(t *testing.T) {
 			w := newTwin(t, "token_bucket", scenario.T0)
 			at := int64(scenario.T0)
 			argv := func(cost, now int64) []string {
-				return append(append([]string(nil), cfg...), strconv.FormatInt(cost, 10), strconv.FormatInt(now, 10), "0")
+				return oneCall("token_bucket", cfg, strconv.FormatInt(cost, 10), strconv.FormatInt(now, 10), "0")
 			}
 			if _, err := w.call([]string{"k"}, argv(capacity, at)); err != nil {
 				break // the fill time is out of bounds
@@ -301,7 +313,11 @@ func TestRateChangeEdges(t *testing.T) {
 			unit := ceilDiv(pr[1][2]*1000, pr[1][1])
 			s := func(v int64) string { return strconv.FormatInt(v, 10) }
 			argv := func(c [3]int64, cost, now int64) []string {
-				return []string{s(c[0]), s(c[1]), s(c[2]), s(cost), s(now), "0"}
+				lim := []string{s(c[0]), s(c[1]), s(c[2])}
+				if isBatch(script) {
+					lim = append(lim, "all")
+				}
+				return oneCall(script, lim, s(cost), s(now), "0")
 			}
 			w := newTwin(t, script, scenario.T0)
 			t0 := int64(scenario.T0)

@@ -21,29 +21,29 @@ func init() {
 	// line is one call: the server's clock moves by adv µs, then ARGV.
 	line := func(adv string, argv ...string) string { return adv + "\t" + strings.Join(argv, "\t") }
 	calls := func(lines ...string) string { return strings.Join(lines, "\n") }
-	// Per script: a small limit and a large one, as ARGV before cost.
+	// Per script: a small limit and a large one, as ARGV before cost (a
+	// batch script's word last).
 	type limits struct{ small, large, other []string }
 	all := map[string]limits{
 		"token_bucket": {[]string{"10", "5", "1000", "smooth"}, []string{"1000000000", "999999999", "100000000000", "smooth"},
 			[]string{"6", "4", "1000", "interval"}},
 		"leaky_bucket": {[]string{"10", "5", "1000"}, []string{"9", "999999937", "100000000000"}, []string{"3", "3", "1"}},
-		"gcra":         {[]string{"10", "5", "1000"}, []string{"9", "999999937", "100000000000"}, []string{"4", "3", "1"}},
+		"gcra":         {[]string{"10", "5", "1000", "all"}, []string{"9", "999999937", "100000000000", "all"}, []string{"4", "3", "1", "at_most"}},
 		"fixed_window": {[]string{"10", "1000"}, []string{"1000000000", "100000000000"}, []string{"3", "1"}},
 		"sliding_window_counter": {[]string{"10", "1000"}, []string{"999999937", "99999999989"},
 			[]string{"3", "7"}},
 		"sliding_window_log": {[]string{"10", "1000"}, []string{"10000", "1000"}, []string{"3", "1"}},
 	}
-	// with is ARGV: the limit, cost, the clock, a deadline of 0 (none),
-	// and anything extra.
-	with := func(lim []string, cost, now string, extra ...string) []string {
-		return append(append(append([]string(nil), lim...), cost, now, "0"), extra...)
-	}
-	// due is with a deadline of its own.
-	due := func(lim []string, cost, now, deadline string) []string {
-		return append(append([]string(nil), lim...), cost, now, deadline)
-	}
 	t0 := fmt.Sprint(scenario.T0)
 	for script, l := range all {
+		// with is ARGV: the limit, cost, the clock, a deadline of 0
+		// (none), and anything extra; due is with a deadline of its own.
+		with := func(lim []string, cost, now string, extra ...string) []string {
+			return append(oneCall(script, lim, cost, now, "0"), extra...)
+		}
+		due := func(lim []string, cost, now, deadline string) []string {
+			return oneCall(script, lim, cost, now, deadline)
+		}
 		s, big := l.small, l.large
 		seeds := []fuzzSeed{
 			{"", calls(line("0", with(s, "1", "0")...)), 1},
@@ -83,14 +83,19 @@ func init() {
 		fuzzSeeds[script] = append(fuzzSeeds[script], seeds...)
 	}
 	tb := func(cost, now string) []string {
-		return []string{"10000000", "9999999", "86400000", "smooth", cost, now, "0"}
+		return oneCall("token_bucket", []string{"10000000", "9999999", "86400000", "smooth"}, cost, now, "0")
 	}
 	fuzzSeeds["token_bucket"] = append(fuzzSeeds["token_bucket"],
 		// 4: a credit that doubles round up.
 		fuzzSeed{"string\t" + scenario.TokenBucketState(scenario.T0-12890000009, 0), calls(line("0", tb("1491898", "0")...), line("0", tb("0", "0")...)), 20},
 		fuzzSeed{"", calls(line("0", tb("10000000", "0")...), line("12890000009", tb("1491898", "0")...)), 21},
-		fuzzSeed{"", calls(line("0", "1000000000", "999999999", "100000000000", "smooth", "1000000000", "0", "0"),
-			line("1000000001", "1000000000", "999999999", "100000000000", "smooth", "10000", "0", "0")), 22},
+		fuzzSeed{"", calls(line("0", oneCall("token_bucket", []string{"1000000000", "999999999", "100000000000", "smooth"}, "1000000000", "0", "0")...),
+			line("1000000001", oneCall("token_bucket", []string{"1000000000", "999999999", "100000000000", "smooth"}, "10000", "0", "0")...)), 22},
+		// Batches: in a row, a request past its deadline among live ones,
+		// and the layout of earlier versions (refused).
+		fuzzSeed{"", calls(line("0", "10", "5", "1000", "0", "smooth", "4", "0", "4", "0", "4", "0", "0", "0", "1", "~0"),
+			line("250000", "10", "5", "1000", "~-1000", "interval", "1", "~1", "11", "0", "2", "0")), 28},
+		fuzzSeed{"", calls(line("0", "10", "5", "1000", "smooth", "1", "0", "0"), line("0", "10", "5", "1000", "interval", "0", "0", "0")), 29},
 		// The hash of earlier versions, and a state with something after it.
 		fuzzSeed{"hash\ttokens\t5\tts\t" + t0 + "\tname\talice", calls(line("0", tb("1", "0")...)), 23},
 		fuzzSeed{"string\t-" + t0 + "5/alice", calls(line("0", tb("1", "0")...)), 24},
@@ -128,17 +133,25 @@ func init() {
 		// A foreign member that left the window, between two of the log's.
 		fuzzSeed{"zset\t1\t1:1\t2\talice\t" + t0 + "\t" + scenario.LogMember(scenario.T0, 1), calls(line("0", "10", "1000", "1", "0", "0")), 43},
 	)
+	g := func(lim ...string) []string { return oneCall("gcra", append(lim[:3:3], "all"), lim[3], lim[4], lim[5]) }
 	fuzzSeeds["gcra"] = append(fuzzSeeds["gcra"],
-		fuzzSeed{"string\tg1767225600200000200000/0", calls(line("0", "10", "5", "1000", "1", "0", "0"), line("0", "10", "1", "1000", "1", "0", "0")), 50},
+		fuzzSeed{"string\tg1767225600200000200000/0", calls(line("0", g("10", "5", "1000", "1", "0", "0")...), line("0", g("10", "1", "1000", "1", "0", "0")...)), 50},
+		// Batches, take all and at_most, and the layouts of earlier
+		// versions, gcra.lua's and gcra_at_most.lua's (refused).
+		fuzzSeed{"", calls(line("0", "10", "5", "1000", "0", "all", "4", "0", "4", "0", "4", "0", "0", "0", "11", "0", "1", "~0"),
+			line("150000", "10", "5", "1000", "~-1000", "at_most", "3", "~1", "0", "0", "9", "0")), 58},
+		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+200000, 200000), calls(line("0", "10", "5", "1000", "0", "at_most", "1000000000", "0"),
+			line("0", "10", "5", "1000", "0", "all", "1", "~-1", "1", "~-1")), 59},
+		fuzzSeed{"", calls(line("0", strings.Fields("10 5 1000 1 0 0")...), line("0", strings.Fields("10 5 1000 0 0 0")...)), 60},
 		// The layouts of earlier versions, and a leaky bucket's state, which
 		// an untagged GCRA read as its own.
-		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", "10", "5", "1000", "1", "0", "0")), 52},
-		fuzzSeed{"string\t" + t0, calls(line("0", "10", "5", "1000", "1", "0", "0")), 51},
-		fuzzSeed{"string\t1767225600200000200000/200000", calls(line("0", "10", "5", "1000", "1", "0", "0")), 53},
-		fuzzSeed{"string\t" + scenario.LeakyBucketState(scenario.T0, 200000, 400000), calls(line("0", "10", "5", "1000", "1", "0", "0")), 54},
+		fuzzSeed{"string\t" + t0 + "/200000/" + t0, calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 52},
+		fuzzSeed{"string\t" + t0, calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 51},
+		fuzzSeed{"string\t1767225600200000200000/200000", calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 53},
+		fuzzSeed{"string\t" + scenario.LeakyBucketState(scenario.T0, 200000, 400000), calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 54},
 		// The short form, its TAT modulo 1e10, and one dated ahead.
-		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+200000, 200000), calls(line("0", "10", "5", "1000", "1", "0", "0"), line("0", "10", "1", "1000", "1", "0", "0")), 55},
-		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+60000001+200000, 200000), calls(line("0", "10", "5", "1000", "1", "0", "0")), 56},
-		fuzzSeed{"string\t29999999999" + "00200000", calls(line("0", "10", "5", "1000", "1", "0", "0")), 57},
+		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+200000, 200000), calls(line("0", g("10", "5", "1000", "1", "0", "0")...), line("0", g("10", "1", "1000", "1", "0", "0")...)), 55},
+		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+60000001+200000, 200000), calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 56},
+		fuzzSeed{"string\t29999999999" + "00200000", calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 57},
 	)
 }

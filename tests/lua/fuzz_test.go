@@ -27,13 +27,18 @@ import (
 //     algorithm's bound, with the server's clock and callers' clocks, late
 //     and early.
 //
+// The batch scripts (gcra, token_bucket) are fuzzed in their batch form:
+// every promise holds for every request of a call, and the model decides
+// the requests one call each, so a batch that answers other than its
+// calls in a row is a diff.
+//
 // An input is three values. state is the key before the first call, in
 // words split by tabs: "hash f v f v ...", "zset score member ...",
 // "string value", "list", or "" for none. calls is one call a line: the µs
 // the server's clock moves first (a trailing '*' sends no key, '**' two),
-// then ARGV split by tabs, the clock and the deadline last; either written
-// "~n" means the server's clock plus n. seed draws more calls after those,
-// at the last limit accepted.
+// then ARGV split by tabs; an argument written "~n" means the server's
+// clock plus n (for clocks and deadlines). seed draws more calls after
+// those, at the last limit accepted.
 //
 // CI runs each target for a few seconds (make fuzz-ci); make fuzz runs
 // them longer. Plain go test runs the seeds below, the audit's cases
@@ -48,8 +53,8 @@ func FuzzSlidingWindowLog(f *testing.F)     { fuzzScript(f, "sliding_window_log"
 
 // fuzzLimit knows, per script, what a limit means for the checks.
 type fuzzLimit struct {
-	// base is a valid limit (ARGV before cost, now and deadline) to start
-	// from.
+	// base is a valid limit (ARGV before cost, now and deadline; for a
+	// batch script its three numbers and its word) to start from.
 	base []string
 	// horizon is the µs a limit's state stays meaningful: the time to fill,
 	// drain or pass a full burst, or the window (two for the counter).
@@ -81,7 +86,7 @@ var fuzzLimits = map[string]fuzzLimit{
 		most: func(a []int64) int64 { return a[0] },
 	},
 	"gcra": {
-		base:    []string{"10", "5", "1000"},
+		base:    []string{"10", "5", "1000", "all"},
 		horizon: func(a []int64) int64 { return a[0] * ceilDiv(a[2]*1000, a[1]) },
 		bound: func(a []int64, d int64) *big.Int {
 			return big.NewInt(a[0] + d/ceilDiv(a[2]*1000, a[1]))
@@ -130,7 +135,7 @@ func fuzzScript(f *testing.F, script string) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, state, calls string, seed int64) {
-		fz := &fuzzRun{t: t, script: script, src: src, lim: fuzzLimits[script], costArg: scenario.SpecOf(script).CostArg}
+		fz := &fuzzRun{t: t, script: script, src: src, lim: fuzzLimits[script]}
 		fz.w = newTwin(t, script, scenario.T0)
 		fz.fresh = fz.preset(state)
 		lines := strings.Split(calls, "\n")
@@ -143,7 +148,7 @@ func fuzzScript(f *testing.F, script string) {
 				continue
 			}
 			fz.advance(adv)
-			for i := max(0, len(argv)-2); i < len(argv); i++ {
+			for i := range argv {
 				argv[i] = fuzzClock(argv[i], fz.w.lua.Now())
 			}
 			fz.call(keys, argv)
@@ -188,7 +193,6 @@ type fuzzRun struct {
 	script  string
 	src     string
 	lim     fuzzLimit
-	costArg int
 	w       *twin
 	fresh   bool     // the key started empty
 	limit   []string // the last limit accepted, when there was one
@@ -240,11 +244,11 @@ func (fz *fuzzRun) advance(d int64) {
 }
 
 // ints reads ARGV's numbers by the script's own rule; ok is false when any
-// is not one (the refill word is skipped).
+// is not one (the words, refill's and take's, are skipped).
 func ints(argv []string) ([]int64, bool) {
 	var out []int64
 	for _, a := range argv {
-		if a == "smooth" || a == "interval" {
+		if a == "smooth" || a == "interval" || a == "all" || a == "at_most" {
 			continue
 		}
 		v, ok := decimal(a, 0, 1<<53)
@@ -256,94 +260,140 @@ func ints(argv []string) ([]int64, bool) {
 	return out, true
 }
 
-// call sends one call through the twin and checks the promises.
+// call sends one call through the twin and checks the promises, for each
+// of its requests.
 func (fz *fuzzRun) call(keys, argv []string) {
 	t := fz.t
 	t.Helper()
-	before := fz.w.lua.Snapshot()
+	before, pre := fz.w.lua.Snapshot(), fz.w.lua.Clone()
 	reply, err := fz.w.call(keys, argv)
-	readOnly := err != nil || (len(argv) > fz.costArg && argv[fz.costArg] == "0") || reply[0] == int64(0)
-	if readOnly {
+	c, shaped := splitArgv(fz.script, argv)
+	atMost := shaped && isBatch(fz.script) && c.lim[3] == "at_most"
+	// A request writes when it counts something: allowed 1 for a cost
+	// above 0, or (take at_most) what it took.
+	wrote := false
+	for i := 0; err == nil && shaped && i+3 < len(reply) && i/4 < len(c.reqs); i += 4 {
+		wrote = wrote || reply[i].(int64) > 0 && c.reqs[i/4].cost != "0"
+	}
+	if !wrote {
 		if after := fz.w.lua.Snapshot(); !before.Equal(after) {
-			t.Fatalf("%v: an error, a denial or a peek changed the state:\n%s->\n%s", argv, before, after)
+			t.Fatalf("%v: an error, a denial, a peek or an expired request changed the state:\n%s->\n%s", argv, before, after)
 		}
 		for _, c := range fz.w.lua.Commands() {
 			if writes[strings.ToUpper(strings.Fields(c)[0])] {
-				t.Fatalf("%v: an error, a denial or a peek sent %q", argv, c)
+				t.Fatalf("%v: an error, a denial, a peek or an expired request sent %q", argv, c)
 			}
 		}
 	}
 	if err != nil {
 		return
 	}
-	n, _ := ints(argv)
-	lim, cost, now := n[:len(n)-3], n[len(n)-3], n[len(n)-2]
+	if !shaped || len(reply) != 4*len(c.reqs) {
+		t.Fatalf("%v: reply %v, want 4 elements per request", argv, reply)
+	}
+	lim, _ := ints(c.lim)
+	now, _ := strconv.ParseInt(c.now, 10, 64)
 	server := fz.w.lua.Now()
 	own := now
 	if own == 0 {
 		own = server
 	}
-	allowed, remaining, retry, reset := reply[0].(int64), reply[1].(int64), reply[2].(int64), reply[3].(int64)
-	switch {
-	case allowed != 0 && allowed != 1, remaining < 0, reset < 0,
-		allowed == 1 && retry != 0, allowed == 0 && retry != -1 && retry < 1:
-		t.Fatalf("%v: reply %v", argv, reply)
-	}
-	if retry == -1 && max(cost, 1) <= fz.lim.most(lim) {
-		t.Fatalf("%v: retry_after -1 for a cost that can pass", argv)
-	}
-	// Waits and TTLs stay within the limit's horizon plus the bound,
-	// whatever wrote the state (issue 15.2: a state dated further than any
-	// write dates one is refused).
 	horizon := fz.lim.horizon(lim)
-	if wait := horizon + maxSkew + max(0, server-own); retry*1000 > wait+1000 || reset*1000 > wait+1000 {
-		t.Fatalf("%v at server %d: waits %v, past the horizon %d µs plus the bound", argv, server, reply, horizon)
+	probed := false
+	for i, q := range c.reqs {
+		cost, _ := strconv.ParseInt(q.cost, 10, 64)
+		deadline, _ := strconv.ParseInt(q.deadline, 10, 64)
+		allowed, remaining, retry, reset := reply[4*i].(int64), reply[4*i+1].(int64), reply[4*i+2].(int64), reply[4*i+3].(int64)
+		if deadline > 0 && server >= deadline {
+			if allowed != -1 || remaining != 0 || retry != 0 || reset != 0 {
+				t.Fatalf("%v: request %d past its deadline answered %v", argv, i+1, reply[4*i:4*i+4])
+			}
+			continue
+		}
+		bad := remaining < 0 || reset < 0
+		if atMost {
+			// Taken, up to the cost; 0 waits for one request (a peek: 0
+			// when one would pass), never forever.
+			bad = bad || allowed < 0 || allowed > cost || allowed > 0 && retry != 0 ||
+				allowed == 0 && cost > 0 && retry < 1 || retry < 0
+		} else {
+			bad = bad || allowed != 0 && allowed != 1 || allowed == 1 && retry != 0 || allowed == 0 && retry != -1 && retry < 1
+		}
+		if bad {
+			t.Fatalf("%v: request %d answered %v", argv, i+1, reply[4*i:4*i+4])
+		}
+		if retry == -1 && max(cost, 1) <= fz.lim.most(lim) {
+			t.Fatalf("%v: request %d: retry_after -1 for a cost that can pass", argv, i+1)
+		}
+		// Waits stay within the limit's horizon plus the bound, whatever
+		// wrote the state (issue 15.2: a state dated further than any write
+		// dates one is refused).
+		if wait := horizon + maxSkew + max(0, server-own); retry*1000 > wait+1000 || reset*1000 > wait+1000 {
+			t.Fatalf("%v at server %d: request %d waits %v, past the horizon %d µs plus the bound", argv, server, i+1, reply[4*i:4*i+4], horizon)
+		}
+		// Each call's first wait is probed (one per call keeps a target's
+		// inputs cheap; over the inputs every position of a batch is one).
+		if retry > 0 && !probed {
+			fz.probeRetry(pre, keys, c, i, retry)
+			probed = true
+		}
+		taken := cost
+		if atMost {
+			taken = allowed
+		}
+		fz.latest = max(fz.latest, own)
+		if allowed > 0 && taken > 0 {
+			fz.admits = append(fz.admits, fuzzAdmit{sent: own, latest: fz.latest, cost: taken})
+		}
 	}
-	if p := fz.w.lua.PTTL("k"); allowed == 1 && cost > 0 && p > (horizon+2*maxSkew)/1000+1 {
+	if p := fz.w.lua.PTTL("k"); wrote && p > (horizon+2*maxSkew)/1000+1 {
 		t.Fatalf("%v: PTTL %d ms, past the horizon %d µs plus twice the bound", argv, p, horizon)
 	}
-	if retry > 0 {
-		fz.probeRetry(keys, argv, retry)
-	}
-	if fz.limit != nil && strings.Join(fz.limit, " ") != strings.Join(argv[:len(argv)-3], " ") {
+	if fz.limit != nil && strings.Join(fz.limit, " ") != strings.Join(c.lim, " ") {
 		fz.changed = true
 	}
-	fz.limit = append([]string(nil), argv[:len(argv)-3]...)
+	fz.limit = append([]string(nil), c.lim...)
 	fz.latest = max(fz.latest, own)
-	if allowed == 1 && cost > 0 {
-		fz.admits = append(fz.admits, fuzzAdmit{sent: own, latest: fz.latest, cost: cost})
-	}
 }
 
-// probeRetry checks that retry_after is exact, on copies: the same call at
-// the caller's clock plus retry_after passes, and 1 ms earlier it is denied
-// while the key still lives (a key the server's clock expired may let it
-// through sooner, never later).
-func (fz *fuzzRun) probeRetry(keys, argv []string, retry int64) {
+// probeRetry checks that request i's retry_after is exact, on copies of the
+// key as the requests before it left it (pre is the key before the call):
+// the same request alone at the caller's clock plus retry_after passes,
+// and 1 ms earlier it is denied while the key still lives (a key the
+// server's clock expired may let it through sooner, never later).
+func (fz *fuzzRun) probeRetry(pre *Redis, keys []string, c callArgs, i int, retry int64) {
 	t := fz.t
 	t.Helper()
 	for _, after := range []int64{retry - 1, retry} {
-		c := fz.w.lua.Clone()
-		c.SetTime(min(maxTime, c.Now()+after*1000))
-		a := append([]string(nil), argv...)
-		a[len(a)-1] = "0" // the retry has a deadline of its own
-		if now, _ := strconv.ParseInt(a[len(a)-2], 10, 64); now != 0 {
-			if now+after*1000 > maxTime {
+		r := pre.Clone()
+		if i > 0 {
+			prefix := c
+			prefix.reqs = c.reqs[:i]
+			if _, err := r.Eval(fz.src, keys, prefix.argv(fz.script)); err != nil {
+				t.Fatalf("%v: the requests before %d alone: %v", c.argv(fz.script), i+1, err)
+			}
+		}
+		r.SetTime(min(maxTime, r.Now()+after*1000))
+		now := c.now
+		if n, _ := strconv.ParseInt(now, 10, 64); n != 0 {
+			if n+after*1000 > maxTime {
 				return
 			}
-			a[len(a)-2] = strconv.FormatInt(now+after*1000, 10)
+			now = strconv.FormatInt(n+after*1000, 10)
 		}
-		lives := c.get("k") != nil
-		got, err := c.Eval(fz.src, keys, a)
+		// The retry has a deadline of its own.
+		a := oneCall(fz.script, c.lim, c.reqs[i].cost, now, "0")
+		lives := r.get("k") != nil
+		got, err := r.Eval(fz.src, keys, a)
 		if err != nil {
-			t.Fatalf("%v: retry_after %d ms, then %v", argv, retry, err)
+			t.Fatalf("%v: request %d: retry_after %d ms, then %v", c.argv(fz.script), i+1, retry, err)
 		}
-		ok := got.([]any)[0] == int64(1)
+		ok := got.([]any)[2] == int64(0)
 		switch {
 		case after == retry && !ok:
-			t.Fatalf("%v: retry_after %d ms, then still denied: %v", argv, retry, got)
+			t.Fatalf("%v: request %d: retry_after %d ms, then still denied: %v", c.argv(fz.script), i+1, retry, got)
 		case after < retry && ok && lives:
-			t.Fatalf("%v: retry_after %d ms, but allowed 1 ms sooner: %v", argv, retry, got)
+			t.Fatalf("%v: request %d: retry_after %d ms, but allowed 1 ms sooner: %v", c.argv(fz.script), i+1, retry, got)
 		}
 	}
 }
@@ -384,25 +434,37 @@ func (fz *fuzzRun) random(rng *rand.Rand, n int) {
 			cost = 1 + rng.Int63n(max(1, most/4))
 		}
 		// Now and then a deadline just before, at or after the server's TIME.
-		deadline := "0"
-		if rng.Intn(10) == 0 {
-			deadline = strconv.FormatInt(fz.w.lua.Now()+rng.Int63n(3)-1, 10)
+		deadline := func() string {
+			if rng.Intn(10) == 0 {
+				return strconv.FormatInt(fz.w.lua.Now()+rng.Int63n(3)-1, 10)
+			}
+			return "0"
 		}
-		argv := append(append([]string(nil), base...), strconv.FormatInt(cost, 10), now, deadline)
+		c := callArgs{lim: append([]string(nil), base...), now: now, reqs: []request{{strconv.FormatInt(cost, 10), deadline()}}}
+		if isBatch(fz.script) {
+			// Half the calls are batches of 2 to 6 requests, of costs
+			// drawn alike; gcra's take is at_most now and then.
+			for n := rng.Intn(2) * (1 + rng.Intn(5)); n > 0; n-- {
+				c.reqs = append(c.reqs, request{strconv.FormatInt(rng.Int63n(most+2), 10), deadline()})
+			}
+			if fz.script == "gcra" {
+				c.lim[3] = [...]string{"all", "all", "all", "at_most"}[rng.Intn(4)]
+			}
+		}
 		if rng.Intn(25) == 0 {
 			// A changed limit: each number halved or doubled.
-			for j, a := range base {
+			for j, a := range c.lim {
 				if v, err := strconv.ParseInt(a, 10, 64); err == nil {
 					if rng.Intn(2) == 0 {
 						v = max(1, v/2)
 					} else {
 						v *= 2
 					}
-					argv[j] = strconv.FormatInt(v, 10)
+					c.lim[j] = strconv.FormatInt(v, 10)
 				}
 			}
 		}
-		fz.call([]string{"k"}, argv)
+		fz.call([]string{"k"}, c.argv(fz.script))
 	}
 }
 

@@ -42,7 +42,7 @@ var (
 var parseGCRA = scenario.ParseGCRA
 
 func gcraArgs(burst, rate int, period time.Duration) func(int) []string {
-	return func(cost int) []string { return scenario.Args(burst, rate, period, cost) }
+	return func(cost int) []string { return scenario.Args(burst, rate, period, "all", cost) }
 }
 
 func init() {
@@ -93,8 +93,10 @@ func TestGCRAMatchesLeakyBucket(t *testing.T) {
 				for i, c := range l.sequence(rng, 200, 0) {
 					a.SetTime(c.at)
 					b.SetTime(c.at)
-					argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10), "0")
-					ga, gb := evalReply(t, a, gcra, []string{"k"}, argv), evalReply(t, b, lb, []string{"k"}, argv)
+					g := l.args(c.cost)
+					argv := withClock("gcra", g, strconv.FormatInt(c.at, 10), "0")
+					lbArgv := withClock("leaky_bucket", append(g[:3:3], g[4]), strconv.FormatInt(c.at, 10), "0")
+					ga, gb := evalReply(t, a, gcra, []string{"k"}, argv), evalReply(t, b, lb, []string{"k"}, lbArgv)
 					if diff := cmp.Diff(gb, ga); diff != "" {
 						t.Fatalf("seed %d call %d %v: leaky_bucket (-) vs gcra (+):\n%s", seed, i, argv, diff)
 					}
@@ -165,12 +167,12 @@ func TestGCRAReachesItsBound(t *testing.T) {
 			if k == 0 {
 				cost = tc.burst
 			}
-			got := evalReply(t, r, src, []string{"k"}, append(args(cost), strconv.FormatInt(at, 10), "0"))
+			got := evalReply(t, r, src, []string{"k"}, withClock("gcra", args(cost), strconv.FormatInt(at, 10), "0"))
 			if got[0] != int64(1) {
 				t.Fatalf("%+v: call %d at +%d µs denied: %v", tc, k, k*T, got)
 			}
 			// One µs earlier the next call would have been denied.
-			early := evalReply(t, r.Clone(), src, []string{"k"}, append(args(1), strconv.FormatInt(at+T-1, 10), "0"))
+			early := evalReply(t, r.Clone(), src, []string{"k"}, withClock("gcra", args(1), strconv.FormatInt(at+T-1, 10), "0"))
 			if early[0] != int64(0) {
 				t.Fatalf("%+v: a call 1 µs before the next interval passed: %v", tc, early)
 			}
@@ -189,7 +191,7 @@ func TestGCRAKeyTrouble(t *testing.T) {
 	if _, err := r.Eval("redis.call('HSET', KEYS[1], 'tat', '1') return 1", []string{"k"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	argv := append(gcraArgs(5, 1, time.Second)(1), "0", "0")
+	argv := withClock("gcra", gcraArgs(5, 1, time.Second)(1), "0", "0")
 	for _, tc := range []struct {
 		keys []string
 		want string
@@ -248,9 +250,9 @@ func TestGCRAKeyTTL(t *testing.T) {
 		r := New(scenario.T0)
 		args := gcraArgs(10, 1, time.Second)
 		if tc.first {
-			evalReply(t, r, src, []string{"k"}, append(args(1), "0", "0"))
+			evalReply(t, r, src, []string{"k"}, withClock("gcra", args(1), "0", "0"))
 		}
-		got := evalReply(t, r, src, []string{"k"}, append(args(1), tc.now, "0"))
+		got := evalReply(t, r, src, []string{"k"}, withClock("gcra", args(1), tc.now, "0"))
 		want := make([]any, len(tc.want))
 		for i, v := range tc.want {
 			want[i] = v

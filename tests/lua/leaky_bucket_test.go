@@ -66,7 +66,7 @@ func TestLeakyBucketMatchesSmoothTokenBucket(t *testing.T) {
 				now := strconv.FormatInt(at, 10)
 				lb.SetTime(at)
 				tb.SetTime(at)
-				want, err1 := tb.Eval(tbSrc, []string{"k"}, scenario.Args(tc.capacity, tc.rate, tc.period, "smooth", cost, now, 0))
+				want, err1 := tb.Eval(tbSrc, []string{"k"}, oneCall("token_bucket", scenario.Args(tc.capacity, tc.rate, tc.period, "smooth"), strconv.Itoa(cost), now, "0"))
 				got, err2 := lb.Eval(lbSrc, []string{"k"}, scenario.Args(tc.capacity, tc.rate, tc.period, cost, now, 0))
 				if err1 != nil || err2 != nil {
 					t.Fatal(err1, err2)

@@ -3,6 +3,7 @@ package luatest
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/redlimit/redlimit/tests/scenario"
 )
@@ -11,7 +12,6 @@ func init() {
 	models["token_bucket"] = modelTokenBucket
 	models["leaky_bucket"] = modelLeakyBucket
 	models["gcra"] = modelGCRA
-	models["gcra_at_most"] = gcraModel(true)
 }
 
 // The scripts' string states, as patterns: the script's tag, a time as a
@@ -22,20 +22,13 @@ var (
 )
 
 func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
-	a := args{argv: argv}
-	capacity := a.int(0, "capacity", 1, 1e9)
-	rate := a.int(1, "rate", 1, 1e9)
-	period := a.int(2, "period", 1, 1e11)
-	cost := a.int(4, "cost", 0, 1e9)
-	now := a.int(5, "now", 0, maxTime)
-	deadline := a.int(6, "deadline", 0, maxTime)
-	if refill, _ := a.str(3); refill != "smooth" && refill != "interval" {
-		a.fail("BADARG refill must be 'smooth' or 'interval'")
-	}
-	if err := a.finish(keys, "bucket", 7); err != nil {
+	b, err := readBatch(keys, argv, "bucket", [3]string{"capacity", "rate", "period"}, "refill",
+		"BADARG refill must be 'smooth' or 'interval' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)", "smooth", "interval")
+	if err != nil {
 		return nil, err
 	}
-	smooth := argv[3] == "smooth"
+	capacity, rate, period := b.lim[0], b.lim[1], b.lim[2]
+	smooth := b.word == "smooth"
 	p := period * 1000
 	// at is the instant a bucket holding have tokens, credited up to mark,
 	// holds n: whole tokens are credited rate per p µs (smooth), or rate at
@@ -49,54 +42,52 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if at(0, 0, capacity) > 1e15 {
 		return nil, ErrorReply("BADARG capacity/rate*period must be at most 1e15 µs (31 years)")
 	}
-	now, caller, err := clock(r, now, deadline)
-	if err != nil {
-		return nil, err
-	}
-	// '-<ts><tokens>': ts as 16 digits, tokens without a leading zero.
-	st, err := stringState(r, keys[0], tokenBucketState, badState("a token bucket -<ts><tokens>"))
-	if err == nil && st != nil && (st[0] > latest(r) || st[1] > 1e9) {
-		err = ErrorReply(badState("a token bucket -<ts><tokens>"))
-	}
-	if err != nil {
-		return nil, err
-	}
-	// A key that holds nothing is a full bucket at the later of the caller's
-	// clock and the server's.
-	tokens, ts := capacity, max(now, r.now)
-	if st != nil {
-		ts, tokens = st[0], st[1]
-	}
-	own := now
-	now = max(now, ts)
-	have := min(tokens, capacity)
-	held, mark := capacity, now
-	if have < capacity && now < at(have, ts, capacity) {
-		if smooth {
-			added, _, _ := mulDiv(now-ts, rate, p)
-			held, mark = have+added, ts+mulDivCeil(added, p, rate)
-		} else {
-			steps := (now - ts) / p
-			held, mark = have+steps*rate, ts+steps*p
+	return b.each(r, func(cost, now int64, caller bool) ([]int64, error) {
+		// '-<ts><tokens>': ts as 16 digits, tokens without a leading zero.
+		st, err := stringState(r, keys[0], tokenBucketState, badState("a token bucket -<ts><tokens>"))
+		if err == nil && st != nil && (st[0] > latest(r) || st[1] > 1e9) {
+			err = ErrorReply(badState("a token bucket -<ts><tokens>"))
 		}
-	}
-	var reset int64
-	if have < capacity && at(have, ts, capacity) > now {
-		reset = at(have, ts, capacity) - own
-	}
-	want := max(cost, 1)
-	switch {
-	case want > capacity:
-		return []int64{0, held, -1, ms(reset)}, nil
-	case have < want && at(have, ts, want) > now:
-		return []int64{0, held, ms(at(have, ts, want) - own), ms(reset)}, nil
-	case cost == 0:
-		return []int64{1, held, 0, ms(reset)}, nil
-	}
-	held -= cost
-	full := at(held, mark, capacity)
-	writeString(r, keys[0], ttl(r, full, caller), fmt.Sprintf("-%016d%d", mark, held))
-	return []int64{1, held, 0, ms(full - own)}, nil
+		if err != nil {
+			return nil, err
+		}
+		// A key that holds nothing is a full bucket at the later of the
+		// caller's clock and the server's.
+		tokens, ts := capacity, max(now, r.now)
+		if st != nil {
+			ts, tokens = st[0], st[1]
+		}
+		own := now
+		now = max(now, ts)
+		have := min(tokens, capacity)
+		held, mark := capacity, now
+		if have < capacity && now < at(have, ts, capacity) {
+			if smooth {
+				added, _, _ := mulDiv(now-ts, rate, p)
+				held, mark = have+added, ts+mulDivCeil(added, p, rate)
+			} else {
+				steps := (now - ts) / p
+				held, mark = have+steps*rate, ts+steps*p
+			}
+		}
+		var reset int64
+		if have < capacity && at(have, ts, capacity) > now {
+			reset = at(have, ts, capacity) - own
+		}
+		want := max(cost, 1)
+		switch {
+		case want > capacity:
+			return []int64{0, held, -1, ms(reset)}, nil
+		case have < want && at(have, ts, want) > now:
+			return []int64{0, held, ms(at(have, ts, want) - own), ms(reset)}, nil
+		case cost == 0:
+			return []int64{1, held, 0, ms(reset)}, nil
+		}
+		held -= cost
+		full := at(held, mark, capacity)
+		writeString(r, keys[0], ttl(r, full, caller), fmt.Sprintf("-%016d%d", mark, held))
+		return []int64{1, held, 0, ms(full - own)}, nil
+	})
 }
 
 func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
@@ -170,103 +161,156 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	return []int64{1, remaining - cost, 0, ms(now + water - own)}, nil
 }
 
-var modelGCRA = gcraModel(false)
-
-// gcraModel is gcra.lua restated, or with atMost gcra_at_most.lua: the
-// same state and judgement, and a call of n that takes what is left, up to
-// n, instead of a cost that passes whole or not at all.
-func gcraModel(atMost bool) model {
-	return func(r *Redis, keys, argv []string) ([]int64, error) {
-		return gcra(r, keys, argv, atMost)
+// modelGCRA is gcra.lua restated: each request as its own call would be
+// judged, the state it leaves written before the next (take at_most takes
+// what is left, up to the cost, instead of a cost that passes whole or not
+// at all).
+func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
+	b, err := readBatch(keys, argv, "tat", [3]string{"burst", "rate", "period"}, "take",
+		"BADARG take must be 'all' or 'at_most' (ARGV: burst, rate, period, now, take, then cost and deadline per request)", "all", "at_most")
+	if err == nil && b.lim[1] > b.lim[2]*1000 {
+		err = ErrorReply("BADARG rate must be at most one per µs (period*1000)")
 	}
-}
-
-func gcra(r *Redis, keys, argv []string, atMost bool) ([]int64, error) {
-	a := args{argv: argv}
-	burst := a.int(0, "burst", 1, 1e9)
-	rate := a.int(1, "rate", 1, 1e9)
-	period := a.int(2, "period", 1, 1e11)
-	var cost int64
-	if atMost {
-		cost = a.int(3, "n", 1, 1e9)
-	} else {
-		cost = a.int(3, "cost", 0, 1e9)
-	}
-	now := a.int(4, "now", 0, maxTime)
-	deadline := a.int(5, "deadline", 0, maxTime)
-	if err := a.finish(keys, "tat", 6); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	if rate > period*1000 {
-		return nil, ErrorReply("BADARG rate must be at most one per µs (period*1000)")
-	}
+	burst, rate, period := b.lim[0], b.lim[1], b.lim[2]
+	atMost := b.word == "at_most"
 	interval := ceilDiv(period*1000, rate)
 	tolerance := mulSat(burst, interval)
 	if tolerance > 1e15 {
 		return nil, ErrorReply("BADARG burst*period/rate must be at most 1e15 µs (31 years)")
 	}
-	now, caller, err := clock(r, now, deadline)
+	return b.each(r, func(cost, now int64, caller bool) ([]int64, error) {
+		own := now
+		v := r.get(keys[0])
+		if v == nil {
+			now = max(now, r.now)
+		}
+		theo := now
+		if v != nil {
+			if v.kind != "string" {
+				return nil, ErrorReply(wrongType)
+			}
+			// 'g<tat><interval>/<more>' (the TAT as 16 digits, the interval
+			// it counts in, and its lead on the clock of the write that set
+			// it, less one interval) or '2<tat mod 1e10><interval>' (a lead
+			// of one interval).
+			tat, was, lead, err := parseGCRA(v.str, r.now)
+			at := tat - lead
+			if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > latest(r) {
+				return nil, ErrorReply(badState("a GCRA state 2<tat><interval> or g<tat><interval>/<more>"))
+			}
+			// The lead on the last write's clock in intervals of the current
+			// rate: whole ones exactly, a part one rounded up, then no more
+			// than a full burst.
+			if units := lead / was; units >= burst {
+				lead = tolerance
+			} else {
+				lead = min(tolerance, units*interval+mulDivCeil(lead-units*was, interval, was))
+			}
+			theo = max(now, at+lead)
+		}
+		ahead := theo - now
+		left := func(d int64) int64 { return max(0, burst-ceilDiv(d, interval)) }
+		wait := func(d int64) int64 { return ms(d + now - own) }
+		var reset int64
+		if ahead > 0 {
+			reset = wait(ahead)
+		}
+		taken := int64(1)
+		if atMost {
+			// What is left, up to the cost; nothing left waits for one, and
+			// a peek takes nothing.
+			if left(ahead) == 0 {
+				return []int64{0, 0, wait(ahead + interval - tolerance), reset}, nil
+			}
+			cost = min(cost, left(ahead))
+			taken = cost
+		}
+		want := max(cost, 1)
+		switch {
+		case want > burst:
+			return []int64{0, left(ahead), -1, reset}, nil
+		case ahead+want*interval > tolerance:
+			return []int64{0, left(ahead), wait(ahead + want*interval - tolerance), reset}, nil
+		case cost == 0:
+			return []int64{taken, left(ahead), 0, reset}, nil
+		}
+		theo += cost * interval
+		ahead += cost * interval
+		r.data[keys[0]] = &value{kind: "string", str: scenario.GCRAState(theo, interval, ahead),
+			expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
+		return []int64{taken, left(ahead), 0, wait(ahead)}, nil
+	})
+}
+
+// batch is a batch script's call as the script reads it: the limit's three
+// numbers, the word (take, refill), the clock, and (cost, deadline) per
+// request.
+type batch struct {
+	lim  [3]int64
+	now  int64
+	word string
+	reqs [][2]int64
+}
+
+// readBatch reads a batch script's ARGV in the script's order, keeping the
+// first problem: the limit's numbers and the clock, the word (badWord when
+// it is none of words), the key, the count, then each request's cost and
+// deadline.
+func readBatch(keys, argv []string, keyName string, names [3]string, word, badWord string, words ...string) (batch, error) {
+	a := args{argv: argv}
+	var b batch
+	for i, name := range names {
+		hi := int64(1e9)
+		if i == 2 {
+			hi = 1e11
+		}
+		b.lim[i] = a.int(i, name, 1, hi)
+	}
+	b.now = a.int(3, "now", 0, maxTime)
+	b.word, _ = a.str(4)
+	if !slices.Contains(words, b.word) {
+		a.fail(badWord)
+	}
+	if len(keys) == 0 {
+		a.fail("BADARG " + keyName + " key is missing")
+	}
+	n := (len(argv) - 5) / 2
+	if a.bad == "" && (len(keys) != 1 || len(argv) < 7 || (len(argv)-5)%2 != 0 || n > 64) {
+		a.fail(fmt.Sprintf("BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d", len(keys), len(argv)))
+	}
+	if a.bad == "" {
+		for i := 1; i <= n; i++ {
+			c := a.int(3+2*i, fmt.Sprintf("cost of request %d", i), 0, 1e9)
+			d := a.int(4+2*i, fmt.Sprintf("deadline of request %d", i), 0, maxTime)
+			b.reqs = append(b.reqs, [2]int64{c, d})
+		}
+	}
+	return b, a.err()
+}
+
+// each checks the clock, then decides the requests in turn: one run at or
+// after its deadline answers expired and changes nothing, each other as
+// one call of it alone, on r as the requests before it left it. When every
+// request has expired, the key is not looked at.
+func (b batch) each(r *Redis, one func(cost, now int64, caller bool) ([]int64, error)) ([]int64, error) {
+	now, caller, err := clock(r, b.now, 0)
 	if err != nil {
 		return nil, err
 	}
-	own := now
-	v := r.get(keys[0])
-	if v == nil {
-		now = max(now, r.now)
-	}
-	theo := now
-	if v != nil {
-		if v.kind != "string" {
-			return nil, ErrorReply(wrongType)
+	var out []int64
+	for _, q := range b.reqs {
+		if q[1] > 0 && r.now >= q[1] {
+			out = append(out, -1, 0, 0, 0)
+			continue
 		}
-		// 'g<tat><interval>/<more>' (the TAT as 16 digits, the interval it
-		// counts in, and its lead on the clock of the write that set it,
-		// less one interval) or '2<tat mod 1e10><interval>' (a lead of one
-		// interval).
-		tat, was, lead, err := parseGCRA(v.str, r.now)
-		at := tat - lead
-		if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > latest(r) {
-			return nil, ErrorReply(badState("a GCRA state 2<tat><interval> or g<tat><interval>/<more>"))
+		reply, err := one(q[0], now, caller)
+		if err != nil {
+			return nil, err
 		}
-		// The lead on the last write's clock in intervals of the current
-		// rate: whole ones exactly, a part one rounded up, then no more than
-		// a full burst.
-		if units := lead / was; units >= burst {
-			lead = tolerance
-		} else {
-			lead = min(tolerance, units*interval+mulDivCeil(lead-units*was, interval, was))
-		}
-		theo = max(now, at+lead)
+		out = append(out, reply...)
 	}
-	ahead := theo - now
-	left := func(d int64) int64 { return max(0, burst-ceilDiv(d, interval)) }
-	wait := func(d int64) int64 { return ms(d + now - own) }
-	var reset int64
-	if ahead > 0 {
-		reset = wait(ahead)
-	}
-	if atMost {
-		// What is left, up to n; nothing left waits for one.
-		if left(ahead) == 0 {
-			return []int64{0, 0, wait(ahead + interval - tolerance), reset}, nil
-		}
-		cost = min(cost, left(ahead))
-	}
-	want := max(cost, 1)
-	switch {
-	case want > burst:
-		return []int64{0, left(ahead), -1, reset}, nil
-	case ahead+want*interval > tolerance:
-		return []int64{0, left(ahead), wait(ahead + want*interval - tolerance), reset}, nil
-	case cost == 0:
-		return []int64{1, left(ahead), 0, reset}, nil
-	}
-	theo += cost * interval
-	ahead += cost * interval
-	r.data[keys[0]] = &value{kind: "string", str: scenario.GCRAState(theo, interval, ahead),
-		expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
-	if atMost {
-		return []int64{cost, left(ahead), 0, wait(ahead)}, nil
-	}
-	return []int64{1, left(ahead), 0, wait(ahead)}, nil
+	return out, nil
 }

@@ -73,7 +73,7 @@ func multiOf(gcra model) model {
 		}
 		s := func(v int64) string { return strconv.FormatInt(v, 10) }
 		ask := func(rr *Redis, i int, c int64) ([]int64, error) {
-			return gcra(rr, keys[i:i+1], []string{s(lims[i].burst), s(lims[i].rate), s(lims[i].period), s(c), argv[1], "0"})
+			return gcra(rr, keys[i:i+1], oneCall("gcra", []string{s(lims[i].burst), s(lims[i].rate), s(lims[i].period), "all"}, s(c), argv[1], "0"))
 		}
 		reply := []int64{1, 0}
 		worst := int64(0)

@@ -171,7 +171,7 @@ func (p *peerRun) step(now int64, cost int) [4]int64 {
 
 	p.r.SetTime(now)
 	d0 := p.tat(now) - now
-	reply, err := p.r.Eval(p.src, []string{"k"}, append(scenario.Args(c.burst, c.rate, c.period, cost), strconv.FormatInt(now, 10), "0"))
+	reply, err := p.r.Eval(p.src, []string{"k"}, oneCall("gcra", scenario.Args(c.burst, c.rate, c.period, "all"), strconv.Itoa(cost), strconv.FormatInt(now, 10), "0"))
 	if err != nil {
 		t.Fatalf("%s call %d: %v", c.name, p.calls, err)
 	}

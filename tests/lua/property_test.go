@@ -13,7 +13,7 @@ import (
 type limiter struct {
 	script string
 	name   string
-	args   func(cost int) []string // ARGV without the clock
+	args   func(cost int) []string // the limit and the cost (see withClock)
 	// bound is the most cost that may be admitted within any closed span of
 	// time of the given length.
 	bound   func(span time.Duration) int
@@ -33,7 +33,7 @@ type call struct {
 
 func (l limiter) run(t *testing.T, r *Redis, src string, c *call) {
 	t.Helper()
-	argv := append(l.args(c.cost), strconv.FormatInt(c.at, 10), "0")
+	argv := withClock(l.script, l.args(c.cost), strconv.FormatInt(c.at, 10), "0")
 	reply, err := r.Eval(src, []string{"k"}, argv)
 	if err != nil {
 		t.Fatalf("%s %v: %v", l.name, argv, err)

@@ -49,7 +49,7 @@ func runScenario(t *testing.T, src string, sc scenario.Scenario, base int64) {
 		argv := sc.ArgvFrom(base, st)
 		got, err := r.Eval(src, sc.Keys, argv)
 
-		readOnly := err != nil || sc.Peek(st)
+		readOnly := err != nil
 		switch {
 		case st.Err != "":
 			if err == nil || !strings.HasPrefix(err.Error(), st.Err) {
@@ -65,9 +65,7 @@ func runScenario(t *testing.T, src string, sc scenario.Scenario, base int64) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("step %d at %v %v: reply (-want +got):\n%s", i, st.At, argv, diff)
 			}
-			if w, ok := got.([]any); ok && len(w) > 0 && w[0] == int64(0) {
-				readOnly = true
-			}
+			readOnly = !scenario.SpecOf(sc.Script).Wrote(argv, st.Want)
 		}
 		if readOnly {
 			if after := r.Snapshot(); !before.Equal(after) {

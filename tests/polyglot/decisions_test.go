@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,10 +41,15 @@ type algo struct {
 var algos = []algo{
 	{
 		script: "gcra",
-		args:   []string{"burst=3", "rate=3", "period=3600000"}, // a bare number is in the wire unit, ms
+		args:   []string{"burst=3", "rate=3", "period=3600000", "take=all"}, // a bare number is in the wire unit, ms
 		call: func(ctx context.Context, c redis.Scripter, key string, cost int64) (decision, error) {
-			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour, Cost: cost})
-			return fromGo(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
+			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour,
+				Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: cost}}})
+			if err != nil {
+				return decision{}, err
+			}
+			d := r.Decisions[0]
+			return fromGo(d.Allowed == 1, d.Remaining, d.RetryAfter, d.ResetAfter), nil
 		},
 	},
 	{
@@ -51,9 +57,14 @@ var algos = []algo{
 		args:   []string{"capacity=3", "rate=3", "period=1h", "refill=smooth"},
 		call: func(ctx context.Context, c redis.Scripter, key string, cost int64) (decision, error) {
 			r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{
-				Capacity: 3, Rate: 3, Period: time.Hour, Refill: bindings.TokenBucketRefillSmooth, Cost: cost,
+				Capacity: 3, Rate: 3, Period: time.Hour, Refill: bindings.TokenBucketRefillSmooth,
+				Requests: []bindings.TokenBucketRequest{{Cost: cost}},
 			})
-			return fromGo(r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter), err
+			if err != nil {
+				return decision{}, err
+			}
+			d := r.Decisions[0]
+			return fromGo(d.Allowed == 1, d.Remaining, d.RetryAfter, d.ResetAfter), nil
 		},
 	},
 }
@@ -66,11 +77,16 @@ func fromGo(allowed bool, remaining int64, retry, reset time.Duration) decision 
 	return d
 }
 
-// fromLine reads a decision from an example's JSON line.
-func fromLine(t *testing.T, l line) decision {
+// fromLine reads a decision from an example's JSON line of one request.
+func fromLine(t *testing.T, ln line) decision {
 	t.Helper()
-	if l.Error != "" || l.Allowed == nil || l.Remaining == nil {
-		t.Fatalf("not a decision: %+v", l)
+	if ln.Error != "" || len(ln.Decisions) != 1 || ln.Decisions[0].Remaining == nil {
+		t.Fatalf("not one decision: %+v", ln)
+	}
+	l := ln.Decisions[0]
+	allowed := string(l.Allowed)
+	if allowed != "1" && allowed != "0" {
+		t.Fatalf("allowed is %s: %+v", allowed, ln)
 	}
 	ms := func(raw json.RawMessage) (time.Duration, bool) {
 		if string(raw) == `"never"` {
@@ -82,7 +98,7 @@ func fromLine(t *testing.T, l line) decision {
 		}
 		return time.Duration(f * float64(time.Millisecond)), false
 	}
-	d := decision{Allowed: *l.Allowed, Remaining: *l.Remaining}
+	d := decision{Allowed: allowed == "1", Remaining: *l.Remaining}
 	d.RetryAfter, d.Never = ms(l.RetryAfter)
 	if reset, never := ms(l.ResetAfter); never {
 		t.Fatalf("reset_after is never: %+v", l)
@@ -187,7 +203,7 @@ func TestDecisions(t *testing.T) {
 						for i, step := range steps {
 							before := stats(t, rdb)
 							args := append([]string{"--redis", addr, "--via", via, "--json", "--calls", fmt.Sprint(step.calls), a.script, key}, a.args...)
-							r := cli(t, prog, append(args, fmt.Sprintf("cost=%d", step.cost))...)
+							r := cli(t, prog, append(args, fmt.Sprintf("requests=%d", step.cost))...)
 							if r.code != 0 || int64(len(r.lines)) != step.calls {
 								t.Fatalf("%s %s: want %d decisions:\n%s", l.name, strings.Join(args, " "), step.calls, r)
 							}
@@ -247,6 +263,106 @@ func TestDecisions(t *testing.T) {
 	}
 }
 
+// TestBatch: a call of several requests, from each example's CLI, answers
+// each request as the Go bindings' same batch does: gcra's take all and
+// take at_most, the token bucket, a peek and a cost above the limit among
+// them.
+func TestBatch(t *testing.T) {
+	rdb, addr := client(t)
+	ctx := context.Background()
+	type batch struct {
+		script string
+		args   []string
+		call   func(key string) ([]int64, error)
+	}
+	costs := []int64{1, 2, 0, 4, 1}
+	flat := func(allowed, remaining int64, retry, reset time.Duration) []int64 {
+		return []int64{allowed, remaining, retry.Milliseconds(), reset.Milliseconds()}
+	}
+	batches := []batch{
+		{"gcra", []string{"burst=3", "rate=3", "period=1h", "take=all"}, func(key string) ([]int64, error) {
+			p := bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour, Take: bindings.GCRATakeAll}
+			for _, c := range costs {
+				p.Requests = append(p.Requests, bindings.GCRARequest{Cost: c})
+			}
+			r, err := bindings.GCRA(ctx, rdb, key, p)
+			var out []int64
+			for _, d := range r.Decisions {
+				out = append(out, flat(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)...)
+			}
+			return out, err
+		}},
+		{"gcra", []string{"burst=3", "rate=3", "period=1h", "take=at_most"}, func(key string) ([]int64, error) {
+			p := bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour, Take: bindings.GCRATakeAtMost}
+			for _, c := range costs {
+				p.Requests = append(p.Requests, bindings.GCRARequest{Cost: c})
+			}
+			r, err := bindings.GCRA(ctx, rdb, key, p)
+			var out []int64
+			for _, d := range r.Decisions {
+				out = append(out, flat(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)...)
+			}
+			return out, err
+		}},
+		{"token_bucket", []string{"capacity=3", "rate=3", "period=1h", "refill=smooth"}, func(key string) ([]int64, error) {
+			p := bindings.TokenBucketParams{Capacity: 3, Rate: 3, Period: time.Hour, Refill: bindings.TokenBucketRefillSmooth}
+			for _, c := range costs {
+				p.Requests = append(p.Requests, bindings.TokenBucketRequest{Cost: c})
+			}
+			r, err := bindings.TokenBucket(ctx, rdb, key, p)
+			var out []int64
+			for _, d := range r.Decisions {
+				out = append(out, flat(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)...)
+			}
+			return out, err
+		}},
+	}
+	var list []string
+	for _, c := range costs {
+		list = append(list, fmt.Sprint(c))
+	}
+	for _, l := range langs {
+		t.Run(l.name, func(t *testing.T) {
+			prog := l.cli(t)
+			for i, b := range batches {
+				key := fmt.Sprintf("poly:{batch-%s-%d}", l.name, i)
+				r := cli(t, prog, append(append([]string{"--redis", addr, "--json", "--calls", "1", b.script, key}, b.args...), "requests="+strings.Join(list, ","))...)
+				if r.code != 0 || len(r.lines) != 1 || len(r.lines[0].Decisions) != len(costs) {
+					t.Fatalf("%s %v: want one line of %d decisions:\n%s", b.script, b.args, len(costs), r)
+				}
+				want, err := b.call(key + ":go")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for _, d := range r.lines[0].Decisions {
+					var allowed, retry, reset int64
+					if err := json.Unmarshal(d.Allowed, &allowed); err != nil {
+						t.Fatalf("allowed %s: %v", d.Allowed, err)
+					}
+					if string(d.RetryAfter) == `"never"` {
+						retry = -1
+					} else if err := json.Unmarshal(d.RetryAfter, &retry); err != nil {
+						t.Fatal(err)
+					}
+					if err := json.Unmarshal(d.ResetAfter, &reset); err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, allowed, *d.Remaining, retry, reset)
+				}
+				// Within an hour's limit, a few ms between the two calls
+				// change no number but the waits by a few ms: compare
+				// allowed and remaining exactly.
+				for j := 0; j < len(costs); j++ {
+					if got[4*j] != want[4*j] || got[4*j+1] != want[4*j+1] || (got[4*j+2] == -1) != (want[4*j+2] == -1) {
+						t.Errorf("%s %v request %d (cost %d): %s says %v, Go %v", b.script, b.args, j+1, costs[j], l.name, got[4*j:4*j+4], want[4*j:4*j+4])
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestBadArgument: a caller clock an hour from the server's TIME, which
 // only the script can tell, comes back as the script's BADARG error in
 // both languages and both ways of calling; a limit the manifest's bounds
@@ -267,7 +383,7 @@ func TestBadArgument(t *testing.T) {
 					}
 					skewed := now.Add(-time.Hour).UnixMicro()
 					r := cli(t, prog, "--redis", addr, "--via", via, "--json", "--calls", "1",
-						"gcra", key, "burst=3", "rate=3", "period=1000", "cost=1", fmt.Sprintf("now=%d", skewed))
+						"gcra", key, "burst=3", "rate=3", "period=1000", "take=all", "requests=1", fmt.Sprintf("now=%d", skewed))
 					if r.code != 1 || len(r.lines) != 1 || r.lines[0].Error != "BADARG" || !strings.HasPrefix(r.lines[0].Message, "now must be") {
 						t.Errorf("a clock an hour off: want exit 1 and the script's BADARG about now:\n%s", r)
 					}
@@ -277,7 +393,7 @@ func TestBadArgument(t *testing.T) {
 
 					before := stats(t, rdb)
 					r = cli(t, prog, "--redis", addr, "--via", via, "--json", "--calls", "1",
-						"gcra", key, "burst=0", "rate=3", "period=1000", "cost=1")
+						"gcra", key, "burst=0", "rate=3", "period=1000", "take=all", "requests=1")
 					if r.code != 2 || len(r.lines) != 1 || r.lines[0].Error != "ArgError" || !strings.Contains(r.lines[0].Message, "burst") {
 						t.Errorf("burst=0: want exit 2 and an ArgError about burst:\n%s", r)
 					}
@@ -313,14 +429,15 @@ func TestDemo(t *testing.T) {
 				var got []string
 				for _, s := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 					f := strings.Fields(s)
-					if len(f) < 4 {
+					allowed := regexp.MustCompile(`allowed=(\S+)`).FindStringSubmatch(s)
+					if len(f) < 4 || allowed == nil {
 						t.Fatalf("--via %s: line %q", via, s)
 					}
-					got = append(got, f[0]+" "+strings.ToLower(f[3]))
+					got = append(got, f[0]+" allowed="+allowed[1])
 				}
 				var want []string
 				for _, s := range []string{"gcra", "token_bucket"} {
-					want = append(want, s+" allowed=true", s+" allowed=true", s+" allowed=true", s+" allowed=false", s+" allowed=false")
+					want = append(want, s+" allowed=1", s+" allowed=1", s+" allowed=1", s+" allowed=0", s+" allowed=0")
 				}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("--via %s (-want +got):\n%s\n%s", via, diff, r)
@@ -343,7 +460,7 @@ func TestStaleLibrary(t *testing.T) {
 			if err := rdb.FunctionLoadReplace(ctx, other).Err(); err != nil {
 				t.Fatal(err)
 			}
-			call := []string{"--redis", addr, "--via", "fcall", "--json", "--calls", "1", "gcra", "poly:{stale-" + l.name + "}", "burst=3", "rate=3", "period=1000", "cost=1"}
+			call := []string{"--redis", addr, "--via", "fcall", "--json", "--calls", "1", "gcra", "poly:{stale-" + l.name + "}", "burst=3", "rate=3", "period=1000", "take=all", "requests=1"}
 			r := cli(t, prog, call...)
 			if r.code != 1 || len(r.lines) != 1 || r.lines[0].Error != "FunctionsStaleError" {
 				t.Errorf("a stale library: want exit 1 and FunctionsStaleError:\n%s", r)
@@ -353,7 +470,7 @@ func TestStaleLibrary(t *testing.T) {
 				t.Errorf("the other library was changed: %+v, %v", libs, err)
 			}
 			r = cli(t, prog, append([]string{"--load-functions"}, call...)...)
-			if r.code != 0 || len(r.lines) != 1 || r.lines[0].Allowed == nil || !*r.lines[0].Allowed {
+			if r.code != 0 || len(r.lines) != 1 || len(r.lines[0].Decisions) != 1 || string(r.lines[0].Decisions[0].Allowed) != "1" {
 				t.Errorf("--load-functions: want one allowed decision:\n%s", r)
 			}
 			if err := bindings.CheckFunctions(ctx, rdb); err != nil {

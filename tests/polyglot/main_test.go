@@ -155,16 +155,22 @@ func lastLine(b []byte) string {
 
 // A line is what an example's CLI prints per call with --json: the reply
 // by its manifest names (durations in ms, "never" for never), or an error.
+// gcra's and token_bucket's reply is their decisions, one per request.
 type line struct {
-	Script     string          `json:"script"`
-	Via        string          `json:"via"`
-	Call       int             `json:"call"`
-	Allowed    *bool           `json:"allowed"`
+	Script    string         `json:"script"`
+	Via       string         `json:"via"`
+	Call      int            `json:"call"`
+	Decisions []lineDecision `json:"decisions"`
+	Error     string         `json:"error"`
+	Message   string         `json:"message"`
+}
+
+// lineDecision is one request's decision in a line.
+type lineDecision struct {
+	Allowed    json.RawMessage `json:"allowed"` // 1 or 0, "expired"
 	Remaining  *int64          `json:"remaining"`
 	RetryAfter json.RawMessage `json:"retry_after"`
 	ResetAfter json.RawMessage `json:"reset_after"`
-	Error      string          `json:"error"`
-	Message    string          `json:"message"`
 }
 
 // A run is one run of an example's CLI.

@@ -22,7 +22,7 @@ type small struct {
 var smalls = map[string]small{
 	"token_bucket": {"tb:{audit}", func(c int) []string { return Args(10, 5, 1000, "smooth", c) }, R(true, 9, 0, 200), 200},
 	"leaky_bucket": {"lb:{audit}", func(c int) []string { return Args(10, 5, 1000, c) }, R(true, 9, 0, 200), 200},
-	"gcra":         {"gcra:{audit}", func(c int) []string { return Args(10, 5, 1000, c) }, R(true, 9, 0, 200), 200},
+	"gcra":         {"gcra:{audit}", func(c int) []string { return Args(10, 5, 1000, "all", c) }, R(true, 9, 0, 200), 200},
 	"fixed_window": {"fw:{audit}", func(c int) []string { return Args(10, 1000, c) }, R(true, 9, 0, 1000), 1000},
 	"sliding_window_log": {"swl:{audit}", func(c int) []string { return Args(10, 1000, c) },
 		R(true, 9, 0, 1000), 1000},
@@ -68,8 +68,8 @@ func init() {
 				// Other inputs of the same kind as issue 8's case 8.
 				Name: "audit 8: lenient numbers and extra arguments are refused",
 				Keys: key("8"),
-				Steps: append(lenient(s.args, spec.CostArg),
-					Step{Args: append(s.args(1), "0"), Now: "0", Deadline: "extra", Err: fmt.Sprintf("BADARG takes 1 key(s) and %d arguments, got 1 and %d", len(s.args(1))+2, len(s.args(1))+3)},
+				Steps: append(lenient(s.args, spec.CostArg, batchSpecs[script].Batch),
+					Step{Args: append(s.args(1), "0"), Now: "0", Deadline: "extra", Err: extraErr(script, len(s.args(1))+2)},
 					Step{Args: s.args(1), Want: s.first, TTL: []int64{s.ttl}},
 				),
 			},
@@ -77,9 +77,22 @@ func init() {
 	}
 }
 
+// extraErr is what a call of script with one ARGV more than its n gets.
+func extraErr(script string, n int) string {
+	if batchSpecs[script].Batch {
+		return fmt.Sprintf("BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and %d", n+1)
+	}
+	return fmt.Sprintf("BADARG takes 1 key(s) and %d arguments, got 1 and %d", n, n+1)
+}
+
 // lenient is a step for every lenient spelling of a number that tonumber
-// takes, in the cost and in the clock: each is BADARG.
-func lenient(args func(int) []string, costArg int) []Step {
+// takes, in the cost and in the clock: each is BADARG. A batch script names
+// the request.
+func lenient(args func(int) []string, costArg int, batch bool) []Step {
+	cost := "cost"
+	if batch {
+		cost = "cost of request 1"
+	}
 	var steps []Step
 	for _, v := range []string{"1e0", "0x1", " 1", "1 ", "+1", "1\x00junk", "01", "-0", "1.0", "1e-400"} {
 		a := args(1)
@@ -89,7 +102,7 @@ func lenient(args func(int) []string, costArg int) []Step {
 			shown = "1?junk"
 		}
 		steps = append(steps,
-			Step{Args: a, Err: fmt.Sprintf("BADARG cost must be an integer from 0 to 1000000000, got '%s'", shown)},
+			Step{Args: a, Err: fmt.Sprintf("BADARG %s must be an integer from 0 to 1000000000, got '%s'", cost, shown)},
 			Step{Args: args(1), Now: v, Err: fmt.Sprintf("BADARG now must be an integer from 0 to 4503599627370496, got '%s'", shown)},
 		)
 	}
@@ -137,7 +150,7 @@ func init() {
 			},
 		},
 	)
-	register(Spec{Script: "token_bucket", CostArg: 4},
+	register(Spec{Script: "token_bucket"},
 		Scenario{
 			// A bucket drained 12890000009 µs ago at 9999999 per day has
 			// credited 1491897.9999... tokens; doubles made it 1491898, the
@@ -185,7 +198,7 @@ func init() {
 			},
 		}
 	}
-	register(Spec{Script: "token_bucket", CostArg: 4}, late(func(c int) []string { return tb(1, 1, sec, c) }, "tb:{audit5}"))
+	register(Spec{Script: "token_bucket"}, late(func(c int) []string { return tb(1, 1, sec, c) }, "tb:{audit5}"))
 	register(Spec{Script: "leaky_bucket", CostArg: 3}, late(func(c int) []string { return Args(1, 1, sec, c) }, "lb:{audit5}"))
 	register(Spec{Script: "sliding_window_log", CostArg: 2}, late(func(c int) []string { return Args(1, sec, c) }, "swl:{audit5}"))
 
@@ -232,7 +245,7 @@ func init() {
 		// Newest member ours, oldest not.
 		Preset{Key: "swl:{b6}", Type: "zset", Vals: []string{"1", "alice", "1767225600000000", LogMember(1767225600000000, 1)}},
 		list("swl:{c6}"))
-	foreign("gcra", 3, Args(5, 1, sec, 1), "string",
+	foreign("gcra", 4, Args(5, 1, sec, "all", 1), "string",
 		Preset{Key: "gcra:{a6}", Type: "string", Vals: []string{"alice"}},
 		Preset{Key: "gcra:{b6}", Type: "string", Vals: []string{"g1767225600000000200000/alice"}},
 		list("gcra:{c6}"))

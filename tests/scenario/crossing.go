@@ -8,8 +8,8 @@ package scenario
 // state on purpose. Every call uses the server's clock and no deadline.
 type Crossing struct {
 	Script string
-	// Family names the scripts that share one state (gcra, multi and
-	// gcra_at_most: GCRA's); "" for a script alone.
+	// Family names the scripts that share one state (gcra and multi:
+	// GCRA's); "" for a script alone.
 	Family string
 	Kind   string     // the Redis type of the state: "string" or "zset"
 	Calls  [][]string // ARGV; the first admits on an empty key
@@ -22,15 +22,15 @@ func Crossings() []Crossing {
 			{"acquire", "x1", "5", "60000", "0", "0"}, {"renew", "x1", "5", "60000", "0", "0"}, {"release", "x1", "5", "60000", "0", "0"},
 			{"acquire", "x2", "1", "60000", "0", "0"}}},
 		{"fixed_window", "", "string", [][]string{{"10", "60000", "1", "0", "0"}, {"10", "60000", "0", "0", "0"}, {"1", "60000", "5", "0", "0"}}},
-		{"gcra", "gcra", "string", [][]string{{"10", "1", "60000", "1", "0", "0"}, {"10", "1", "60000", "0", "0", "0"}, {"1", "1", "60000", "5", "0", "0"}}},
-		{"gcra_at_most", "gcra", "string", [][]string{{"10", "1", "60000", "1", "0", "0"}, {"1", "1", "60000", "5", "0", "0"}}},
+		{"gcra", "gcra", "string", [][]string{{"10", "1", "60000", "0", "all", "1", "0"}, {"10", "1", "60000", "0", "all", "0", "0"},
+			{"1", "1", "60000", "0", "all", "5", "0"}, {"10", "1", "60000", "0", "at_most", "3", "0", "0", "0"}}},
 		{"leaky_bucket", "", "string", [][]string{{"10", "1", "60000", "1", "0", "0"}, {"10", "1", "60000", "0", "0", "0"}, {"1", "1", "60000", "5", "0", "0"}}},
 		{"multi", "gcra", "string", [][]string{{"1", "0", "0", "10", "1", "60000"}, {"0", "0", "0", "10", "1", "60000"}, {"5", "0", "0", "1", "1", "60000"}}},
 		{"sliding_window_counter", "", "string", [][]string{{"10", "60000", "1", "0", "0"}, {"10", "60000", "0", "0", "0"}, {"1", "60000", "5", "0", "0"}}},
 		{"sliding_window_log", "", "zset", [][]string{{"10", "60000", "1", "0", "0"}, {"10", "60000", "0", "0", "0"}, {"1", "60000", "5", "0", "0"}}},
 		{"token_bucket", "", "string", [][]string{
-			{"10", "1", "60000", "smooth", "1", "0", "0"}, {"10", "1", "60000", "interval", "1", "0", "0"},
-			{"10", "1", "60000", "smooth", "0", "0", "0"}, {"1", "1", "60000", "smooth", "5", "0", "0"}}},
+			{"10", "1", "60000", "0", "smooth", "1", "0"}, {"10", "1", "60000", "0", "interval", "1", "0", "1", "0"},
+			{"10", "1", "60000", "0", "smooth", "0", "0"}, {"1", "1", "60000", "0", "smooth", "5", "0"}}},
 	}
 }
 

@@ -3,12 +3,13 @@ package scenario
 import "time"
 
 func init() {
-	// g is ARGV for gcra without the clock.
+	// g is ARGV for gcra without the clock and the deadline: one request
+	// that passes whole or not at all.
 	g := func(burst, rate int, period time.Duration, cost int) []string {
-		return Args(burst, rate, period, cost)
+		return Args(burst, rate, period, "all", cost)
 	}
 	sec, milli, us := time.Second, time.Millisecond, time.Microsecond
-	register(Spec{Script: "gcra", CostArg: 3},
+	register(Spec{Script: "gcra"},
 		Scenario{
 			Name: "burst, deny, one per interval at exact instants",
 			Keys: []string{"gcra:{a}"},
@@ -134,38 +135,48 @@ func init() {
 			Strings: map[string]string{"gcra:{wrong}": "x"},
 			Steps: []Step{
 				{At: 0, Args: g(5, 1, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
-				{Args: Args(5, 1, 1000), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
-				{Args: Args("abc", 1, 1000, 1), Err: "BADARG burst must be an integer from 1 to 1000000000, got 'abc'"},
-				{Args: Args("nan", 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args("inf", 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args("-inf", 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args(0, 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args(-5, 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args(1.5, 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args("1e10", 1, 1000, 1), Err: "BADARG burst"},
-				{Args: Args("", 1, 1000, 1), Err: "BADARG burst must be an integer from 1 to 1000000000, got ''"},
-				{Args: Args(5, 0, 1000, 1), Err: "BADARG rate must be an integer from 1 to 1000000000, got '0'"},
-				{Args: Args(5, "nan", 1000, 1), Err: "BADARG rate"},
-				{Args: Args(5, "2e9", 1000, 1), Err: "BADARG rate"},
-				{Args: Args(5, 1, 0, 1), Err: "BADARG period must be an integer from 1 to 100000000000, got '0'"},
-				{Args: Args(5, 1, "0.5", 1), Err: "BADARG period"},
-				{Args: Args(5, 1, "-inf", 1), Err: "BADARG period"},
-				{Args: Args(5, 1, "1e12", 1), Err: "BADARG period"},
+				{Args: Args(5, 1, 1000, "all"), Err: "BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 6"},
+				{Args: Args(5, 1, 1000, "all", 1, 0), Err: "BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 8"},
+				{Args: Args(5, 1, 1000, "some", 1), Err: "BADARG take must be 'all' or 'at_most'"},
+				// The layouts of earlier versions, gcra.lua's (cost, now,
+				// deadline) and gcra_at_most.lua's (n, now, deadline): every
+				// one of them is refused, none misread.
+				{Raw: Args(5, 1, 1000, 1, 0, 0), Err: "BADARG take must be 'all' or 'at_most'"},
+				{Raw: Args(5, 1, 1000, 0, 0, 0), Err: "BADARG take must be 'all' or 'at_most'"},
+				{Raw: Args(5, 1, 1000, 3, 0, 4503599627370496), Err: "BADARG take must be 'all' or 'at_most'"},
+				{Args: Args("abc", 1, 1000, "all", 1), Err: "BADARG burst must be an integer from 1 to 1000000000, got 'abc'"},
+				{Args: Args("nan", 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args("inf", 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args("-inf", 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args(0, 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args(-5, 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args(1.5, 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args("1e10", 1, 1000, "all", 1), Err: "BADARG burst"},
+				{Args: Args("", 1, 1000, "all", 1), Err: "BADARG burst must be an integer from 1 to 1000000000, got ''"},
+				{Args: Args(5, 0, 1000, "all", 1), Err: "BADARG rate must be an integer from 1 to 1000000000, got '0'"},
+				{Args: Args(5, "nan", 1000, "all", 1), Err: "BADARG rate"},
+				{Args: Args(5, "2e9", 1000, "all", 1), Err: "BADARG rate"},
+				{Args: Args(5, 1, 0, "all", 1), Err: "BADARG period must be an integer from 1 to 100000000000, got '0'"},
+				{Args: Args(5, 1, "0.5", "all", 1), Err: "BADARG period"},
+				{Args: Args(5, 1, "-inf", "all", 1), Err: "BADARG period"},
+				{Args: Args(5, 1, "1e12", "all", 1), Err: "BADARG period"},
 				// A µs is the finest interval: 1001 per ms is too fast.
-				{Args: Args(5, 1001, 1, 1), Err: "BADARG rate must be at most one per µs (period*1000)"},
-				{Args: Args(5, 1, 1000, -1), Err: "BADARG cost must be an integer from 0 to 1000000000, got '-1'"},
-				{Args: Args(5, 1, 1000, 0.5), Err: "BADARG cost"},
-				{Args: Args(5, 1, 1000, "1e10"), Err: "BADARG cost"},
+				{Args: Args(5, 1001, 1, "all", 1), Err: "BADARG rate must be at most one per µs (period*1000)"},
+				{Args: Args(5, 1, 1000, "all", -1), Err: "BADARG cost of request 1 must be an integer from 0 to 1000000000, got '-1'"},
+				{Args: Args(5, 1, 1000, "all", 0.5), Err: "BADARG cost"},
+				{Args: Args(5, 1, 1000, "all", "1e10"), Err: "BADARG cost"},
+				{Args: Args(5, 1, 1000, "all", 1, 0, 1, "x", 1), Err: "BADARG deadline of request 2 must be an integer from 0 to 4503599627370496, got 'x'"},
+				{Args: Args(5, 1, 1000, "all", 1, 0, 1, 0, 1, 0, "1.5"), Err: "BADARG cost of request 4 must be an integer from 0 to 1000000000, got '1.5'"},
 				{Args: g(5, 1, sec, 1), Now: "-1", Err: "BADARG now"},
 				{Args: g(5, 1, sec, 1), Now: "1.5", Err: "BADARG now"},
 				{Args: g(5, 1, sec, 1), Now: "1e300", Err: "BADARG now"},
 				{Args: g(5, 1, sec, 1), Now: "nan", Err: "BADARG now"},
 				{Args: g(5, 1, sec, 1), Now: "x", Err: "BADARG now"},
 				// Each value is in range, but burst*T is 1.001e15 µs.
-				{Args: Args(1000000000, 1, 1001, 1), Err: "BADARG burst*period/rate must be at most 1e15 µs (31 years)"},
+				{Args: Args(1000000000, 1, 1001, "all", 1), Err: "BADARG burst*period/rate must be at most 1e15 µs (31 years)"},
 				// The same with T = 1 s is exactly 1e15 µs and passes. The key
 				// written by the first step (T = 1 s) is 1 s ahead: one interval.
-				{At: 0, Args: Args(1000000000, 1, 1000, 0), Want: R(true, 999999999, 0, 1000), TTL: []int64{1000}},
+				{At: 0, Args: Args(1000000000, 1, 1000, "all", 0), Want: R(true, 999999999, 0, 1000), TTL: []int64{1000}},
 				{At: 500 * milli, Args: g(5, 1, sec, 1), Want: R(true, 3, 0, 1500), TTL: []int64{1500}},
 			},
 		},
@@ -207,7 +218,7 @@ func init() {
 		name  string
 		state func(tat, interval, lead int64) string
 	}{{"short", func(tat, interval, _ int64) string { return GCRAShortState(tat, interval) }}, {"long", GCRALongState}} {
-		register(Spec{Script: "gcra", CostArg: 3}, Scenario{
+		register(Spec{Script: "gcra"}, Scenario{
 			Name: "a TAT one interval ahead, in its " + form.name + " form",
 			Keys: []string{"gcra:{" + form.name + "}"},
 			Preset: func(t0 int64) []Preset {
@@ -215,11 +226,11 @@ func init() {
 			},
 			Steps: []Step{
 				// 2 at once, 2 per s: one of 2 is used.
-				{At: 0, Args: Args(2, 2, sec, 0), Want: R(true, 1, 0, 500), TTL: []int64{60000}},
-				{At: 0, Args: Args(2, 2, sec, 2), Want: R(false, 1, 500, 500), TTL: []int64{60000}},
-				{At: 0, Args: Args(2, 2, sec, 1), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
+				{At: 0, Args: Args(2, 2, sec, "all", 0), Want: R(true, 1, 0, 500), TTL: []int64{60000}},
+				{At: 0, Args: Args(2, 2, sec, "all", 2), Want: R(false, 1, 500, 500), TTL: []int64{60000}},
+				{At: 0, Args: Args(2, 2, sec, "all", 1), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
 				// 1.5 s on the key is idle: one request leaves the short form.
-				{At: 1500 * time.Millisecond, Args: Args(2, 2, sec, 1), Want: R(true, 1, 0, 500), TTL: []int64{500}},
+				{At: 1500 * time.Millisecond, Args: Args(2, 2, sec, "all", 1), Want: R(true, 1, 0, 500), TTL: []int64{500}},
 			},
 		})
 	}

@@ -12,7 +12,7 @@ func init() {
 	tb := func(capacity, rate int, period time.Duration, cost int) []string {
 		return Args(capacity, rate, period, "smooth", cost)
 	}
-	register(Spec{Script: "token_bucket", CostArg: 4}, Scenario{
+	register(Spec{Script: "token_bucket"}, Scenario{
 		Name: "limits change while the key lives",
 		Keys: []string{"tb:{limits}"},
 		Steps: []Step{
@@ -45,21 +45,21 @@ func init() {
 			{At: 1500 * ms, Args: Args(10, 10, sec, 4), Want: R(true, 1, 0, 900), TTL: []int64{900}},
 		},
 	})
-	register(Spec{Script: "gcra", CostArg: 3}, Scenario{
+	register(Spec{Script: "gcra"}, Scenario{
 		Name: "limits change while the key lives",
 		Keys: []string{"gcra:{limits}"},
 		Steps: []Step{
 			// TAT 2 s ahead: 10 intervals of 200 ms.
-			{Args: Args(10, 5, sec, 10), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
+			{Args: Args(10, 5, sec, "all", 10), Want: R(true, 0, 0, 2000), TTL: []int64{2000}},
 			// At 1 per s from the last write, its 10 intervals are 10 s: the
 			// TAT is 9 s ahead at 1 s. A lower rate frees no room.
-			{At: sec, Args: Args(10, 1, sec, 1), Want: R(true, 0, 0, 10000), TTL: []int64{10000}},
+			{At: sec, Args: Args(10, 1, sec, "all", 1), Want: R(true, 0, 0, 10000), TTL: []int64{10000}},
 			// Burst 3: the lead is capped at a full burst, 3 s, so the next
 			// request waits 1 s, not 8.
-			{At: sec, Args: Args(3, 1, sec, 1), Want: R(false, 0, 1000, 3000), TTL: []int64{10000}},
+			{At: sec, Args: Args(3, 1, sec, "all", 1), Want: R(false, 0, 1000, 3000), TTL: []int64{10000}},
 			// 10 per s: the lead is 1 s (a full burst) from 1 s, 500 ms at
 			// 1.5 s: room for 5.
-			{At: 1500 * ms, Args: Args(10, 10, sec, 4), Want: R(true, 1, 0, 900), TTL: []int64{900}},
+			{At: 1500 * ms, Args: Args(10, 10, sec, "all", 4), Want: R(true, 1, 0, 900), TTL: []int64{900}},
 		},
 	})
 	fw := func(limit int, window time.Duration, cost int) []string { return Args(limit, window, cost) }

@@ -27,14 +27,29 @@ const Grace = 60000
 // tell peeks apart and fill in the clock.
 type Spec struct {
 	Script string // file name in lua/ without .lua
-	// CostArg is the index of cost in ARGV, or -1 for a script without
-	// one (concurrency), which never peeks.
+	// CostArg is the index of cost in a step's Args, or -1 for a script
+	// without one (concurrency), which never peeks.
 	CostArg int
 	// NowArg, when above 0, is the index of the caller clock in ARGV
-	// (multi's comes before its variadic limits); otherwise it is the
-	// last ARGV but one. The deadline follows it in every script. A step's
-	// Args leave both out.
+	// (multi's comes before its variadic limits, a batch script's after
+	// the limit's numbers); otherwise it is the last ARGV but one. The
+	// deadline follows it, or with Batch ends ARGV. A step's Args leave
+	// both out.
 	NowArg int
+	// Batch marks a script that decides a batch of requests (gcra,
+	// token_bucket): ARGV ends in a cost and a deadline per request, and a
+	// step's Args end in the costs, each but the last followed by its
+	// deadline (the last one's is the step's).
+	Batch bool
+}
+
+// batchSpecs are the scripts whose call decides a batch: ARGV is the
+// limit's three numbers, the clock, a word (gcra's take, token_bucket's
+// refill), then (cost, deadline) per request. Every register of them uses
+// this spec.
+var batchSpecs = map[string]Spec{
+	"gcra":         {Script: "gcra", CostArg: 4, NowArg: 3, Batch: true},
+	"token_bucket": {Script: "token_bucket", CostArg: 4, NowArg: 3, Batch: true},
 }
 
 // ClockIndex is the index of the caller clock in a step's whole ARGV.
@@ -45,13 +60,68 @@ func (sp Spec) ClockIndex(argv []string) int {
 	return len(argv) - 2
 }
 
-// DeadlineIndex is the index of the deadline in a step's whole ARGV.
-func (sp Spec) DeadlineIndex(argv []string) int { return sp.ClockIndex(argv) + 1 }
+// DeadlineIndex is the index of the deadline in a step's whole ARGV (the
+// last request's, for a batch script).
+func (sp Spec) DeadlineIndex(argv []string) int {
+	if sp.Batch {
+		return len(argv) - 1
+	}
+	return sp.ClockIndex(argv) + 1
+}
 
-// Peek reports whether a step only looks: a cost of 0.
+// OneCall is the whole ARGV of one request of script: the limit (for a
+// batch script its three numbers and its word, take or refill), then cost,
+// now and deadline where the script takes them.
+func OneCall(script string, lim []string, cost, now, deadline string) []string {
+	if batchSpecs[script].Batch {
+		return append(append([]string(nil), lim[:3]...), now, lim[3], cost, deadline)
+	}
+	return append(append([]string(nil), lim...), cost, now, deadline)
+}
+
+// CostIndex is the index of the (first request's) cost in a call's whole
+// ARGV, or -1 for a script without one.
+func (sp Spec) CostIndex() int {
+	if sp.Batch {
+		return 5
+	}
+	return sp.CostArg
+}
+
+// Wrote reports whether a call of the script, sent argv, may have written,
+// given its reply: a request that counted something (allowed, or taken,
+// above 0 for a cost above 0). An error, a denial, a peek and a request
+// past its deadline write nothing.
+func (sp Spec) Wrote(argv []string, reply []int64) bool {
+	if sp.Batch {
+		for i := 0; 4*i < len(reply) && 5+2*i < len(argv); i++ {
+			if reply[4*i] > 0 && argv[5+2*i] != "0" {
+				return true
+			}
+		}
+		return false
+	}
+	peek := sp.CostArg >= 0 && sp.CostArg < len(argv) && argv[sp.CostArg] == "0"
+	return !peek && len(reply) > 0 && reply[0] > 0
+}
+
+// Peek reports whether a step only looks: a cost of 0 (every request's,
+// for a batch script).
 func (sc Scenario) Peek(st Step) bool {
-	i := specs[sc.Script].CostArg
-	return i >= 0 && i < len(st.Args) && st.Args[i] == "0"
+	sp := specs[sc.Script]
+	i := sp.CostArg
+	if i < 0 || i >= len(st.Args) {
+		return false
+	}
+	if !sp.Batch {
+		return st.Args[i] == "0"
+	}
+	for ; i < len(st.Args); i += 2 {
+		if st.Args[i] != "0" {
+			return false
+		}
+	}
+	return true
 }
 
 // Scenario is one table of steps on fresh keys.
@@ -90,8 +160,11 @@ type Step struct {
 	// step's skew is At less the time the run has taken, so a table that
 	// runs there keeps its skews well inside the scripts' 60 s bound.
 	Skew time.Duration
-	Args []string // ARGV without the trailing clock argument
-	Now  string   // when set, sent verbatim as the clock argument
+	Args []string // ARGV without the clock and the deadline
+	// Raw, when set, is the whole ARGV, sent as it is instead of Args with
+	// a clock and a deadline: an earlier version's layout, say.
+	Raw []string
+	Now string // when set, sent verbatim as the clock argument
 	// Deadline, when set, is sent verbatim as the deadline argument.
 	// Otherwise DeadlineIn, when not 0, sends the server's clock at the
 	// step plus DeadlineIn (before it when negative); otherwise the step
@@ -135,6 +208,9 @@ func (sc Scenario) Argv(st Step) []string { return sc.ArgvFrom(T0, st) }
 
 // ArgvFrom is Argv for a run that starts at base instead of T0.
 func (sc Scenario) ArgvFrom(base int64, st Step) []string {
+	if st.Raw != nil {
+		return append([]string(nil), st.Raw...)
+	}
 	deadline := st.Deadline
 	switch {
 	case deadline != "":
@@ -143,12 +219,17 @@ func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 	default:
 		deadline = "0"
 	}
-	i := specs[sc.Script].NowArg
+	sp := specs[sc.Script]
+	i := sp.NowArg
 	if i <= 0 || i > len(st.Args) {
 		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st), deadline)
 	}
 	out := append([]string(nil), st.Args[:i]...)
-	out = append(out, sc.NowArgFrom(base, st), deadline)
+	out = append(out, sc.NowArgFrom(base, st))
+	if sp.Batch {
+		return append(append(out, st.Args[i:]...), deadline)
+	}
+	out = append(out, deadline)
 	return append(out, st.Args[i:]...)
 }
 
@@ -173,6 +254,19 @@ func R(allowed bool, remaining, retryMs, resetMs int64) []int64 {
 	return []int64{a, remaining, retryMs, resetMs}
 }
 
+// X is a batch script's answer to a request run at or after its deadline:
+// expired (-1), and zeros.
+func X() []int64 { return []int64{-1, 0, 0, 0} }
+
+// Batch joins the replies of a batch script's requests, in order.
+func Batch(replies ...[]int64) []int64 {
+	var out []int64
+	for _, r := range replies {
+		out = append(out, r...)
+	}
+	return out
+}
+
 // M builds a reply of multi: allowed, the limit that binds a denial (0
 // when allowed), then remaining, retry after and reset after in ms for
 // each limit in turn.
@@ -190,6 +284,9 @@ var (
 )
 
 func register(sp Spec, scs ...Scenario) {
+	if b, ok := batchSpecs[sp.Script]; ok {
+		sp = b
+	}
 	specs[sp.Script] = sp
 	for _, sc := range scs {
 		sc.Script = sp.Script

@@ -10,7 +10,7 @@ import (
 // every state starts with a tag that names its script, so a test that
 // presets a key writes it through these and nowhere else.
 
-// GCRAState is gcra.lua's state (multi.lua's and gcra_at_most.lua's too)
+// GCRAState is gcra.lua's state (multi.lua's too)
 // as the scripts write it: the TAT, the interval it counts in, and the
 // TAT's lead on the clock of the write that set it, all in µs. A lead of
 // one interval below 1e8 µs takes the short form, 19 digits with the TAT

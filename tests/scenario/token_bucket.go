@@ -13,7 +13,7 @@ func init() {
 		return Args(capacity, rate, period, refill, cost)
 	}
 	sec := time.Second
-	register(Spec{Script: "token_bucket", CostArg: 4},
+	register(Spec{Script: "token_bucket"},
 		Scenario{
 			Name: "smooth burst, deny, refill at exact instants",
 			Keys: []string{"tb:{a}"},
@@ -104,7 +104,11 @@ func init() {
 			Strings: map[string]string{"tb:{wrong}": "x"},
 			Steps: []Step{
 				{At: 0, Args: tb(5, 1, sec, "smooth", 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
-				{Args: Args(5, 1, 1000, "smooth"), Err: "BADARG deadline must be an integer from 0 to 4503599627370496, got nothing"},
+				{Args: Args(5, 1, 1000, "smooth"), Err: "BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 6"},
+				// The layout of earlier versions (refill, cost, now, deadline):
+				// refused, never misread.
+				{Raw: Args(5, 1, 1000, "smooth", 1, 0, 0), Err: "BADARG now must be an integer from 0 to 4503599627370496, got 'smooth'"},
+				{Raw: Args(5, 1, 1000, "interval", 0, 0, 0), Err: "BADARG now must be an integer from 0 to 4503599627370496, got 'interval'"},
 				{Args: Args("abc", 1, 1000, "smooth", 1), Err: "BADARG capacity must be an integer from 1 to 1000000000, got 'abc'"},
 				{Args: Args("nan", 1, 1000, "smooth", 1), Err: "BADARG capacity"},
 				{Args: Args("inf", 1, 1000, "smooth", 1), Err: "BADARG capacity"},

@@ -39,10 +39,22 @@ func (c *cli) run(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// eval runs lua/<script>.lua with redis-cli --eval, as issue 8 did, with
-// a deadline of 0 (none) after args: the audits' calls had no deadline.
+// eval runs lua/<script>.lua with redis-cli --eval, as issue 8 did: args
+// are the limit, the cost and the clock, and a deadline of 0 (none) goes
+// after them, the audits' calls having none. A batch script (gcra,
+// token_bucket) gets them in its own layout, as one request (gcra's take
+// all).
 func (c *cli) eval(script, key string, args ...any) string {
 	c.t.Helper()
+	if scenario.SpecOf(script).Batch {
+		n := len(args)
+		lim, cost, now := args[:n-2], args[n-2], args[n-1]
+		word := any("all")
+		if len(lim) == 4 {
+			word = lim[3]
+		}
+		return c.evalRaw(script, key, lim[0], lim[1], lim[2], now, word, cost, 0)
+	}
 	return c.evalRaw(script, key, append(args, 0)...)
 }
 
@@ -183,10 +195,13 @@ func TestAuditWithRedisCLI(t *testing.T) {
 	// 8. Lenient parsing and extra arguments.
 	key = k("8")
 	for _, v := range []string{"1e3", "0x10", " 5", "5 ", "+5", "1e-400"} {
-		c.want("8: cost "+v, c.eval("token_bucket", key, 10, 5, 1000, "smooth", v, 0), "BADARG cost must be an integer")
+		c.want("8: cost "+v, c.eval("token_bucket", key, 10, 5, 1000, "smooth", v, 0), "BADARG cost of request 1 must be an integer")
 		c.want("8: now "+v, c.eval("token_bucket", key, 10, 5, 1000, "smooth", 1, v), "BADARG now must be an integer")
 	}
-	c.want("8: an extra argument", c.evalRaw("token_bucket", key, 10, 5, 1000, "smooth", 1, 0, 0, "extra"), "BADARG takes 1 key(s) and 7 arguments, got 1 and 8")
+	c.want("8: an extra argument", c.evalRaw("token_bucket", key, 10, 5, 1000, 0, "smooth", 1, 0, "extra"),
+		"BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 8")
+	// The layout of the version the audit ran, refused, never misread.
+	c.want("8: the earlier layout", c.evalRaw("token_bucket", key, 10, 5, 1000, "smooth", 1, 0, 0), "BADARG now must be an integer")
 	if got := c.run("EXISTS", key); got != "0" {
 		t.Errorf("8: refused calls created the key (EXISTS %s)", got)
 	}

@@ -14,11 +14,12 @@ import (
 	"github.com/redlimit/redlimit/tests/scenario"
 )
 
-// smallLimits are, per script, a limit of 2 a second (before cost and now).
-var smallLimits = map[string][]any{
+// smallLimits are, per script, a limit of 2 a second (before cost and now;
+// a batch script's three numbers and its word).
+var smallLimits = map[string][]string{
 	"token_bucket":           {"2", "1", "1000", "smooth"},
 	"leaky_bucket":           {"2", "1", "1000"},
-	"gcra":                   {"2", "1", "1000"},
+	"gcra":                   {"2", "1", "1000", "all"},
 	"fixed_window":           {"2", "1000"},
 	"sliding_window_counter": {"2", "1000"},
 	"sliding_window_log":     {"2", "1000"},
@@ -46,10 +47,14 @@ func evalReal(t *testing.T, c redis.Scripter, script, key string, args ...any) (
 	return redis.NewScript(src).Run(context.Background(), c, []string{key}, args...).Int64Slice()
 }
 
-// with is ARGV: the limit, then more (cost and the clock), then a deadline
-// of 0 (none).
-func with(lim []any, more ...any) []any {
-	return append(append(append([]any(nil), lim...), more...), "0")
+// with is script's ARGV: the limit, cost and the clock, and a deadline of 0
+// (none), where the script takes them.
+func with(script string, lim []string, cost string, now int64) []any {
+	var out []any
+	for _, a := range scenario.OneCall(script, lim, cost, strconv.FormatInt(now, 10), "0") {
+		out = append(out, a)
+	}
+	return out
 }
 
 // TestCallerClockBoundOnRealServers: a real server refuses a caller clock
@@ -64,7 +69,7 @@ func TestCallerClockBoundOnRealServers(t *testing.T) {
 				key := fmt.Sprintf("bound:{%s}:%d", script, time.Now().UnixNano())
 				s := serverTime(t, c)
 				for _, now := range []int64{s + 70e6, s - 70e6, 4503599627370496, 1} {
-					_, err := evalReal(t, c, script, key, with(lim, "1", now)...)
+					_, err := evalReal(t, c, script, key, with(script, lim, "1", now)...)
 					want := fmt.Sprintf("BADARG now must be 0 (the server's clock) or within 60000000 µs of the server's TIME, got '%d'", now)
 					if err == nil || !strings.Contains(err.Error(), want) {
 						t.Fatalf("now %d µs (TIME %d): got %v, want %q", now, s, err, want)
@@ -74,7 +79,7 @@ func TestCallerClockBoundOnRealServers(t *testing.T) {
 					}
 				}
 				for _, skew := range []int64{50e6, -50e6} {
-					if _, err := evalReal(t, c, script, key+strconv.FormatInt(skew, 10), with(lim, "1", serverTime(t, c)+skew)...); err != nil {
+					if _, err := evalReal(t, c, script, key+strconv.FormatInt(skew, 10), with(script, lim, "1", serverTime(t, c)+skew)...); err != nil {
 						t.Fatalf("skew %d µs: %v", skew, err)
 					}
 				}
@@ -147,7 +152,7 @@ func TestCallerClockGraceOnRealServers(t *testing.T) {
 				// On a whole second plus 1 µs, 30 s behind: the windows'
 				// second call, 20 ms later, falls in the same window.
 				own := (s-30e6)/1e6*1e6 + 1
-				first, err := evalReal(t, c, script, key, with(lim, "1", own)...)
+				first, err := evalReal(t, c, script, key, with(script, lim, "1", own)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -163,7 +168,7 @@ func TestCallerClockGraceOnRealServers(t *testing.T) {
 					t.Fatalf("PTTL %d ms after a write 30 s late with reset_after %d ms, want about %d", pttl, first[3], want)
 				}
 				time.Sleep(20 * time.Millisecond)
-				second, err := evalReal(t, c, script, key, with(lim, "2", own+20e3)...)
+				second, err := evalReal(t, c, script, key, with(script, lim, "2", own+20e3)...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,12 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	luatest "github.com/redlimit/redlimit/tests/lua"
+	"github.com/redlimit/redlimit/tests/scenario"
 )
 
 // load is one limiter configuration under concurrent load.
 type load struct {
 	script string
-	args   []any // ARGV before cost and now
+	args   []string // ARGV before cost and now (a batch script's three numbers and its word)
 	// first is what a fresh key admits before any time has to pass: its
 	// burst, capacity or limit.
 	first int64
@@ -25,6 +26,15 @@ type load struct {
 	// through [start, end], whatever order they reach Redis in.
 	most, least func(start, end int64) float64
 	why         string // why least is below most
+}
+
+// argv is the ARGV of one request of cost at now, with no deadline.
+func (ld load) argv(cost, now string) []any {
+	var out []any
+	for _, a := range scenario.OneCall(ld.script, ld.args, cost, now, "0") {
+		out = append(out, a)
+	}
+	return out
 }
 
 func perPeriod(burst, rate float64, period time.Duration) func(start, end int64) float64 {
@@ -69,19 +79,19 @@ func loads() []load {
 	// entries ages out: at most limit per started window.
 	rolling := func(s, e int64) float64 { return 50 * float64((e-s)/W.Microseconds()+1) }
 	return []load{
-		{script: "token_bucket", args: []any{"20", "200", "1000", "smooth"}, first: 20, most: perPeriod(20, 200, time.Second),
+		{script: "token_bucket", args: []string{"20", "200", "1000", "smooth"}, first: 20, most: perPeriod(20, 200, time.Second),
 			least: less(perPeriod(20, 200, time.Second), 3), why: "tokens that accrue after the last call"},
-		{script: "token_bucket", args: []any{"50", "50", "250", "interval"}, first: 50, most: steps(50, 50, 250*time.Millisecond, 1),
+		{script: "token_bucket", args: []string{"50", "50", "250", "interval"}, first: 50, most: steps(50, 50, 250*time.Millisecond, 1),
 			least: steps(50, 50, 250*time.Millisecond, -1), why: "the steps run on a grid from the first call; the last may not have come"},
-		{script: "gcra", args: []any{"20", "200", "1000"}, first: 20, most: perPeriod(20, 200, time.Second),
+		{script: "gcra", args: []string{"20", "200", "1000", "all"}, first: 20, most: perPeriod(20, 200, time.Second),
 			least: less(perPeriod(20, 200, time.Second), 3), why: "capacity that accrues after the last call"},
-		{script: "leaky_bucket", args: []any{"20", "200", "1000"}, first: 20, most: perPeriod(20, 200, time.Second),
+		{script: "leaky_bucket", args: []string{"20", "200", "1000"}, first: 20, most: perPeriod(20, 200, time.Second),
 			least: less(perPeriod(20, 200, time.Second), 3), why: "room that drains after the last call"},
-		{script: "fixed_window", args: []any{"50", fmt.Sprint(W.Milliseconds())}, first: 50, most: fixed,
+		{script: "fixed_window", args: []string{"50", fmt.Sprint(W.Milliseconds())}, first: 50, most: fixed,
 			least: func(s, e int64) float64 { return 50 * inside(W)(s, e) }, why: "windows the run only touches at its ends"},
-		{script: "sliding_window_log", args: []any{"50", fmt.Sprint(W.Milliseconds())}, first: 50, most: rolling,
+		{script: "sliding_window_log", args: []string{"50", fmt.Sprint(W.Milliseconds())}, first: 50, most: rolling,
 			least: func(s, e int64) float64 { return 50 * float64((e-s)/W.Microseconds()) }, why: "the last window's entries may not have aged out"},
-		{script: "sliding_window_counter", args: []any{"50", fmt.Sprint(W.Milliseconds())}, first: 50, most: fixed,
+		{script: "sliding_window_counter", args: []string{"50", fmt.Sprint(W.Milliseconds())}, first: 50, most: fixed,
 			least: func(s, e int64) float64 { return 0.5 * 50 * float64(e-s) / float64(W.Microseconds()) },
 			why:   "the estimate assumes the previous window's calls were spread evenly; under a burst at a window's start it overcounts, so it admits less"},
 	}
@@ -184,8 +194,7 @@ func hammer(t *testing.T, c redis.Scripter, ld load, callerClock bool, n int, d 
 				if callerClock {
 					now = fmt.Sprint(base + step*ticks.Add(1))
 				}
-				args := append(append([]any{}, ld.args...), "1", now, "0")
-				res, err := script.Run(ctx, c, []string{key}, args...).Int64Slice()
+				res, err := script.Run(ctx, c, []string{key}, ld.argv("1", now)...).Int64Slice()
 				if err != nil {
 					failures.Add(1)
 					firstErr.CompareAndSwap(nil, err)

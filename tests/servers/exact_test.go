@@ -118,14 +118,14 @@ func TestRealServersAreExact(t *testing.T) {
 		limits["token_bucket"] = append(limits["token_bucket"], []string{s(a), s(b), s(p), "smooth"}, []string{s(a), s(b), s(p), "interval"})
 		if a*((p*1000+b-1)/b) <= 1e15 && b <= p*1000 {
 			limits["leaky_bucket"] = append(limits["leaky_bucket"], []string{s(a), s(b), s(p)})
-			limits["gcra"] = append(limits["gcra"], []string{s(a), s(b), s(p)})
+			limits["gcra"] = append(limits["gcra"], []string{s(a), s(b), s(p), "all"}, []string{s(a), s(b), s(p), "at_most"})
 		}
 		limits["fixed_window"] = append(limits["fixed_window"], []string{s(a), s(p)})
 		limits["sliding_window_counter"] = append(limits["sliding_window_counter"], []string{s(a), s(p)})
 		limits["sliding_window_log"] = append(limits["sliding_window_log"], []string{s(min(a, 50)), s(p)})
 	}
 	limits["leaky_bucket"] = append(limits["leaky_bucket"], []string{"9", "999999937", "100000000000"}, []string{"1000", "1000", "86400000"})
-	limits["gcra"] = append(limits["gcra"], []string{"9", "999999937", "100000000000"}, []string{"1000", "1000", "86400000"})
+	limits["gcra"] = append(limits["gcra"], []string{"9", "999999937", "100000000000", "all"}, []string{"1000", "1000", "86400000", "all"})
 	rng := rand.New(rand.NewSource(1))
 	calls := 0
 	for script, lims := range limits {
@@ -144,10 +144,10 @@ func TestRealServersAreExact(t *testing.T) {
 					now -= rng.Int63n(5e6)
 				}
 				cost := []int64{0, most, 1 + rng.Int63n(max(1, most/3)), rng.Int63n(most + 2)}[rng.Intn(4)]
-				argv := append(append([]string(nil), lim...), s(cost), s(now), "0")
+				argv := scenario.OneCall(script, lim, s(cost), s(now), "0")
 				if rng.Intn(8) == 0 {
 					other := lims[rng.Intn(len(lims))] // the limit changes
-					argv = append(append([]string(nil), other...), s(cost), s(now), "0")
+					argv = scenario.OneCall(script, other, s(cost), s(now), "0")
 				}
 				d.call(argv...)
 				calls++
@@ -188,7 +188,7 @@ func TestRealServersAreExact(t *testing.T) {
 				// one, so its TTL is never the shorter.
 				d.ref.SetTime(serverTime(t, c))
 				d.ref.Put(scenario.Preset{Key: key, Type: "string", Vals: []string{state}, TTL: 3600000})
-				got := d.call(append(append([]string(nil), lim...), s(k), s(now), "0")...)
+				got := d.call(scenario.OneCall("token_bucket", lim, s(k), s(now), "0")...)
 				// One µs short, fewer than k tokens are there and the call
 				// waits 1 µs (1 ms); on time, k are taken. The tokens there
 				// after e µs are floor(e*rate/period), exactly.

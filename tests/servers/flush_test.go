@@ -41,7 +41,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 			c := target.open(t)
 			ctx := context.Background()
 			key := fmt.Sprintf("flush:{tb}:%d", time.Now().UnixNano())
-			p := bindings.TokenBucketParams{Capacity: 20, Rate: 200, Period: time.Second, Refill: "smooth", Cost: 1}
+			p := bindings.TokenBucketParams{Capacity: 20, Rate: 200, Period: time.Second, Refill: "smooth", Requests: []bindings.TokenBucketRequest{{Cost: 1}}}
 			var (
 				admitted, calls, flushes atomic.Int64
 				failed                   atomic.Value
@@ -71,7 +71,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 							return
 						}
 						calls.Add(1)
-						if res.Allowed {
+						if res.Decisions[0].Allowed == 1 {
 							admitted.Add(1)
 						}
 					}
@@ -98,7 +98,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 								return
 							}
 							calls.Add(1)
-							if res.Allowed {
+							if res.Decisions[0].Allowed == 1 {
 								admitted.Add(1)
 							}
 						}

@@ -127,7 +127,7 @@ func TestFunctionsFlush(t *testing.T) {
 		ctx := context.Background()
 		fc := bindings.WithFunctions(c)
 		key := fmt.Sprintf("fnflush:{u}:%d", time.Now().UnixNano())
-		p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 1}
+		p := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
 
 		if err := bindings.LoadFunctions(ctx, c); err != nil {
 			t.Fatal(err)
@@ -184,7 +184,8 @@ func TestFunctionsFlush(t *testing.T) {
 			t.Errorf("%s, the key's primary: after the calls the library is %d bytes, want the bindings' %d", at, len(code), len(bindings.FunctionsCode()))
 		}
 		// 1 + 24 single calls + 8 batches of 2: every one counted once.
-		if r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Cost: 0}); err != nil || r.Remaining != 1000-41 {
+		peek := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 0}}}
+		if r, err := bindings.GCRA(ctx, c, key, peek); err != nil || r.Decisions[0].Remaining != 1000-41 {
 			t.Errorf("after the calls: %+v, %v; want 41 counted", r, err)
 		}
 	})
@@ -300,7 +301,7 @@ func TestRedisCLIFunctions(t *testing.T) {
 		t.Fatalf("FUNCTION LOAD: %v\n%s", err, out)
 	}
 	key := fmt.Sprintf("rl:{user:42}:%d", time.Now().UnixNano())
-	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "smooth", "1", "0", "0").CombinedOutput()
+	out, err := exec.Command(cli, "-h", host, "-p", port, "FCALL", "redlimit_token_bucket", "1", key, "10", "5", "1000", "0", "smooth", "1", "0").CombinedOutput()
 	if err != nil {
 		t.Fatalf("redis-cli: %v\n%s", err, out)
 	}
@@ -336,7 +337,7 @@ func TestFunctionsConflict(t *testing.T) {
 	onServerAndCluster(t, func(t *testing.T, c fnClient) {
 		ctx := context.Background()
 		key := fmt.Sprintf("fnconflict:{u}:%d", time.Now().UnixNano())
-		p := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Hour, Cost: 1}
+		p := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
 		evil := "#!lua name=evil\nredis.register_function('REDLIMIT_GCRA', function(keys, args) redis.call('SET', keys[1], 'evil') return {1, 1, 0, 0} end)\n"
 		conflict := func(what string, err error) {
 			t.Helper()
@@ -348,7 +349,7 @@ func TestFunctionsConflict(t *testing.T) {
 		admitted := func(fc *bindings.FunctionsClient) int {
 			n := 0
 			for i := 0; i < 5; i++ {
-				if r, err := bindings.GCRA(ctx, fc, key, p); err == nil && r.Allowed {
+				if r, err := bindings.GCRA(ctx, fc, key, p); err == nil && r.Decisions[0].Allowed == 1 {
 					n++
 				} else if err != nil {
 					conflict("call", err)

@@ -28,7 +28,7 @@ func TestNoKeyOutlivesItsTTL(t *testing.T) {
 		for k := 0; k < 20; k++ {
 			key := fmt.Sprintf("%s{%s}:%d", prefix, ld.script, k)
 			for i := 0; i <= k; i++ {
-				res, err := script.Run(ctx, c, []string{key}, append(append([]any{}, ld.args...), "1", "0", "0")...).Int64Slice()
+				res, err := script.Run(ctx, c, []string{key}, ld.argv("1", "0")...).Int64Slice()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -281,7 +281,7 @@ func (s *stepper) step(i int, st scenario.Step) {
 	before := s.dump()
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
 	got, viaTyped, err := s.send(argv)
-	wrote := err == nil && !s.sc.Peek(st) && ints(got)[0] > 0
+	wrote := err == nil && scenario.SpecOf(s.sc.Script).Wrote(argv, ints(got))
 	if !wrote {
 		// An error, a denial and a peek leave every key as it was.
 		if after := s.dump(); after != before {

@@ -23,7 +23,6 @@ var Scripts = map[string]*redis.Script{
 	"sliding_window_counter": bindings.SlidingWindowCounterScript,
 	"leaky_bucket":           bindings.LeakyBucketScript,
 	"gcra":                   bindings.GCRAScript,
-	"gcra_at_most":           bindings.GCRAAtMostScript,
 	"multi":                  bindings.MultiScript,
 	"concurrency":            bindings.ConcurrencyScript,
 }
@@ -63,22 +62,25 @@ type typedCall func(ctx context.Context, c redis.Scripter, keys []string, a *raw
 
 // shape says where a script's ARGV holds what a ratelimit.Limit says: the
 // burst (for the window scripts, the limit, which is the rate too), the
-// rate, the period, the token bucket's refill, and the cost. The caller
-// clock follows the cost, and the deadline the clock: ratelimit sends its
-// context's deadline, so a step with a deadline of its own goes raw. The mapping itself is ratelimit's (scripts.go);
-// this only reads a step's ARGV back into a Limit.
+// rate, the period, the token bucket's refill, gcra's take, the cost, the
+// caller clock and the deadline: ratelimit sends its context's deadline,
+// so a step with a deadline of its own goes raw. The mapping itself is
+// ratelimit's (scripts.go); this only reads a step's ARGV back into a
+// Limit.
 type shape struct {
-	alg                               ratelimit.Algorithm
-	burst, rate, period, refill, cost int // refill -1: no such argument
+	alg                 ratelimit.Algorithm
+	burst, rate, period int
+	refill, take        int // -1: no such argument
+	cost, now, deadline int
 }
 
 var shapes = map[string]shape{
-	"gcra":                   {ratelimit.GCRA, 0, 1, 2, -1, 3},
-	"token_bucket":           {ratelimit.TokenBucket, 0, 1, 2, 3, 4},
-	"leaky_bucket":           {ratelimit.LeakyBucket, 0, 1, 2, -1, 3},
-	"fixed_window":           {ratelimit.FixedWindow, 0, 0, 1, -1, 2},
-	"sliding_window_log":     {ratelimit.SlidingWindowLog, 0, 0, 1, -1, 2},
-	"sliding_window_counter": {ratelimit.SlidingWindowCounter, 0, 0, 1, -1, 2},
+	"gcra":                   {ratelimit.GCRA, 0, 1, 2, -1, 4, 5, 3, 6},
+	"token_bucket":           {ratelimit.TokenBucket, 0, 1, 2, 4, -1, 5, 3, 6},
+	"leaky_bucket":           {ratelimit.LeakyBucket, 0, 1, 2, -1, -1, 3, 4, 5},
+	"fixed_window":           {ratelimit.FixedWindow, 0, 0, 1, -1, -1, 2, 3, 4},
+	"sliding_window_log":     {ratelimit.SlidingWindowLog, 0, 0, 1, -1, -1, 2, 3, 4},
+	"sliding_window_counter": {ratelimit.SlidingWindowCounter, 0, 0, 1, -1, -1, 2, 3, 4},
 }
 
 var typed = map[string]typedCall{}
@@ -87,9 +89,24 @@ func init() {
 	for name, sh := range shapes {
 		typed[name] = viaRatelimit(sh)
 	}
+	// ratelimit sends one request a call (its coalescer batches callers'):
+	// a step of several, gcra's take at_most, or a deadline of the step's
+	// own, goes through the bindings.
+	typed["gcra"] = either(typed["gcra"], viaBatch("gcra"))
+	typed["token_bucket"] = either(typed["token_bucket"], viaBatch("token_bucket"))
 	typed["multi"] = viaMulti
 	typed["concurrency"] = viaLeases
-	typed["gcra_at_most"] = viaAtMost
+}
+
+// either is a, ratelimit, for one request that takes all with no deadline
+// of its own, and b for any other call of a batch script.
+func either(a, b typedCall) typedCall {
+	return func(ctx context.Context, c redis.Scripter, keys []string, args *rawArgs) ([]any, error) {
+		if v := args.vals; len(v) == 7 && v[4] != "at_most" && v[6] == "0" {
+			return a(ctx, c, keys, args)
+		}
+		return b(ctx, c, keys, args)
+	}
 }
 
 // viaRatelimit makes one call as a ratelimit user would: a Limiter for the
@@ -110,11 +127,14 @@ func viaRatelimit(sh shape) typedCall {
 		} else if sh.refill >= 0 && a.str(sh.refill) != "smooth" {
 			a.ok = false
 		}
+		if sh.take >= 0 && a.str(sh.take) != "all" {
+			a.ok = false
+		}
 		limit := ratelimit.Limit{Burst: a.int(sh.burst), Rate: a.int(sh.rate), Period: a.ms(sh.period)}
-		cost, now, deadline := a.int(sh.cost), a.int(sh.cost+1), a.int(sh.cost+2)
+		cost, now, deadline := a.int(sh.cost), a.int(sh.now), a.int(sh.deadline)
 		prefix, tag, found := strings.Cut(key, "{")
 		tag = strings.TrimSuffix(tag, "}")
-		if !a.ok || len(a.vals) != sh.cost+3 || deadline != 0 || !found || tag == "" {
+		if !a.ok || len(a.vals) != max(sh.cost, sh.now, sh.deadline)+1 || deadline != 0 || !found || tag == "" {
 			return nil, ErrNotTyped
 		}
 		opts := []ratelimit.Option{ratelimit.WithAlgorithm(alg), ratelimit.WithPrefix(prefix)}
@@ -255,20 +275,59 @@ func viaLeases(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs)
 	return []any{allowed, r.Remaining, r.RetryAfter.Milliseconds(), r.ResetAfter.Milliseconds()}, err
 }
 
-// viaAtMost makes one call of gcra_at_most.lua through the generated
-// typed API (bindings.GCRAAtMost): ratelimit has no such call.
-func viaAtMost(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
-	p := bindings.GCRAAtMostParams{Burst: a.int(0), Rate: a.int(1), Period: a.ms(2), N: a.int(3),
-		Now: instant(a.int(4)), Deadline: instant(a.int(5))}
-	if len(keys) != 1 || !a.ok || len(a.vals) != 6 {
-		return nil, ErrNotTyped
+// viaBatch makes one call of a batch script (gcra, token_bucket) through
+// the generated typed API, every request of the step in it. What the
+// bindings refuse before sending is ErrNotTyped.
+func viaBatch(script string) typedCall {
+	return func(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
+		if len(keys) != 1 || len(a.vals) < 7 || (len(a.vals)-5)%2 != 0 {
+			return nil, ErrNotTyped
+		}
+		type decision struct {
+			Allowed, Remaining     int64
+			RetryAfter, ResetAfter time.Duration
+		}
+		var ds []decision
+		var err error
+		n := (len(a.vals) - 5) / 2
+		switch script {
+		case "gcra":
+			p := bindings.GCRAParams{Burst: a.int(0), Rate: a.int(1), Period: a.ms(2), Now: instant(a.int(3)), Take: bindings.GCRATake(a.str(4))}
+			for i := 0; i < n; i++ {
+				p.Requests = append(p.Requests, bindings.GCRARequest{Cost: a.int(5 + 2*i), Deadline: instant(a.int(6 + 2*i))})
+			}
+			if !a.ok {
+				return nil, ErrNotTyped
+			}
+			var r bindings.GCRAResult
+			r, err = bindings.GCRA(ctx, c, keys[0], p)
+			for _, d := range r.Decisions {
+				ds = append(ds, decision(d))
+			}
+		default:
+			p := bindings.TokenBucketParams{Capacity: a.int(0), Rate: a.int(1), Period: a.ms(2), Now: instant(a.int(3)), Refill: bindings.TokenBucketRefill(a.str(4))}
+			for i := 0; i < n; i++ {
+				p.Requests = append(p.Requests, bindings.TokenBucketRequest{Cost: a.int(5 + 2*i), Deadline: instant(a.int(6 + 2*i))})
+			}
+			if !a.ok {
+				return nil, ErrNotTyped
+			}
+			var r bindings.TokenBucketResult
+			r, err = bindings.TokenBucket(ctx, c, keys[0], p)
+			for _, d := range r.Decisions {
+				ds = append(ds, decision(d))
+			}
+		}
+		var ae *bindings.ArgError
+		if errors.As(err, &ae) {
+			return nil, ErrNotTyped
+		}
+		var out []any
+		for _, d := range ds {
+			out = append(out, d.Allowed, d.Remaining, d.RetryAfter.Milliseconds(), d.ResetAfter.Milliseconds())
+		}
+		return out, err
 	}
-	r, err := bindings.GCRAAtMost(ctx, c, keys[0], p)
-	var ae *bindings.ArgError
-	if errors.As(err, &ae) {
-		return nil, ErrNotTyped
-	}
-	return []any{r.Taken, r.Remaining, r.RetryAfter.Milliseconds(), r.ResetAfter.Milliseconds()}, err
 }
 
 // instant is a unix_us argument as the typed API takes it: 0 is the zero

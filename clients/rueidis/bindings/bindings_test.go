@@ -23,7 +23,6 @@ var calls = map[string]any{
 	"sliding_window_counter": bindings.SlidingWindowCounter,
 	"leaky_bucket":           bindings.LeakyBucket,
 	"gcra":                   bindings.GCRA,
-	"gcra_at_most":           bindings.GCRAAtMost,
 	"multi":                  bindings.Multi,
 	"concurrency":            bindings.Concurrency,
 }
@@ -75,23 +74,24 @@ func TestCalls(t *testing.T) {
 	ref := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { ref.Close() })
 	c := open(t, []string{addr})
-	p := bindings.GCRAParams{Burst: 2, Rate: 1, Period: time.Hour, Cost: 1}
+	one := []bindings.GCRARequest{{Cost: 1}}
+	p := bindings.GCRAParams{Burst: 2, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one}
 	for i := 0; i < 2; i++ {
 		ref.ScriptFlush(ctx)
 		r, err := bindings.GCRA(ctx, c, "k1", p)
-		if err != nil || !r.Allowed || r.Remaining != 1-int64(i) {
+		if err != nil || r.Decisions[0].Allowed != 1 || r.Decisions[0].Remaining != 1-int64(i) {
 			t.Fatalf("call %d after SCRIPT FLUSH: %+v, %v", i, r, err)
 		}
 	}
 	ref.ScriptFlush(ctx)
 	b := bindings.NewBatch()
 	a := b.GCRA("k2", p)
-	bad := b.GCRA("k2", bindings.GCRAParams{Burst: 0, Rate: 1, Period: time.Hour, Cost: 1})
+	bad := b.GCRA("k2", bindings.GCRAParams{Burst: 0, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one})
 	peek := b.SlidingWindowLog("k3", bindings.SlidingWindowLogParams{Limit: 5, Window: time.Minute, Cost: 0})
 	if err := b.Exec(ctx, c); !argError(err) {
 		t.Errorf("Batch.Exec: %v, want the ArgError", err)
 	}
-	if r, err := a.Result(); err != nil || !r.Allowed {
+	if r, err := a.Result(); err != nil || r.Decisions[0].Allowed != 1 {
 		t.Errorf("batched call: %+v, %v", r, err)
 	}
 	if _, err := bad.Result(); !argError(err) {
@@ -109,7 +109,7 @@ func TestCalls(t *testing.T) {
 	if _, err := bindings.Concurrency(ctx, c, "lease", bindings.ConcurrencyParams{Op: "acquire", Lease: "x y", Limit: 1, TTL: time.Second}); !argError(err) {
 		t.Errorf("a bad lease id: %v, want an ArgError", err)
 	}
-	if _, err := bindings.GCRA(ctx, c, "k4", bindings.GCRAParams{Burst: 5e10, Rate: 1, Period: time.Hour, Cost: 1}); !argError(err) {
+	if _, err := bindings.GCRA(ctx, c, "k4", bindings.GCRAParams{Burst: 5e10, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one}); !argError(err) {
 		t.Errorf("burst 5e10: %v, want an ArgError", err)
 	}
 	if ref.Exists(ctx, "k4").Val() != 0 {

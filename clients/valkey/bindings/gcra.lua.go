@@ -18,13 +18,44 @@ var GCRAScript = valkey.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "f1ce7e8a9b2a702e9db8f77abac3a85e1483755b"
+const GCRAHash = "068ebcf7c522633342f746f2ce42624b783a9085"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
+// GCRATake is the take of gcra.lua: one of "all", "at_most".
+type GCRATake string
+
+// The values of GCRATake.
 const (
-	// GCRARetryAfterNever is the GCRAResult.RetryAfter that means never (-1 on the wire).
-	GCRARetryAfterNever time.Duration = -1 * time.Millisecond
+	GCRATakeAll    GCRATake = "all"
+	GCRATakeAtMost GCRATake = "at_most"
+)
+
+// GCRARequest is one record of @arg requests of gcra.lua: its fields travel in this order, record after record.
+type GCRARequest struct {
+	// Cost is field 1 of each record, [0..1e9].
+	Cost int64
+	// Deadline is field 2 of each record, sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52].
+	Deadline time.Time
+}
+
+// GCRADecision is one record of @return decisions of gcra.lua: its fields travel in this order, record after record.
+type GCRADecision struct {
+	// Allowed is field 1 of each record, [0..1e9], or GCRADecisionAllowedExpired.
+	Allowed int64
+	// Remaining is field 2 of each record, [0..].
+	Remaining int64
+	// RetryAfter is field 3 of each record, in milliseconds, [0..], or GCRADecisionRetryAfterNever.
+	RetryAfter time.Duration
+	// ResetAfter is field 4 of each record, in milliseconds, [0..].
+	ResetAfter time.Duration
+}
+
+const (
+	// GCRADecisionAllowedExpired is the GCRADecision.Allowed that means expired (-1 on the wire).
+	GCRADecisionAllowedExpired int64 = -1
+	// GCRADecisionRetryAfterNever is the GCRADecision.RetryAfter that means never (-1 on the wire).
+	GCRADecisionRetryAfterNever time.Duration = -1 * time.Millisecond
 )
 
 // GCRAParams holds the arguments (ARGV) of gcra.lua.
@@ -35,30 +66,24 @@ type GCRAParams struct {
 	Rate int64
 	// Period (ARGV[3], sent in whole milliseconds, [1..1e11]): the period of rate; burst*period/rate at most 1e15 µs (31 years)
 	Period time.Duration
-	// Cost (ARGV[4], [0..1e9]): requests this call counts for; 0 only peeks
-	Cost int64
-	// Now (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock, within 60 s of the server's TIME
+	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock of every request, within 60 s of the server's TIME
 	Now time.Time
-	// Deadline (ARGV[6], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
-	Deadline time.Time
+	// Take (ARGV[5]): all: a request passes whole or not at all; at_most: it takes what is left, up to its cost
+	Take GCRATake
+	// Requests (ARGV[6] onwards, [1..64] of them): decided in turn: cost 0 only peeks; deadline, when the caller stops waiting (0: none)
+	Requests []GCRARequest
 }
 
 // GCRAResult is the reply of gcra.lua.
 type GCRAResult struct {
-	// Allowed is reply element 1.
-	Allowed bool
-	// Remaining (reply element 2, [0..]): whole requests that would still pass now, never negative
-	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [0..], or GCRARetryAfterNever): 0 when allowed; -1 when cost exceeds burst
-	RetryAfter time.Duration
-	// ResetAfter (reply element 4, in milliseconds, [0..]): until the TAT is reached and a full burst passes again
-	ResetAfter time.Duration
+	// Decisions (reply element 1 onwards, [1..64] of them): per request in turn: allowed is 1 or 0 (take at_most: the requests taken), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed, never when its cost exceeds burst; reset_after, until a full burst passes again
+	Decisions []GCRADecision
 }
 
 // GCRA runs gcra.lua: GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
 // I.371; the algorithm of redis-cell's CL.THROTTLE and go-redis/redis_rate):
 // one string holds the theoretical arrival time (TAT), the instant the steady
-// rate would be caught up. A call of cost c passes when the TAT, pushed c
+// rate would be caught up. A request of cost c passes when the TAT, pushed c
 // emission intervals on, stays within burst intervals of now; it then stores
 // the pushed TAT. burst counts the requests that may pass at once, as in
 // redis_rate (redis-cell's max_burst is burst - 1). The interval is
@@ -66,22 +91,30 @@ type GCRAResult struct {
 // burst always passes at once, and a rate that does not divide the period is
 // met from below (by under 1 µs per request); a rate above one per µs is
 // refused (token_bucket takes it). Known weakness: the TAT is all it keeps,
-// so it cannot tell how many requests came. A cost of 0 peeks: it answers
-// for a cost of 1 and writes nothing. A cost above burst can never pass: it
-// is denied with retry_after -1. Denied calls change nothing, and the TAT
-// never moves back. Arithmetic is exact for every accepted input.
+// so it cannot tell how many requests came.
+// A call decides 1 to 64 requests for the key, in order, each answered
+// exactly as the same requests sent one call each at that instant would be,
+// on one read and one write: a batch is its calls in a row. take all: a
+// request passes whole or not at all; a cost of 0 peeks (it answers for a
+// cost of 1 and writes nothing); a cost above burst can never pass (denied
+// with retry_after -1). take at_most (redis_rate's AllowAtMost): a request
+// takes what is left, up to its cost, and answers how many it took; when
+// nothing is left it takes nothing and answers when one request passes. A
+// denied request changes nothing, and the TAT never moves back. A request
+// the server runs at or after its deadline answers expired (-1) and counts
+// nothing. Arithmetic is exact for every accepted input.
 // Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 // caller clock (now > 0) is refused with BADARG when it is more than 60 s
 // from TIME. A write with a caller clock keeps its key 60 s past the instant
 // its state is spent on the server's clock, so a call whose clock lags TIME
-// by up to 60 s still finds the state; a call that finds no state is judged
-// at the later of its clock and TIME, so a key that expired never hands the
-// same time out twice. So no clock dates state more than 60 s past TIME,
-// and a state dated further is BADSTATE, whatever wrote it: a call with
-// the server's clock waits at most the time a full burst takes plus 60 s,
-// a key lives at most the time a full burst takes plus 120 s, and waits
-// count from the caller's own clock. A caller clock behind the TAT is
-// judged at its own time against it, so it only waits longer.
+// by up to 60 s still finds the state; a request that finds no state is
+// judged at the later of its clock and TIME, so a key that expired never
+// hands the same time out twice. So no clock dates state more than 60 s
+// past TIME, and a state dated further is BADSTATE, whatever wrote it: a
+// call with the server's clock waits at most the time a full burst takes
+// plus 60 s, a key lives at most the time a full burst takes plus 120 s,
+// and waits count from the caller's own clock. A caller clock behind the
+// TAT is judged at its own time against it, so it only waits longer.
 // Changed limits apply from the last write: the TAT's lead on that write's
 // clock is counted in intervals of the new rate and period, rounding up (a
 // lower rate frees no room, a higher one frees what it drains), and capped
@@ -100,7 +133,9 @@ type GCRAResult struct {
 // whose write's clock is more than 60 s past TIME was not written by this
 // script. Anything else at the key, of any type, is an error and the key is
 // left untouched (value and TTL); that includes the untagged states of
-// earlier versions of this script.
+// earlier versions of this script. The 6-argument layout of earlier
+// versions (cost, now, deadline after period) and gcra_at_most.lua's are
+// refused with BADARG.
 //
 // It runs gcra.lua with EVALSHA, falling back to EVAL when the server does not
 // have the script cached. To send many calls in one round trip, queue them in
@@ -110,8 +145,7 @@ type GCRAResult struct {
 //   - tat: string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
-//   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
+//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
 //   - ErrBadState for BADSTATE: the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 func GCRA(ctx context.Context, c valkey.Client, tat string, p GCRAParams) (GCRAResult, error) {
@@ -128,19 +162,22 @@ func gcraCall(tat string, p GCRAParams) *call {
 	e.int("burst", p.Burst, between(1, 1000000000))
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
-	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
-	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
+	e.enum("take", string(p.Take), "all", "at_most")
+	e.count("requests", "records", len(p.Requests), between(1, 64))
+	for _, v := range p.Requests {
+		e.int("cost", v.Cost, between(0, 1000000000))
+		e.unixUs("deadline", v.Deadline, between(1, 4503599627370496).or(0))
+	}
 	return e.call()
 }
 
 func gcraDecode(v any) (GCRAResult, error) {
-	d := newDecoder(gcraInfo, v, 4, false)
+	d := newDecoder(gcraInfo, v, 0, true)
 	r := GCRAResult{
-		Allowed:    d.bool(0, "allowed"),
-		Remaining:  d.int(1, "remaining", atLeast(0)),
-		RetryAfter: d.ms(2, "retry_after", atLeast(0).or(-1)),
-		ResetAfter: d.ms(3, "reset_after", atLeast(0)),
+		Decisions: rest(&d, 0, 4, "decisions", between(1, 64), func(i int) GCRADecision {
+			return GCRADecision{Allowed: d.int(i, "allowed", between(0, 1000000000).or(-1)), Remaining: d.int(i+1, "remaining", atLeast(0)), RetryAfter: d.ms(i+2, "retry_after", atLeast(0).or(-1)), ResetAfter: d.ms(i+3, "reset_after", atLeast(0))}
+		}),
 	}
 	if d.err != nil {
 		return GCRAResult{}, d.err
@@ -153,7 +190,7 @@ func gcraDecode(v any) (GCRAResult, error) {
 const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-scheduling form (ITU-T
 --- I.371; the algorithm of redis-cell's CL.THROTTLE and go-redis/redis_rate):
 --- one string holds the theoretical arrival time (TAT), the instant the steady
---- rate would be caught up. A call of cost c passes when the TAT, pushed c
+--- rate would be caught up. A request of cost c passes when the TAT, pushed c
 --- emission intervals on, stays within burst intervals of now; it then stores
 --- the pushed TAT. burst counts the requests that may pass at once, as in
 --- redis_rate (redis-cell's max_burst is burst - 1). The interval is
@@ -161,22 +198,30 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- burst always passes at once, and a rate that does not divide the period is
 --- met from below (by under 1 µs per request); a rate above one per µs is
 --- refused (token_bucket takes it). Known weakness: the TAT is all it keeps,
---- so it cannot tell how many requests came. A cost of 0 peeks: it answers
---- for a cost of 1 and writes nothing. A cost above burst can never pass: it
---- is denied with retry_after -1. Denied calls change nothing, and the TAT
---- never moves back. Arithmetic is exact for every accepted input.
+--- so it cannot tell how many requests came.
+--- A call decides 1 to 64 requests for the key, in order, each answered
+--- exactly as the same requests sent one call each at that instant would be,
+--- on one read and one write: a batch is its calls in a row. take all: a
+--- request passes whole or not at all; a cost of 0 peeks (it answers for a
+--- cost of 1 and writes nothing); a cost above burst can never pass (denied
+--- with retry_after -1). take at_most (redis_rate's AllowAtMost): a request
+--- takes what is left, up to its cost, and answers how many it took; when
+--- nothing is left it takes nothing and answers when one request passes. A
+--- denied request changes nothing, and the TAT never moves back. A request
+--- the server runs at or after its deadline answers expired (-1) and counts
+--- nothing. Arithmetic is exact for every accepted input.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
 --- its state is spent on the server's clock, so a call whose clock lags TIME
---- by up to 60 s still finds the state; a call that finds no state is judged
---- at the later of its clock and TIME, so a key that expired never hands the
---- same time out twice. So no clock dates state more than 60 s past TIME,
---- and a state dated further is BADSTATE, whatever wrote it: a call with
---- the server's clock waits at most the time a full burst takes plus 60 s,
---- a key lives at most the time a full burst takes plus 120 s, and waits
---- count from the caller's own clock. A caller clock behind the TAT is
---- judged at its own time against it, so it only waits longer.
+--- by up to 60 s still finds the state; a request that finds no state is
+--- judged at the later of its clock and TIME, so a key that expired never
+--- hands the same time out twice. So no clock dates state more than 60 s
+--- past TIME, and a state dated further is BADSTATE, whatever wrote it: a
+--- call with the server's clock waits at most the time a full burst takes
+--- plus 60 s, a key lives at most the time a full burst takes plus 120 s,
+--- and waits count from the caller's own clock. A caller clock behind the
+--- TAT is judged at its own time against it, so it only waits longer.
 --- Changed limits apply from the last write: the TAT's lead on that write's
 --- clock is counted in intervals of the new rate and period, rounding up (a
 --- lower rate frees no room, a higher one frees what it drains), and capped
@@ -195,20 +240,18 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of
---- earlier versions of this script.
+--- earlier versions of this script. The 6-argument layout of earlier
+--- versions (cost, now, deadline after period) and gcra_at_most.lua's are
+--- refused with BADARG.
 --- @key    tat          string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
---- @arg    cost         int[0..1e9]       requests this call counts for; 0 only peeks
---- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
---- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
---- @return remaining    int[0..]          whole requests that would still pass now, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds burst
---- @return reset_after  ms[0..]           until the TAT is reached and a full burst passes again
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
---- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
+--- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock of every request, within 60 s of the server's TIME
+--- @arg    take         enum(all|at_most) all: a request passes whole or not at all; at_most: it takes what is left, up to its cost
+--- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost 0 only peeks; deadline, when the caller stops waiting (0: none)
+--- @return ...decisions[1..64] (allowed int[0..1e9]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed is 1 or 0 (take at_most: the requests taken), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed, never when its cost exceeds burst; reset_after, until a full burst passes again
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
@@ -324,15 +367,48 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local tat      = KEYS[1]
-local burst    = int(ARGV[1], 'burst', 1, 1e9)
-local rate     = int(ARGV[2], 'rate', 1, 1e9)
-local period   = int(ARGV[3], 'period', 1, 1e11)
-local cost     = int(ARGV[4], 'cost', 0, 1e9)
-local now      = int(ARGV[5], 'now', 0, 2^52)
-local deadline = int(ARGV[6], 'deadline', 0, 2^52)
+local tat     = KEYS[1]
+local burst   = int(ARGV[1], 'burst', 1, 1e9)
+local rate    = int(ARGV[2], 'rate', 1, 1e9)
+local period  = int(ARGV[3], 'period', 1, 1e11)
+local now     = int(ARGV[4], 'now', 0, 2^52)
+local take    = ARGV[5]
+local at_most = take == 'at_most'
+if not at_most and take ~= 'all' then
+  -- Also what an earlier version's layout (cost, now, deadline after
+  -- period) meets: its clock is no word.
+  bad = bad or "BADARG take must be 'all' or 'at_most' (ARGV: burst, rate, period, now, take, then cost and deadline per request)"
+end
 if tat == nil then bad = bad or 'BADARG tat key is missing' end
-exactly(1, 6)
+local n = (#ARGV - 5) / 2
+if not bad and (#KEYS ~= 1 or n < 1 or n > 64 or n % 1 ~= 0) then
+  bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', #KEYS, #ARGV)
+end
+
+-- Every request is read before anything else, into the reply's slots (4
+-- per request: cost and deadline until it is decided). One request, the
+-- common call, is read with no loop and no name to build.
+local reply
+if not bad and n == 1 then
+  reply = {int(ARGV[6], 'cost of request 1', 0, 1e9), int(ARGV[7], 'deadline of request 1', 0, 2^52), 0, 0}
+elseif not bad then
+  -- The common values need no call (a cost of 1 or 0, no deadline); the
+  -- first bad one is named again with its request, a string.format the
+  -- good calls never pay for.
+  reply = {}
+  for i = 1, n do
+    local cost, deadline = ARGV[4 + 2 * i], ARGV[5 + 2 * i]
+    cost = cost == '1' and 1 or cost == '0' and 0 or int(cost, 'cost', 0, 1e9)
+    deadline = deadline == '0' and 0 or int(deadline, 'deadline', 0, 2^52)
+    if bad then
+      bad = nil
+      int(ARGV[4 + 2 * i], string.format('cost of request %d', i), 0, 1e9)
+      int(ARGV[5 + 2 * i], string.format('deadline of request %d', i), 0, 2^52)
+      break
+    end
+    reply[4 * i - 3], reply[4 * i - 2] = cost, deadline
+  end
+end
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -355,25 +431,33 @@ if tolerance > 1e15 then
 end
 
 local server, caller
-now, server, caller = clock(now, deadline)
+now, server, caller = clock(now, 0)
 if bad then return redis.error_reply(bad) end
 
--- GET answers a key of another type with an error table (stored.err); a
--- string has no err field.
-local stored = redis.pcall('GET', tat)
--- A call is judged at its own clock against the stored TAT; a key that
--- holds nothing is judged at the later of the caller's clock and the
--- server's: a key the server's clock expired must not let a caller that
--- lags it schedule that time again. own is the caller's clock, which its
--- waits are measured from. A missing key is a TAT at or before now; a TAT
--- behind now counts as now, so idle time never banks more than a burst.
-local own = now
-local theo = now
-if not stored then
-  if server > now then
-    now, theo = server, server
+-- A request the server runs at or after its deadline answers expired and
+-- counts nothing, as its own call would have answered EXPIRED before
+-- reading the key: when every request has, the key is not read at all.
+local live = false
+for i = 1, n do
+  local deadline = reply[4 * i - 2]
+  if deadline == 0 or server < deadline then
+    live = true
+    break
   end
-else
+end
+if not live then
+  for i = 1, n do
+    reply[4 * i - 3], reply[4 * i - 2], reply[4 * i - 1], reply[4 * i] = -1, 0, 0, 0
+  end
+  return reply
+end
+
+-- GET answers a key of another type with an error table (stored.err); a
+-- string has no err field. v is the stored TAT as the current limit reads
+-- it, nil for no state.
+local stored = redis.pcall('GET', tat)
+local v
+if stored then
   if stored.err then
     return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
   end
@@ -388,7 +472,7 @@ else
   -- digit that sorts below '1' (all digits) has a leading zero. tonumber,
   -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
   -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
-  local v, was, lead
+  local was, lead
   if #stored == 19 then
     v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
   end
@@ -428,57 +512,98 @@ else
       v = v - lead + units * interval + q
     end
   end
-  if v > now then
-    theo = v
+end
+
+-- Each request in turn, as its own call would judge the state the one
+-- before it left: a request is judged at its own clock against the TAT; one
+-- that finds no state at the later of the caller's clock and the server's
+-- (a key the server's clock expired must not let a caller that lags it
+-- schedule that time again). own is the caller's clock, which waits are
+-- measured from. A TAT behind the instant counts as the instant, so idle
+-- time never banks more than a burst. ahead is how far the TAT runs ahead,
+-- in µs; n more requests pass while ahead + n*T <= burst*T, so burst -
+-- ceil(ahead/T) are left. Waits are whole ms rounded up ((x + 999 - (x +
+-- 999) % 1000) / 1000 is ceil(x / 1000) for integers). A write is kept in
+-- v (the state the next request would read: the same limit, so nothing to
+-- carry over) and last, the TAT's lead on its instant, and stored once.
+local own = now
+local last
+-- same is the slot of the last request decided on the state as it stands
+-- (a denial or a peek changes nothing), and same_cost its cost: a request
+-- of that cost gets the same answer, unworked (a denied flood's batch).
+local same, same_cost
+for i = 1, n do
+  local j = 4 * i
+  local cost, deadline = reply[j - 3], reply[j - 2]
+  if deadline > 0 and server >= deadline then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif cost == same_cost then
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
+  else
+    local at, theo = own, own
+    if not v then
+      if server > own then
+        at, theo = server, server
+      end
+    elseif v > own then
+      theo = v
+    end
+    local ahead = theo - at
+    local used = ahead % interval
+    used = (ahead - used) / interval + (used > 0 and 1 or 0)
+    local left = burst > used and burst - used or 0
+    -- count is what the request would take: its cost, or at_most what is
+    -- left of it; with nothing left that is a request of 1 that cannot
+    -- pass, and a peek answers 0 taken.
+    local count = cost
+    if at_most and cost > left then
+      count = left
+    end
+    local want = count > 0 and count or 1
+    local over = ahead + want * interval - tolerance
+    if want > burst or over > 0 or count == 0 then
+      local reset = 0
+      if ahead > 0 then
+        reset = ahead + at - own + 999
+        reset = (reset - reset % 1000) / 1000
+      end
+      if want > burst then
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, left, -1, reset
+      elseif over > 0 then
+        local wait = over + at - own + 999
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, left, (wait - wait % 1000) / 1000, reset
+      else
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and 0 or 1, left, 0, reset
+      end
+      same, same_cost = j, cost
+    else
+      ahead = ahead + count * interval
+      v, last = theo + count * interval, ahead
+      used = used + count
+      local reset = ahead + at - own + 999
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = at_most and count or 1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000
+      same_cost = nil
+    end
   end
 end
 
--- ahead is how far the TAT runs ahead of now, in µs; n more requests pass
--- while ahead + n*T <= burst*T, so burst - ceil(ahead/T) are left. Waits
--- count from the caller's own clock, in whole ms rounded up
--- ((x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers).
--- What only a denial or a peek answers is worked out only for them.
-local ahead = theo - now
-local used = ahead % interval
-used = (ahead - used) / interval + (used > 0 and 1 or 0)
-local want = cost > 0 and cost or 1
-local over = ahead + want * interval - tolerance
-if want > burst or over > 0 or cost == 0 then
-  local left = burst > used and burst - used or 0
-  local reset = 0
-  if ahead > 0 then
-    reset = ahead + now - own + 999
-    reset = (reset - reset % 1000) / 1000
+if last then
+  -- Keys expire by the server's clock. A caller's write keeps the key
+  -- max_skew past the TAT, so a call whose clock lags the server's by up
+  -- to max_skew still finds it. The short form when the TAT leads by one
+  -- interval below 1e8 µs.
+  local ttl = v - server + 999
+  if caller then
+    ttl = ttl + max_skew
   end
-  if want > burst then
-    return {0, left, -1, reset}
-  elseif over > 0 then
-    local wait = over + now - own + 999
-    return {0, left, (wait - wait % 1000) / 1000, reset}
+  ttl = (ttl - ttl % 1000) / 1000
+  local state
+  if last == interval and interval < 1e8 then
+    state = format('2%010d%08d', v % 1e10, interval)
+  else
+    state = format('g%016d%d/%d', v, interval, last - interval)
   end
-  return {1, left, 0, reset}
+  redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
 end
-
-theo = theo + cost * interval
-ahead = ahead + cost * interval
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the TAT, so a call whose clock lags the server's by up to
--- max_skew still finds it.
-local ttl = theo - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
--- The short form when the TAT leads by one interval below 1e8 µs.
-local state
-if ahead == interval and interval < 1e8 then
-  state = format('2%010d%08d', theo % 1e10, interval)
-else
-  state = format('g%016d%d/%d', theo, interval, ahead - interval)
-end
-redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
--- cost more whole intervals are used now.
-used = used + cost
-local reset = ahead + now - own + 999
-return {1, burst > used and burst - used or 0, 0, (reset - reset % 1000) / 1000}
+return reply
 `

@@ -49,7 +49,6 @@ var allScripts = []*scriptMeta{
 	concurrencyInfo,
 	fixedWindowInfo,
 	gcraInfo,
-	gcraAtMostInfo,
 	leakyBucketInfo,
 	multiInfo,
 	slidingWindowCounterInfo,

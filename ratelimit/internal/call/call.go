@@ -192,6 +192,21 @@ func ClockRefused(ctx context.Context, err error) error {
 // reports those as ErrInvalid). Keep the clocks in step (NTP holds them
 // within milliseconds), as a caller clock needs anyway.
 func Deadline(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}
+	}
+	return Due(d)
+}
+
+// Due is the deadline d as the scripts take it: one after 2^52 µs (2112)
+// is none, one before the epoch is the epoch's first µs, which has passed.
+func Due(d time.Time) time.Time {
+	switch us := d.UnixMicro(); {
+	case us > MaxClockUs:
+		return time.Time{}
+	case us < 1:
+		return time.UnixMicro(1)
+	}
 	return d
 }

@@ -11,16 +11,16 @@ import (
 	"github.com/redlimit/redlimit/tests/scenario"
 )
 
-// gcra_at_most.lua is gcra.lua taking what is left. Its claim is checked
-// against gcra.lua itself on the same key: before each call a gcra.lua peek
-// (on a copy) says what is left; gcra_at_most must take the least of n and
-// that, leave exactly the key gcra.lua with that cost leaves (TTL
-// included), and answer what it answers; when nothing is left it must
-// answer gcra.lua's denial of one request and change nothing. Calls of both
-// scripts interleave on the key, with the server's clock and callers'
-// clocks, and limits that change.
+// gcra.lua's take at_most (once gcra_at_most.lua) is take all taking what
+// is left. Its claim is checked against take all on the same key: before
+// each call a peek (on a copy) says what is left; at_most must take the
+// least of n and that, leave exactly the key take all with that cost
+// leaves (TTL included), and answer what it answers; when nothing is left
+// it must answer take all's denial of one request and change nothing.
+// Calls of both interleave on the key, with the server's clock and
+// callers' clocks, and limits that change.
 
-func TestGCRAAtMostIsGCRA(t *testing.T) {
+func TestTakeAtMostIsTakeAll(t *testing.T) {
 	w := newAtMostWorld(t)
 	for seed := int64(1); seed <= 60; seed++ {
 		w.run(rand.New(rand.NewSource(seed)), "", 80)
@@ -30,7 +30,7 @@ func TestGCRAAtMostIsGCRA(t *testing.T) {
 	}
 }
 
-func FuzzGCRAAtMost(f *testing.F) {
+func FuzzTakeAtMost(f *testing.F) {
 	f.Add("", int64(1))
 	f.Add("string\t"+scenario.GCRAState(scenario.T0+1000000, 1000000, 1000000), int64(2))
 	f.Add("string\t"+scenario.GCRAState(scenario.T0+60000001+1000000, 1000000, 1000000), int64(3))
@@ -52,9 +52,9 @@ func isScriptError(err error) bool {
 }
 
 type atMostWorld struct {
-	t            testing.TB
-	gcra, atMost string
-	taken, none  int
+	t           testing.TB
+	gcra        string
+	taken, none int
 }
 
 func newAtMostWorld(t testing.TB) *atMostWorld {
@@ -62,11 +62,7 @@ func newAtMostWorld(t testing.TB) *atMostWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Source("gcra_at_most")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &atMostWorld{t: t, gcra: g, atMost: a}
+	return &atMostWorld{t: t, gcra: g}
 }
 
 func (w *atMostWorld) run(rng *rand.Rand, state string, n int) {
@@ -93,10 +89,13 @@ func (w *atMostWorld) run(rng *rand.Rand, state string, n int) {
 		if rng.Intn(12) == 0 {
 			deadline = s(r.Now() + rng.Int63n(3) - 1)
 		}
-		args := func(c int64) []string { return []string{s(lim[0]), s(lim[1]), s(lim[2]), s(c), now, deadline} }
+		call := func(take string, c int64) []string {
+			return oneCall("gcra", []string{s(lim[0]), s(lim[1]), s(lim[2]), take}, s(c), now, deadline)
+		}
+		args := func(c int64) []string { return call("all", c) }
 		if rng.Intn(3) == 0 {
-			// gcra.lua itself on the same key, any cost (a foreign state
-			// is its error, and gcra_at_most's below).
+			// take all on the same key, any cost (a foreign state is its
+			// error, and at_most's below).
 			if _, err := r.Eval(w.gcra, keys, args(rng.Int63n(lim[0]+2))); err != nil && !isScriptError(err) {
 				t.Fatalf("gcra %v: %v", args(0), err)
 			}
@@ -104,14 +103,22 @@ func (w *atMostWorld) run(rng *rand.Rand, state string, n int) {
 		}
 		want := min(1e9, rng.Int63n(lim[0]*2)+1)
 		peek, perr := r.Clone().Eval(w.gcra, keys, args(0))
-		g := r.Clone() // for gcra.lua with the cost gcra_at_most takes
+		g := r.Clone() // for take all with the cost at_most takes
 		before := r.Snapshot()
-		got, err := r.Eval(w.atMost, keys, args(want))
+		got, err := r.Eval(w.gcra, keys, call("at_most", want))
 		if perr != nil || err != nil {
 			// The same error reply, and nothing changed.
 			if !sameReply(perr, err) || !before.Equal(r.Snapshot()) {
-				t.Fatalf("%v: gcra peek says %v, gcra_at_most (%v, %v)", args(want), perr, got, err)
+				t.Fatalf("%v: take all's peek says %v, at_most (%v, %v)", call("at_most", want), perr, got, err)
 			}
+			continue
+		}
+		if peek.([]any)[0] == int64(-1) {
+			// Past its deadline: at_most answers the same, and takes nothing.
+			if diff := cmp.Diff(peek, got); diff != "" || !before.Equal(r.Snapshot()) {
+				t.Fatalf("%v past its deadline: (-take all +at_most):\n%s", call("at_most", want), diff)
+			}
+			w.none++
 			continue
 		}
 		left := peek.([]any)[1].(int64)
@@ -121,7 +128,7 @@ func (w *atMostWorld) run(rng *rand.Rand, state string, n int) {
 			denial, _ := r.Clone().Eval(w.gcra, keys, args(1))
 			d := denial.([]any)
 			if diff := cmp.Diff([]any{int64(0), int64(0), d[2], d[3]}, got); diff != "" || !before.Equal(r.Snapshot()) {
-				t.Fatalf("%v with nothing left: (-gcra +gcra_at_most):\n%s", args(want), diff)
+				t.Fatalf("%v with nothing left: (-take all +at_most):\n%s", call("at_most", want), diff)
 			}
 			w.none++
 			continue
@@ -129,14 +136,14 @@ func (w *atMostWorld) run(rng *rand.Rand, state string, n int) {
 		// What gcra.lua with cost take leaves and answers.
 		ref, err := g.Eval(w.gcra, keys, args(take))
 		if err != nil || ref.([]any)[0] != int64(1) {
-			t.Fatalf("%v: gcra with cost %d (what was left): (%v, %v)", args(want), take, ref, err)
+			t.Fatalf("%v: take all with cost %d (what was left): (%v, %v)", call("at_most", want), take, ref, err)
 		}
 		rr := ref.([]any)
 		if diff := cmp.Diff([]any{take, rr[1], rr[2], rr[3]}, got); diff != "" {
-			t.Fatalf("%v: (-gcra with cost %d +gcra_at_most):\n%s", args(want), take, diff)
+			t.Fatalf("%v: (-take all with cost %d +at_most):\n%s", call("at_most", want), take, diff)
 		}
 		if a, b := r.Snapshot(), g.Snapshot(); !a.Equal(b) {
-			t.Fatalf("%v: state (-gcra +gcra_at_most):\n%s", args(want), cmp.Diff(b.String(), a.String()))
+			t.Fatalf("%v: state (-take all +at_most):\n%s", call("at_most", want), cmp.Diff(b.String(), a.String()))
 		}
 		w.taken++
 	}

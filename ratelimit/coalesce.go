@@ -1,0 +1,240 @@
+package ratelimit
+
+// Coalescing (group commit): while a decision for a Redis key is in flight
+// from this limiter (or a WithLimit copy, which shares its state), further
+// decisions for the key wait, and go to Redis together as one call of the
+// batch script when it returns. The script decides them in order, each as
+// its own call at that instant would be decided (lua/gcra.lua), so a batch
+// changes no answer; it only saves round trips and Redis time on a hot key.
+// A request alone on its key is sent at once, on its own goroutine, as it
+// would be without coalescing. docs/performance.md says what it costs and
+// when it helps.
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
+)
+
+// maxBatch is the most requests one call decides: the batch scripts' count.
+const maxBatch = 64
+
+// coalesceShards are the independently locked parts of a coalescer, so that
+// decisions on distinct keys meet no common lock.
+const coalesceShards = 64
+
+// A coalescer holds, per Redis key with a call in flight, the requests that
+// wait for it. It is shared by a limiter and its WithLimit copies.
+type coalescer struct {
+	seed   maphash.Seed
+	shards [coalesceShards]coalesceShard
+}
+
+type coalesceShard struct {
+	mu sync.Mutex
+	// keys has an entry for every key with a call in flight; its line is
+	// nil while nobody waits (a lone decision allocates no line).
+	keys map[string]*keyLine
+	_    [40]byte // keep shards' locks on separate cache lines
+}
+
+// keyLine is the requests waiting for a key, in the order they came.
+type keyLine struct {
+	waiting []*waiter
+}
+
+// waiter is one request in a line. sent and the line are guarded by the
+// shard's mu; out is written once, before done is closed.
+type waiter struct {
+	ctx   context.Context
+	alg   Algorithm
+	limit Limit
+	cost  int64
+	now   time.Time // the caller clock; zero for the server's
+	due   time.Time // when its caller stops waiting; zero for never
+	sent  bool
+	done  chan struct{}
+	out   outcome
+}
+
+func newCoalescer() *coalescer {
+	c := &coalescer{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].keys = map[string]*keyLine{}
+	}
+	return c
+}
+
+func (c *coalescer) shard(rk string) *coalesceShard {
+	return &c.shards[maphash.String(c.seed, rk)%coalesceShards]
+}
+
+// decide decides one request on the Redis key rk. When no call for rk is in
+// flight it sends its own at once, under ctx and the limiter's timeout, as
+// an uncoalesced decision would; otherwise it waits in rk's line for a
+// batch (see wait).
+func (c *coalescer) decide(ctx context.Context, l *Limiter, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (reply, error) {
+	s := c.shard(rk)
+	s.mu.Lock()
+	line, busy := s.keys[rk]
+	if !busy {
+		s.keys[rk] = nil
+		s.mu.Unlock()
+		// The key is handed on when the call returns, which may be after
+		// the timeout has answered its caller: the requests behind it do
+		// not pile onto a Redis that has not answered yet.
+		return runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
+			defer c.next(l, rk)
+			return scripts[alg].run(ctx, l.rdb, rk, limit, cost, now)
+		})
+	}
+	w := &waiter{ctx: ctx, alg: alg, limit: limit, cost: cost, now: now, due: l.due(ctx), done: make(chan struct{})}
+	if line == nil {
+		line = &keyLine{}
+		s.keys[rk] = line
+	}
+	line.waiting = append(line.waiting, w)
+	s.mu.Unlock()
+	return c.wait(l, s, line, w)
+}
+
+// wait waits for w's batch to answer, for ctx to end, or for the limiter's
+// timeout. A waiter that leaves before its batch is sent is taken out of
+// the line and counts nothing; one that leaves after is bounded by its
+// deadline, which its request carries: Redis counts it only if it runs the
+// batch before then.
+func (c *coalescer) wait(l *Limiter, s *coalesceShard, line *keyLine, w *waiter) (reply, error) {
+	var expire <-chan time.Time
+	if l.timeout > 0 {
+		t := time.NewTimer(l.timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	var err error
+	select {
+	case <-w.done:
+		return w.result()
+	case <-w.ctx.Done():
+		err = w.ctx.Err()
+	case <-expire:
+		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, l.timeout)
+	}
+	select {
+	case <-w.done: // the answer came as the wait ended: keep it
+		return w.result()
+	default:
+	}
+	s.mu.Lock()
+	if !w.sent {
+		for i, o := range line.waiting {
+			if o == w {
+				line.waiting = append(line.waiting[:i], line.waiting[i+1:]...)
+				break
+			}
+		}
+	}
+	s.mu.Unlock()
+	return reply{}, err
+}
+
+// result is w's answer. Its error, a request Redis ran past its deadline
+// or the batch's own, is judged by w's own context, as a call of its own
+// would be (call.ClockRefused).
+func (w *waiter) result() (reply, error) {
+	if w.out.err != nil {
+		return reply{}, call.ClockRefused(w.ctx, w.out.err)
+	}
+	return w.out.r, nil
+}
+
+// next hands rk, whose call just returned, to the requests that came
+// meanwhile: the first one's batch goes out on a goroutine of its own, so
+// the caller that returns is not held up. With nobody waiting, rk has no
+// call in flight any more.
+func (c *coalescer) next(l *Limiter, rk string) {
+	s := c.shard(rk)
+	s.mu.Lock()
+	line := s.keys[rk]
+	if line == nil || len(line.waiting) == 0 {
+		delete(s.keys, rk)
+		s.mu.Unlock()
+		return
+	}
+	batch := line.take()
+	s.mu.Unlock()
+	go c.send(l, rk, batch)
+}
+
+// take takes the next batch out of the line: in the order they came, up to
+// maxBatch of the requests that the first one's script, limit and clock
+// decide (WithLimit copies share a key under several limits, and a caller
+// clock judges only the requests that read the same µs). The others keep
+// their places for the batches after.
+func (line *keyLine) take() []*waiter {
+	h := line.waiting[0]
+	batch := make([]*waiter, 0, min(len(line.waiting), maxBatch))
+	rest := line.waiting[:0]
+	for _, w := range line.waiting {
+		if len(batch) < maxBatch && w.alg == h.alg && w.limit == h.limit && w.now.IsZero() == h.now.IsZero() && w.now.UnixMicro() == h.now.UnixMicro() {
+			w.sent = true
+			batch = append(batch, w)
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	clear(line.waiting[len(rest):])
+	line.waiting = rest
+	return batch
+}
+
+// send sends one batch and answers each of its waiters. The call runs
+// under the first waiter's context without its cancellation (another
+// waiter's request must not fail because the first one gave up), until the
+// latest deadline of the batch; each request carries its own.
+func (c *coalescer) send(l *Limiter, rk string, batch []*waiter) {
+	h := batch[0]
+	reqs := make([]request, len(batch))
+	var latest time.Time
+	forever := false
+	for i, w := range batch {
+		reqs[i] = request{cost: w.cost, due: w.due}
+		if w.due.IsZero() {
+			forever = true
+		} else if w.due.After(latest) {
+			latest = w.due
+		}
+	}
+	ctx := context.WithoutCancel(h.ctx)
+	if !forever {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, latest)
+		defer cancel()
+	}
+	outs, err := scripts[h.alg].batch(ctx, l.rdb, rk, h.limit, h.now, reqs)
+	for i, w := range batch {
+		if err != nil {
+			w.out = outcome{err: err}
+		} else {
+			w.out = outs[i]
+		}
+		close(w.done)
+	}
+	c.next(l, rk)
+}
+
+// due is the instant the caller of ctx stops waiting for a decision: its
+// context's deadline, or the limiter's timeout from now if that is sooner
+// (zero for neither), as an uncoalesced call sends it.
+func (l *Limiter) due(ctx context.Context) time.Time {
+	d := call.Deadline(ctx)
+	if l.timeout > 0 {
+		if t := time.Now().Add(l.timeout); d.IsZero() || t.Before(d) {
+			d = call.Due(t)
+		}
+	}
+	return d
+}

@@ -109,22 +109,23 @@ func nativeFloor(c rueidis.Client, sent *sentCounter) limiter {
 func ourKey(key string) string { return oursPrefix + "{" + key + "}" }
 
 // rueidisGCRA is gcra.lua through clients/rueidis/bindings, as ratelimit
-// sends it (the quota, a cost of 1, the server's clock, no deadline).
+// sends a lone decision (a batch of one: the quota, a cost of 1, the
+// server's clock, no deadline).
 func rueidisGCRA(c rueidis.Client, q quota, sent *sentCounter) limiter {
-	p := rbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Cost: 1}
+	p := rbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Take: rbindings.GCRATakeAll, Requests: []rbindings.GCRARequest{{Cost: 1}}}
 	return limiter{"bindings_gcra_rueidis", "rate", func(ctx context.Context, key string) (bool, bool, error) {
 		sent.addName(ctx, "evalsha")
 		r, err := rbindings.GCRA(ctx, c, ourKey(key), p)
-		return r.Allowed, false, err
+		return err == nil && r.Decisions[0].Allowed == 1, false, err
 	}}
 }
 
 // valkeyGCRA is the same through clients/valkey/bindings.
 func valkeyGCRA(c valkey.Client, q quota, sent *sentCounter) limiter {
-	p := vbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Cost: 1}
+	p := vbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Take: vbindings.GCRATakeAll, Requests: []vbindings.GCRARequest{{Cost: 1}}}
 	return limiter{"bindings_gcra_valkey", "rate", func(ctx context.Context, key string) (bool, bool, error) {
 		sent.addName(ctx, "evalsha")
 		r, err := vbindings.GCRA(ctx, c, ourKey(key), p)
-		return r.Allowed, false, err
+		return err == nil && r.Decisions[0].Allowed == 1, false, err
 	}}
 }

@@ -129,11 +129,8 @@ func BenchmarkDecision(b *testing.B) {
 			{variant{suffix: "_rueidis"}, other.rueidis, true, nil},
 			{variant{suffix: "_valkey"}, other.valkey, true, coalescing},
 			{variant{suffix: "_flush20us_rueidis"}, other.rueidisFlush, true, []string{"gcra"}},
-		}
-		if withoutCoalescing != nil {
-			variants = append(variants,
-				ourVariant{variant{"_nocoalesce", withoutCoalescing}, c, false, coalescing},
-				ourVariant{variant{"_nocoalesce_rueidis", withoutCoalescing}, other.rueidis, true, []string{"gcra"}})
+			{variant{"_nocoalesce", withoutCoalescing}, c, false, coalescing},
+			{variant{"_nocoalesce_rueidis", withoutCoalescing}, other.rueidis, true, []string{"gcra"}},
 		}
 		for _, v := range variants {
 			for i, l := range ours(v.c, sc.q, false, v.variant) {

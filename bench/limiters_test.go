@@ -72,15 +72,12 @@ type variant struct {
 // denyCacheSize is the deny cache of the "_cache" rows.
 const denyCacheSize = 10000
 
-// withoutCoalescing is ratelimit.WithoutCoalescing() (issue 25): with it,
-// BenchmarkDecision adds the rows "_nocoalesce" (GCRA and the token bucket,
-// the algorithms that coalesce, each request a script call of its own, as
-// before coalescing) and "_nocoalesce_rueidis" (GCRA over rueidis), beside
-// the default rows, which coalesce a hot key's concurrent requests. Nil
-// until the option exists: then this line becomes
-//
-//	var withoutCoalescing = []ratelimit.Option{ratelimit.WithoutCoalescing()}
-var withoutCoalescing []ratelimit.Option
+// withoutCoalescing makes BenchmarkDecision's rows "_nocoalesce" (GCRA
+// and the token bucket, the algorithms that coalesce, each request a
+// script call of its own, as before coalescing) and "_nocoalesce_rueidis"
+// (GCRA over rueidis), beside the default rows, which coalesce a hot key's
+// concurrent requests.
+var withoutCoalescing = []ratelimit.Option{ratelimit.WithoutCoalescing()}
 
 var (
 	plain     = variant{}

@@ -132,7 +132,11 @@ func TestEarlierLayoutsAreRefused(t *testing.T) {
 			}
 		}
 	}
-	if refused < 16*28 {
-		t.Errorf("only %d refusals checked", refused)
+	calls := 0
+	for _, c := range scenario.Crossings() {
+		calls += len(c.Calls)
+	}
+	if want := len(scenario.Earliers()) * calls; refused != want {
+		t.Errorf("only %d refusals checked, want %d", refused, want)
 	}
 }

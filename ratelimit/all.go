@@ -180,7 +180,7 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 			} else {
 				ds[i], errs[i] = l.finish(ctx, key, n, nows[i], replies[i], errs[i])
 				if checks[i].ok && errs[i] == nil {
-					l.cache.note(key, n, checks[i].at, checks[i].epoch, ds[i])
+					l.cache.note(key, n, checks[i].at, checks[i].epoch, 0, ds[i])
 				}
 			}
 		}

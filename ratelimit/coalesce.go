@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
@@ -30,8 +31,13 @@ const coalesceShards = 64
 // A coalescer holds, per Redis key with a call in flight, the requests that
 // wait for it. It is shared by a limiter and its WithLimit copies.
 type coalescer struct {
-	seed   maphash.Seed
-	shards [coalesceShards]coalesceShard
+	seed maphash.Seed
+	// tickets number the requests as they are sent. A key's calls from
+	// one coalescer go out one at a time, so for each key the tickets are
+	// in the order Redis ran the requests: the deny cache keeps the
+	// newest answer by them, whichever waiter wakes first.
+	tickets atomic.Uint64
+	shards  [coalesceShards]coalesceShard
 }
 
 type coalesceShard struct {
@@ -57,6 +63,7 @@ type waiter struct {
 	now   time.Time // the caller clock; zero for the server's
 	due   time.Time // when its caller stops waiting; zero for never
 	sent  bool
+	seq   uint64 // its ticket, given as it is sent
 	done  chan struct{}
 	out   outcome
 }
@@ -76,21 +83,23 @@ func (c *coalescer) shard(rk string) *coalesceShard {
 // decide decides one request on the Redis key rk. When no call for rk is in
 // flight it sends its own at once, under ctx and the limiter's timeout, as
 // an uncoalesced decision would; otherwise it waits in rk's line for a
-// batch (see wait).
-func (c *coalescer) decide(ctx context.Context, l *Limiter, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (reply, error) {
+// batch (see wait). seq is the request's ticket.
+func (c *coalescer) decide(ctx context.Context, l *Limiter, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (r reply, seq uint64, err error) {
 	s := c.shard(rk)
 	s.mu.Lock()
 	line, busy := s.keys[rk]
 	if !busy {
 		s.keys[rk] = nil
+		seq = c.tickets.Add(1)
 		s.mu.Unlock()
 		// The key is handed on when the call returns, which may be after
 		// the timeout has answered its caller: the requests behind it do
 		// not pile onto a Redis that has not answered yet.
-		return runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
+		r, err = runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
 			defer c.next(l, rk)
 			return scripts[alg].run(ctx, l.rdb, rk, limit, cost, now)
 		})
+		return r, seq, err
 	}
 	w := &waiter{ctx: ctx, alg: alg, limit: limit, cost: cost, now: now, due: l.due(ctx), done: make(chan struct{})}
 	if line == nil {
@@ -99,7 +108,8 @@ func (c *coalescer) decide(ctx context.Context, l *Limiter, rk string, alg Algor
 	}
 	line.waiting = append(line.waiting, w)
 	s.mu.Unlock()
-	return c.wait(l, s, line, w)
+	r, err = c.wait(l, s, line, w)
+	return r, w.seq, err
 }
 
 // wait waits for w's batch to answer, for ctx to end, or for the limiter's
@@ -164,7 +174,7 @@ func (c *coalescer) next(l *Limiter, rk string) {
 		s.mu.Unlock()
 		return
 	}
-	batch := line.take()
+	batch := line.take(&c.tickets)
 	s.mu.Unlock()
 	go c.send(l, rk, batch)
 }
@@ -173,14 +183,15 @@ func (c *coalescer) next(l *Limiter, rk string) {
 // maxBatch of the requests that the first one's script, limit and clock
 // decide (WithLimit copies share a key under several limits, and a caller
 // clock judges only the requests that read the same µs). The others keep
-// their places for the batches after.
-func (line *keyLine) take() []*waiter {
+// their places for the batches after. Each one taken gets its ticket.
+func (line *keyLine) take(tickets *atomic.Uint64) []*waiter {
 	h := line.waiting[0]
 	batch := make([]*waiter, 0, min(len(line.waiting), maxBatch))
 	rest := line.waiting[:0]
 	for _, w := range line.waiting {
 		if len(batch) < maxBatch && w.alg == h.alg && w.limit == h.limit && w.now.IsZero() == h.now.IsZero() && w.now.UnixMicro() == h.now.UnixMicro() {
 			w.sent = true
+			w.seq = tickets.Add(1)
 			batch = append(batch, w)
 		} else {
 			rest = append(rest, w)

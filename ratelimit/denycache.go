@@ -69,13 +69,14 @@ type denyShard struct {
 
 // denyEntry is one cached denial, in ns on the cache's clock.
 type denyEntry struct {
-	limit     Limit // the limit it was denied under (Limiter.WithLimit copies share a cache)
-	cost      int64 // the denied cost (1 for a peek); the entry answers this cost only
-	at        int64 // when the denied request was sent
-	until     int64 // the cache answers while at <= now < until
-	retryAt   int64 // at + RetryAfter, what a cached RetryAfter counts down to
-	resetAt   int64 // at + ResetAfter
-	remaining int64 // Remaining as Redis answered it
+	limit     Limit  // the limit it was denied under (Limiter.WithLimit copies share a cache)
+	cost      int64  // the denied cost (1 for a peek); the entry answers this cost only
+	at        int64  // when the denied request was sent
+	until     int64  // the cache answers while at <= now < until
+	retryAt   int64  // at + RetryAfter, what a cached RetryAfter counts down to
+	resetAt   int64  // at + ResetAfter
+	remaining int64  // Remaining as Redis answered it
+	seq       uint64 // the answer's coalescer ticket; 0 for none
 }
 
 func newDenyCache(size int) *denyCache {
@@ -162,7 +163,13 @@ func ceilMs(ns int64) time.Duration {
 // drops the entry: an admission consumed what the entry's RetryAfter was
 // computed without, and the newest answer about a key is the one to trust.
 // (A cost that can never pass says nothing new and changes nothing.)
-func (c *denyCache) note(key string, cost, at int64, epoch uint64, d Decision) {
+//
+// seq is the coalescer's ticket for the request, 0 for none. The answers
+// of one batch wake their callers together, who note them in any order;
+// an answer with a ticket older than the entry's is one Redis ran before
+// the entry's, and changes nothing. (Without tickets, answers to
+// concurrent calls are taken in the order they are noted.)
+func (c *denyCache) note(key string, cost, at int64, epoch, seq uint64, d Decision) {
 	if d.Cause != nil || d.RetryAfter == Never {
 		return
 	}
@@ -177,6 +184,9 @@ func (c *denyCache) note(key string, cost, at int64, epoch uint64, d Decision) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e, ok := s.entries[key]; ok && seq != 0 && seq < e.seq {
+		return
+	}
 	if !cache || c.epoch.Load() != epoch {
 		delete(s.entries, key)
 		return
@@ -189,6 +199,7 @@ func (c *denyCache) note(key string, cost, at int64, epoch uint64, d Decision) {
 		retryAt:   at + int64(d.RetryAfter),
 		resetAt:   at + int64(d.ResetAfter),
 		remaining: d.Remaining,
+		seq:       seq,
 	}
 	if _, ok := s.entries[key]; !ok && len(s.entries) >= s.max {
 		s.evict(at)

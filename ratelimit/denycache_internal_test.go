@@ -30,7 +30,7 @@ func TestDenyCacheMemoryBound(t *testing.T) {
 			t.Errorf("size %d: the shards hold %d", size, total)
 		}
 		for i := 0; i < 3*size+100; i++ {
-			c.note(fmt.Sprintf("key%d", i), 1, 0, 0, denial(time.Duration(1+i%50)*time.Second))
+			c.note(fmt.Sprintf("key%d", i), 1, 0, 0, 0, denial(time.Duration(1+i%50)*time.Second))
 			if n := c.len(); n > size {
 				t.Fatalf("size %d: %d entries after %d denials", size, n, i+1)
 			}
@@ -44,9 +44,9 @@ func TestDenyCacheMemoryBound(t *testing.T) {
 // A full shard drops expired entries first, then the soonest to expire.
 func TestDenyCacheEvicts(t *testing.T) {
 	c := newDenyCache(2)
-	c.note("short", 1, 0, 0, denial(10*time.Millisecond))
-	c.note("long", 1, 0, 0, denial(time.Second))
-	c.note("new", 1, 0, 0, denial(time.Second))
+	c.note("short", 1, 0, 0, 0, denial(10*time.Millisecond))
+	c.note("long", 1, 0, 0, 0, denial(time.Second))
+	c.note("new", 1, 0, 0, 0, denial(time.Second))
 	if _, ok := c.lookup("short", 1, 1, "t", testLimit); ok {
 		t.Error("the soonest to expire was kept")
 	}
@@ -57,7 +57,7 @@ func TestDenyCacheEvicts(t *testing.T) {
 	}
 	// At 2 s both have expired: a new entry drops them and fits.
 	now := int64(2 * time.Second)
-	c.note("later", 1, now, 0, denial(time.Second))
+	c.note("later", 1, now, 0, 0, denial(time.Second))
 	if c.len() != 1 {
 		t.Errorf("%d entries, want the new one alone", c.len())
 	}
@@ -66,14 +66,14 @@ func TestDenyCacheEvicts(t *testing.T) {
 func TestDenyCacheKeys(t *testing.T) {
 	c := newDenyCache(10)
 	long := strings.Repeat("x", keys.MaxTagLen+1)
-	c.note(long, 1, 0, 0, denial(time.Second))
+	c.note(long, 1, 0, 0, 0, denial(time.Second))
 	if c.len() != 0 {
 		t.Error("a key longer than a hash tag was cached")
 	}
 	// The entry keeps a copy of the key, not the caller's buffer.
 	buf := []byte("user:42 and a large request around it")
 	key := string(buf[:7])
-	c.note(key, 1, 0, 0, denial(time.Second))
+	c.note(key, 1, 0, 0, 0, denial(time.Second))
 	for k := range c.shards[0].entries {
 		if k != "user:42" || &[]byte(k)[0] == &buf[0] {
 			t.Errorf("entry key %q", k)
@@ -81,7 +81,7 @@ func TestDenyCacheKeys(t *testing.T) {
 	}
 	// Nothing shorter than 1 ms, no Never, no fallback.
 	for _, d := range []Decision{denial(time.Millisecond), denial(Never), {Fallback: FailClosed, Cause: ErrUnavailable}, {Allowed: true}} {
-		c.note("k", 1, 0, 0, d)
+		c.note("k", 1, 0, 0, 0, d)
 		if _, ok := c.lookup("k", 1, 0, "t", testLimit); ok {
 			t.Errorf("%+v was cached", d)
 		}
@@ -93,11 +93,11 @@ func TestDenyCacheEpoch(t *testing.T) {
 	c := newDenyCache(10)
 	epoch := c.epoch.Load()
 	c.forget("k")
-	c.note("k", 1, 0, epoch, denial(time.Second))
+	c.note("k", 1, 0, epoch, 0, denial(time.Second))
 	if c.len() != 0 {
 		t.Error("a denial read before a Reset was stored after it")
 	}
-	c.note("k", 1, 0, c.epoch.Load(), denial(time.Second))
+	c.note("k", 1, 0, c.epoch.Load(), 0, denial(time.Second))
 	if c.len() != 1 {
 		t.Error("a denial after the Reset was not stored")
 	}
@@ -124,7 +124,7 @@ func BenchmarkDenyCache(b *testing.B) {
 				names := make([]string, keys)
 				for i := range names {
 					names[i] = fmt.Sprintf("user:%d", i)
-					c.note(names[i], 1, 0, 0, denial(time.Hour))
+					c.note(names[i], 1, 0, 0, 0, denial(time.Hour))
 				}
 				b.SetParallelism(32)
 				var mu sync.Mutex
@@ -144,5 +144,29 @@ func BenchmarkDenyCache(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// The answers of one batch are noted in whatever order their callers
+// wake: by their tickets, an admission Redis ran before a denial does not
+// drop it, and an older denial does not replace a newer one.
+func TestDenyCacheTicketOrder(t *testing.T) {
+	c := newDenyCache(10)
+	c.note("k", 1, 0, 0, 3, denial(time.Second))
+	c.note("k", 1, 0, 0, 2, Decision{Allowed: true, Limit: testLimit})
+	c.note("k", 1, 0, 0, 1, denial(time.Hour))
+	d, ok := c.lookup("k", 1, 0, "t", testLimit)
+	if !ok || d.RetryAfter != time.Second {
+		t.Fatalf("after older answers noted late: %v, %v; want ticket 3's denial", d, ok)
+	}
+	c.note("k", 1, 0, 0, 4, Decision{Allowed: true, Limit: testLimit})
+	if _, ok := c.lookup("k", 1, 0, "t", testLimit); ok {
+		t.Error("a newer admission did not drop the denial")
+	}
+	// Answers without tickets (All, WithoutCoalescing) are taken as noted.
+	c.note("k", 1, 0, 0, 5, denial(time.Second))
+	c.note("k", 1, 0, 0, 0, Decision{Allowed: true, Limit: testLimit})
+	if _, ok := c.lookup("k", 1, 0, "t", testLimit); ok {
+		t.Error("an answer without a ticket was not taken")
 	}
 }

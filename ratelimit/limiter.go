@@ -181,34 +181,39 @@ func (l *Limiter) decideQuietly(ctx context.Context, key string, cost int64) (De
 		}
 	}
 	var d Decision
+	var seq uint64
 	if l.block > 0 {
 		d, err = l.decideBlocked(ctx, key, cost, now)
 	} else {
-		d, err = l.run(ctx, key, cost, now)
+		d, seq, err = l.run(ctx, key, cost, now)
 	}
 	if ck.ok && err == nil {
-		l.cache.note(key, cost, ck.at, ck.epoch, d)
+		l.cache.note(key, cost, ck.at, ck.epoch, seq, d)
 	}
 	return d, err
 }
 
 // run sends one script call within the limiter's timeout and applies the
-// fallback to what comes back.
-func (l *Limiter) run(ctx context.Context, key string, cost int64, now time.Time) (Decision, error) {
-	r, err := l.send(ctx, l.redisKey(key), l.alg, l.limit, cost, now)
-	return l.finish(ctx, key, cost, now, r, err)
+// fallback to what comes back. seq is the coalescer's ticket (see send).
+func (l *Limiter) run(ctx context.Context, key string, cost int64, now time.Time) (d Decision, seq uint64, err error) {
+	r, seq, err := l.send(ctx, l.redisKey(key), l.alg, l.limit, cost, now)
+	d, err = l.finish(ctx, key, cost, now, r, err)
+	return d, seq, err
 }
 
 // send decides one request on the Redis key rk with alg's script: through
 // the coalescer when the limiter has one and the script decides batches,
-// else in a call of its own within the limiter's timeout.
-func (l *Limiter) send(ctx context.Context, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (reply, error) {
+// else in a call of its own within the limiter's timeout. seq orders the
+// coalesced requests for rk as Redis ran them; it is 0, no order, for a
+// call of its own.
+func (l *Limiter) send(ctx context.Context, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (r reply, seq uint64, err error) {
 	if l.batches != nil && scripts[alg].batch != nil {
 		return l.batches.decide(ctx, l, rk, alg, limit, cost, now)
 	}
-	return runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
+	r, err = runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
 		return scripts[alg].run(ctx, l.rdb, rk, limit, cost, now)
 	})
+	return r, 0, err
 }
 
 // finish turns a reply or an error into the Decision the caller gets.

@@ -34,7 +34,7 @@ func (l *Limiter) blockKey(k string) string { return key.Redis(l.prefix+"!block:
 // runBlock peeks (cost 0) or starts (cost 1) key's lockout.
 func (l *Limiter) runBlock(ctx context.Context, k string, cost int64, now time.Time) (Decision, error) {
 	blk := Limit{Rate: 1, Period: l.block, Burst: 1}
-	r, err := l.send(ctx, l.blockKey(k), GCRA, blk, cost, now)
+	r, _, err := l.send(ctx, l.blockKey(k), GCRA, blk, cost, now)
 	if err != nil {
 		return l.finish(ctx, k, cost, now, r, err)
 	}
@@ -51,7 +51,7 @@ func (l *Limiter) decideBlocked(ctx context.Context, k string, cost int64, now t
 	if !b.Allowed {
 		return Decision{Name: l.name, Limit: l.limit, RetryAfter: b.RetryAfter, ResetAfter: b.RetryAfter}, nil
 	}
-	d, err := l.run(ctx, k, cost, now)
+	d, _, err := l.run(ctx, k, cost, now)
 	if err != nil || d.Cause != nil || cost == 0 {
 		return d, err
 	}

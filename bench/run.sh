@@ -12,6 +12,8 @@
 #   OUTBOUND_ROUNDS  rounds of TestOutbound, the outbound limit (default
 #                    3); OUTBOUND_DURATION each recipe's run (default 5s)
 #   BENCHTIME        decisions per row and pass (default 10000x)
+#   RLS_BENCHTIME, RLS_COUNT  requests per row and passes of BenchmarkRLS,
+#            the Envoy service beside the reference (default 20000x, 3)
 #
 # SMOKE=1 checks the harness in a few minutes: one short pass of
 # everything into results/smoke.txt (not committed), the tables printed,
@@ -22,7 +24,7 @@ GO=${GO:-go}
 out=results/latest.txt
 if [ "${SMOKE:-}" = 1 ]; then
 	: "${PASSES:=1}" "${ROUNDS:=1}" "${ANATOMY_ROUNDS:=1}" "${HTTP_ROUNDS:=1}" "${HTTP_DURATION:=1s}" "${BENCHTIME:=1000x}"
-	: "${OUTBOUND_ROUNDS:=1}" "${OUTBOUND_DURATION:=3s}"
+	: "${OUTBOUND_ROUNDS:=1}" "${OUTBOUND_DURATION:=3s}" "${RLS_BENCHTIME:=2000x}" "${RLS_COUNT:=1}"
 	out=results/smoke.txt
 fi
 PASSES=${PASSES:-6}
@@ -33,6 +35,8 @@ HTTP_DURATION=${HTTP_DURATION:-5s}
 OUTBOUND_ROUNDS=${OUTBOUND_ROUNDS:-3}
 OUTBOUND_DURATION=${OUTBOUND_DURATION:-5s}
 BENCHTIME=${BENCHTIME:-10000x}
+RLS_BENCHTIME=${RLS_BENCHTIME:-20000x}
+RLS_COUNT=${RLS_COUNT:-3}
 command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get install -y wrk)"; exit 1; }
 {
 	echo "# bench-env start=$(date -u +%FT%TZ)"
@@ -47,6 +51,9 @@ command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get ins
 	"$GO" test -run '^TestOutbound$' -v -outbound.rounds "$OUTBOUND_ROUNDS" -outbound.dur "$OUTBOUND_DURATION"
 	"$GO" test -run '^TestAnatomy$' -v -count "$ANATOMY_ROUNDS"
 	"$GO" test -run '^TestHTTP$' -v -timeout 60m -http.rounds "$HTTP_ROUNDS" -http.duration "$HTTP_DURATION"
+	# The Envoy service beside envoyproxy/ratelimit (its own module; the
+	# numbers of docs/envoy.md#performance, read by hand, not by benchtable).
+	(cd ../rls && "$GO" test -run '^$' -bench '^BenchmarkRLS$' -benchtime "$RLS_BENCHTIME" -count "$RLS_COUNT" -timeout 60m .)
 	echo "# bench-env end=$(date -u +%FT%TZ)"
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

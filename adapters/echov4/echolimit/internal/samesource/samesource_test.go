@@ -29,11 +29,12 @@ var shared = []string{"echolimit.go", "echo_test.go", "example_test.go", "bench_
 func TestSameAsEchoV5(t *testing.T) {
 	from := filepath.Join("..", "..", "..", "..", "echolimit")
 	to := filepath.Join("..", "..")
+	if _, err := os.Stat(from); os.IsNotExist(err) {
+		t.Skipf("%s is not here (not a checkout of the repository)", from)
+	}
 	for _, name := range shared {
+		// In a checkout, a shared file that is gone (renamed in v5) fails.
 		src, err := os.ReadFile(filepath.Join(from, name))
-		if os.IsNotExist(err) {
-			t.Skipf("%s is not here (not a checkout of the repository)", from)
-		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,8 @@
 // redis-server and a Redis Cluster: the same replies and errors as
 // go-redis's own client, NOSCRIPT after SCRIPT FLUSH, deadlines, routing by
 // the first key, every scenario table through ratelimit and the bindings,
-// and exact counts under concurrency.
+// and exact counts under concurrency; and the paced callers of the fault
+// tests (Paced).
 package scriptingtest
 
 import (

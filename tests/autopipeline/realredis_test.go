@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/scriptingtest"
 	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
@@ -325,45 +326,12 @@ func TestKillOverAutoPipeline(t *testing.T) {
 		c       ratelimit.Client
 		timeout time.Duration
 	}{{"client (guarded)", rdb, 0}, {"AutoPipeliner", ap, 0}, {"AutoPipeliner, WithTimeout(100ms)", ap, 100 * time.Millisecond}}
-	ctx := context.Background()
 	for _, cl := range clients {
 		l, err := ratelimit.New(cl.c, "kill", ratelimit.PerSecond(1e5), ratelimit.WithFallback(ratelimit.FailOpen), ratelimit.WithTimeout(cl.timeout))
 		if err != nil {
 			t.Fatal(err)
 		}
-		type entry struct {
-			start    time.Time
-			took     time.Duration
-			fallback bool
-		}
-		var (
-			mu     sync.Mutex
-			ledger []entry
-			stop   = make(chan struct{})
-			wg     sync.WaitGroup
-		)
-		for w := 0; w < 8; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					start := time.Now()
-					d, err := l.Allow(ctx, fmt.Sprint("k", (w+i)%16))
-					if err != nil {
-						t.Errorf("%s: an error under FailOpen: %v", cl.name, err)
-					}
-					mu.Lock()
-					ledger = append(ledger, entry{start, time.Since(start), d.Cause != nil})
-					mu.Unlock()
-					time.Sleep(time.Millisecond) // paced
-				}
-			}(w)
-		}
+		callers := scriptingtest.StartPaced(t, cl.name, l)
 		time.Sleep(300 * time.Millisecond)
 		killAt := time.Now()
 		srv.Stop()
@@ -371,21 +339,19 @@ func TestKillOverAutoPipeline(t *testing.T) {
 		srv.Restart() // returns once it answers PING
 		up := time.Now()
 		time.Sleep(2 * time.Second)
-		close(stop)
-		wg.Wait()
 		var down []time.Duration // calls begun while the server was down
 		var back time.Duration
 		fellBack := 0
-		for _, e := range ledger {
+		for _, e := range callers.Stop() {
 			switch {
-			case e.start.Before(killAt):
-			case e.start.Before(up):
-				down = append(down, e.took)
-				if e.fallback {
+			case e.Start.Before(killAt):
+			case e.Start.Before(up):
+				down = append(down, e.Took)
+				if e.Fallback {
 					fellBack++
 				}
-			case e.fallback:
-				back = max(back, e.start.Add(e.took).Sub(up))
+			case e.Fallback:
+				back = max(back, e.Start.Add(e.Took).Sub(up))
 			}
 		}
 		if len(down) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/scriptingtest"
 	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
@@ -262,7 +263,6 @@ func TestFaultRestartRecovers(t *testing.T) {
 		{"no persistence, FCALL", nil, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
 			srv := redisserver.New(t, tt.args...)
 			// A small pool: the calls in flight at the kill fail PoolSize
 			// dials for sure, and the pool answers with its last dial
@@ -278,40 +278,7 @@ func TestFaultRestartRecovers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			type entry struct {
-				start    time.Time
-				took     time.Duration
-				fallback bool
-			}
-			var (
-				mu     sync.Mutex
-				ledger []entry
-				stop   = make(chan struct{})
-				wg     sync.WaitGroup
-			)
-			for w := 0; w < 8; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						start := time.Now()
-						d, err := l.Allow(ctx, fmt.Sprint("k", (w+i)%16))
-						if err != nil {
-							t.Errorf("an error under FailOpen: %v", err)
-						}
-						e := entry{start, time.Since(start), d.Cause != nil}
-						mu.Lock()
-						ledger = append(ledger, e)
-						mu.Unlock()
-						time.Sleep(time.Millisecond) // paced: fail-fast must not spin
-					}
-				}(w)
-			}
+			callers := scriptingtest.StartPaced(t, tt.name, l)
 			time.Sleep(300 * time.Millisecond)
 			killAt := time.Now()
 			srv.Stop()
@@ -324,8 +291,7 @@ func TestFaultRestartRecovers(t *testing.T) {
 			answeredAt := <-answered
 			poolBack := firstPing(rdb, 5*time.Second) // the client's own pool dials again
 			time.Sleep(1500 * time.Millisecond)
-			close(stop)
-			wg.Wait()
+			calls := callers.Stop()
 			if answeredAt.IsZero() {
 				t.Fatal("the restarted server never answered PING")
 			}
@@ -334,21 +300,21 @@ func TestFaultRestartRecovers(t *testing.T) {
 			var back time.Duration // until the last fallback after the first PONG
 			var firstFromRedis time.Time
 			fromRedis := 0
-			for _, e := range ledger {
+			for _, e := range calls {
 				switch {
-				case e.start.Before(killAt):
-					healthy = append(healthy, e.took)
-				case e.start.Before(killAt.Add(300 * time.Millisecond)):
+				case e.Start.Before(killAt):
+					healthy = append(healthy, e.Took)
+				case e.Start.Before(killAt.Add(300 * time.Millisecond)):
 					// the calls in flight at the kill meet go-redis's retries
-				case e.start.Before(answeredAt):
-					if e.fallback {
-						down = append(down, e.took)
+				case e.Start.Before(answeredAt):
+					if e.Fallback {
+						down = append(down, e.Took)
 					}
-				case e.fallback:
-					back = max(back, e.start.Add(e.took).Sub(answeredAt))
+				case e.Fallback:
+					back = max(back, e.Start.Add(e.Took).Sub(answeredAt))
 				default:
 					fromRedis++
-					if end := e.start.Add(e.took); firstFromRedis.IsZero() || end.Before(firstFromRedis) {
+					if end := e.Start.Add(e.Took); firstFromRedis.IsZero() || end.Before(firstFromRedis) {
 						firstFromRedis = end
 					}
 				}

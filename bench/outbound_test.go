@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/outbound"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -73,7 +74,7 @@ func TestOutbound(t *testing.T) {
 	for round := 0; round < *outboundRounds; round++ {
 		for _, rc := range outboundRecipes {
 			expect("outbound", "row", rc.name)
-			res, err := outbound(t, rc.name, rc.alg, rc.limit, *outboundDur)
+			res, err := runOutbound(t, rc.name, rc.alg, rc.limit, *outboundDur)
 			if err != nil {
 				t.Fatalf("%s: %v", rc.name, err)
 			}
@@ -91,7 +92,7 @@ type outboundResult struct {
 	rate, decisions    float64
 }
 
-func outbound(t *testing.T, name string, alg ratelimit.Algorithm, limit ratelimit.Limit, d time.Duration) (outboundResult, error) {
+func runOutbound(t *testing.T, name string, alg ratelimit.Algorithm, limit ratelimit.Limit, d time.Duration) (outboundResult, error) {
 	ctx := context.Background()
 	key := fmt.Sprintf("outbound:%s:%d", name, time.Now().UnixNano())
 	type call struct{ sent, made time.Time }
@@ -106,7 +107,7 @@ func outbound(t *testing.T, name string, alg ratelimit.Algorithm, limit ratelimi
 	for p := 0; p < outboundProcesses; p++ {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: goroutines / outboundProcesses})
 		defer c.Close()
-		c.AddHook(sentHook{})
+		c.AddHook(outbound.SentHook{})
 		l, err := ratelimit.New(c, "outbound", limit, ratelimit.WithAlgorithm(alg),
 			ratelimit.WithHook(func(context.Context, ratelimit.Event) { decisions.Add(1) }))
 		if err != nil {
@@ -118,7 +119,7 @@ func outbound(t *testing.T, name string, alg ratelimit.Algorithm, limit ratelimi
 				defer wg.Done()
 				for {
 					var sent time.Time
-					cctx, cancel := context.WithDeadline(context.WithValue(ctx, sentAt{}, &sent), stop)
+					cctx, cancel := context.WithDeadline(outbound.WithSent(ctx, &sent), stop)
 					err := l.Wait(cctx, key)
 					made := time.Now()
 					cancel()
@@ -154,57 +155,7 @@ func outbound(t *testing.T, name string, alg ratelimit.Algorithm, limit ratelimi
 			res.late++
 		}
 	}
-	res.worst = worstSecond(made)
-	res.rate = sustained(made, outboundN)
+	res.worst, _ = outbound.WorstSecond(made)
+	res.rate = outbound.Sustained(made, outboundN)
 	return res, nil
-}
-
-// worstSecond is the most of the sorted instants in any half-open second.
-func worstSecond(at []time.Time) int {
-	worst, j := 0, 0
-	for i := range at {
-		for at[i].Sub(at[j]) >= time.Second {
-			j++
-		}
-		worst = max(worst, i-j+1)
-	}
-	return worst
-}
-
-// sustained is the rate the sorted instants keep once the first n are
-// spent: n over the mean time from an instant to the n-th after it.
-func sustained(at []time.Time, n int) float64 {
-	var sum time.Duration
-	k := 0
-	for i := n; i+n < len(at); i++ {
-		sum += at[i+n].Sub(at[i])
-		k++
-	}
-	if k == 0 || sum <= 0 {
-		return 0
-	}
-	return float64(n) / (sum / time.Duration(k)).Seconds()
-}
-
-// sentAt holds, in a call's context, where sentHook writes the instant the
-// client last sent a command for that call.
-type sentAt struct{}
-
-// sentHook records when a command is sent, for the caller whose context
-// holds a sentAt: the decision it carries ran after that instant.
-type sentHook struct{}
-
-func (sentHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (sentHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if p, ok := ctx.Value(sentAt{}).(*time.Time); ok {
-			*p = time.Now()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (sentHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

@@ -3,13 +3,13 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/outbound"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit"
 )
@@ -48,7 +48,7 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 	for p := 0; p < processes; p++ {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 		defer rdb.Close()
-		rdb.AddHook(sentHook{})
+		rdb.AddHook(outbound.SentHook{})
 		api, err := ratelimit.New(rdb, "partner", recipe, ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,7 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 				defer wg.Done()
 				for {
 					var sent time.Time
-					ctx, cancel := context.WithDeadline(context.WithValue(context.Background(), sentKey{}, &sent), stop)
+					ctx, cancel := context.WithDeadline(outbound.WithSent(context.Background(), &sent), stop)
 					err := api.Wait(ctx, "api")
 					cancel()
 					made := time.Now()
@@ -95,9 +95,9 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 		}
 		made = append(made, c.made)
 	}
-	worst, at := worstSecond(made)
+	worst, at := outbound.WorstSecond(made)
 	t.Logf("%d calls in %v (%.1f a second after the first %d), %d made later than %v after their decision; at most %d in one second (from %v)",
-		len(calls), run, rateAfter(made, n), n, late, outboundMargin, worst, at)
+		len(calls), run, outbound.Sustained(made, n), n, late, outboundMargin, worst, at)
 	if worst > n {
 		t.Errorf("%d calls in one second, from %v: the recipe promises at most %d", worst, at, n)
 	}
@@ -110,53 +110,4 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 	if len(calls) < 2*n {
 		t.Errorf("%d calls in %v: the waiters stall", len(calls), run)
 	}
-}
-
-// sentKey holds, in a call's context, where sentHook writes the instant
-// the client last sent a command for that call.
-type sentKey struct{}
-
-type sentHook struct{}
-
-func (sentHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (sentHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if p, ok := ctx.Value(sentKey{}).(*time.Time); ok {
-			*p = time.Now()
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (sentHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// worstSecond returns the most instants in any half-open second, and
-// where that second starts.
-func worstSecond(at []time.Time) (int, time.Time) {
-	at = slices.Clone(at)
-	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
-	worst, from, j := 0, time.Time{}, 0
-	for i := range at {
-		for at[i].Sub(at[j]) >= time.Second {
-			j++
-		}
-		if i-j+1 > worst {
-			worst, from = i-j+1, at[j]
-		}
-	}
-	return worst, from
-}
-
-// rateAfter is the calls a second after the first burst of n: what the
-// log sustains once its first window is spent.
-func rateAfter(at []time.Time, n int) float64 {
-	if len(at) <= n {
-		return 0
-	}
-	at = slices.Clone(at)
-	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
-	return float64(len(at)-n) / at[len(at)-1].Sub(at[n-1]).Seconds()
 }

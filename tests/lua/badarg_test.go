@@ -91,6 +91,26 @@ func TestEveryNumberRejectsBadInput(t *testing.T) {
 			for n := 0; n < len(good); n++ {
 				expectBadArg(t, r, src, keys, good[:n], "BADARG ")
 			}
+			// A variadic record's count, from its header: one record past
+			// the most, and none where at least one is needed.
+			last := header.Args[len(header.Args)-1]
+			if last.Variadic && last.Type == gen.Record && last.MaxCount != nil {
+				fixed := len(header.Args) - 1
+				one := good[fixed : fixed+len(last.Fields)]
+				over := append([]string(nil), good[:fixed]...)
+				for k := int64(0); k <= last.MaxCount.Int; k++ {
+					over = append(over, one...)
+				}
+				// (multi's count is its keys': a missing limit is named.)
+				countErr := "BADARG takes "
+				if header.Keys[0].Variadic {
+					countErr = "BADARG "
+				}
+				expectBadArg(t, r, src, keys, over, countErr)
+				if last.MinCount != nil && last.MinCount.Int >= 1 {
+					expectBadArg(t, r, src, keys, good[:fixed], countErr)
+				}
+			}
 			expectBadArg(t, r, src, keys, append(append([]string(nil), good...), "1"), "BADARG takes ")
 			expectBadArg(t, r, src, keys, append(append([]string(nil), good...), ""), "BADARG takes ")
 			// One key more: one limit more for multi, whose numbers are

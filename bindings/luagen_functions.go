@@ -192,8 +192,9 @@ const FunctionsRecheck = time.Second
 
 // checkRetry is how long a primary whose check failed (it did not answer,
 // or refused FUNCTION LIST) is not asked again: its keys' calls fail with
-// that error meanwhile, at once.
-const checkRetry = 100 * time.Millisecond
+// that error meanwhile, at once. It bounds how long calls stay failed
+// after the primary is back (a restart that lost the library).
+const checkRetry = 25 * time.Millisecond
 
 // FunctionsCmdable is what the library needs of a client, and Del, which a
 // FunctionsClient passes on: *redis.Client, *redis.ClusterClient,
@@ -217,7 +218,7 @@ type FunctionsCmdable interface {
 // names are this library's (a Ring's: every shard's): another library's
 // fail calls with a *FunctionsConflictError; a missing library is loaded;
 // other code under its name is ErrFunctionsStale. A primary that fails the
-// check (down, say) fails its keys' calls at once for 100 ms, then is
+// check (down, say) fails its keys' calls at once for 25 ms, then is
 // asked again; other primaries' keys never notice. Keep one per client.
 type FunctionsClient struct {
 	c   FunctionsCmdable

@@ -406,3 +406,73 @@ func redialed(t *testing.T, c *redis.Client) {
 		}
 	}
 }
+
+// Issue 30.2: a blip, a server killed and started again 50 ms later
+// without persistence, under load, through EVALSHA and the Functions
+// library, with go-redis's default retries and with none. The breaker fails
+// the calls fast while the node is down; decisions come from Redis again
+// within 150 ms of its first PONG. (They did 249 ms and 390 ms after it:
+// each probe's PING of the user's client spent go-redis's retries and
+// backoff on its pool's last dial error before the probe could let calls
+// through.)
+func TestFaultBlip(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		fn      bool
+		retries int
+	}{
+		{"EVALSHA", false, 0},
+		{"FCALL", true, 0},
+		{"EVALSHA, no retries", false, -1},
+		{"FCALL, no retries", true, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redisserver.New(t)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: tt.retries})
+			defer rdb.Close()
+			var c ratelimit.Client = rdb
+			if tt.fn {
+				c = bindings.WithFunctions(rdb)
+			}
+			l, err := ratelimit.New(c, "blip", ratelimit.PerSecond(1e6), ratelimit.WithFallback(ratelimit.FailOpen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			callers := scriptingtest.StartPaced(t, tt.name, l)
+			time.Sleep(300 * time.Millisecond)
+			answered := make(chan time.Time, 1)
+			killAt := time.Now()
+			srv.Stop()
+			time.Sleep(50 * time.Millisecond)
+			go func() { answered <- firstPong(srv.Addr, 10*time.Second) }()
+			srv.Restart()
+			answeredAt := <-answered
+			time.Sleep(time.Second)
+			calls := callers.Stop()
+			if answeredAt.IsZero() {
+				t.Fatal("the restarted server never answered PING")
+			}
+			fellBack := 0
+			var back time.Duration // until the end of the last fallback after the first PONG
+			fromRedis := 0
+			for _, e := range calls {
+				switch {
+				case e.Start.Add(e.Took).Before(killAt):
+				case e.Fallback:
+					fellBack++
+					back = max(back, e.Start.Add(e.Took).Sub(answeredAt))
+				case e.Start.After(answeredAt):
+					fromRedis++
+				}
+			}
+			t.Logf("down %v: %d decisions by the fallback; from Redis again %v after the first PONG",
+				answeredAt.Sub(killAt).Round(time.Millisecond), fellBack, back.Round(time.Millisecond))
+			if fromRedis == 0 {
+				t.Fatal("no decision from Redis after the restart")
+			}
+			if back > 150*time.Millisecond {
+				t.Errorf("decisions fell back until %v after the server answered PING, want within 150ms", back.Round(time.Millisecond))
+			}
+		})
+	}
+}

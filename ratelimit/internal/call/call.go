@@ -43,35 +43,75 @@ func Clock(now func() time.Time) (time.Time, error) {
 // (a bug, or a caller clock more than 60 s from the server's TIME, which
 // only the server can tell); the error as it is, prefixed, when the script
 // answered an error of its own (foreign data under the key: ErrWrongType,
-// ErrBadState) or the caller gave up (its context ended); and ErrUnavailable
-// for everything else, Redis or the network failing, which a fallback
-//
-//	may decide over.
+// ErrBadState); the caller's own context error when its context ended
+// first (see GaveUp); and ErrUnavailable for everything else, Redis or the
+// network failing, which a fallback may decide over.
 func Classify(ctx context.Context, err error) error {
 	var se *bindings.ScriptError
 	var re *bindings.ReplyError
 	var ae *bindings.ArgError
 	switch {
-	case err == nil, errors.Is(err, ErrInvalid), errors.Is(err, ErrUnavailable):
+	case err == nil, errors.Is(err, ErrInvalid):
 		return err
 	case errors.As(err, &ae), errors.As(err, &se) && se.Code == "BADARG":
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	case errors.As(err, &se), errors.As(err, &re), callerGaveUp(ctx):
+	case errors.As(err, &se) && se.Code != "EXPIRED", errors.As(err, &re):
 		return fmt.Errorf("ratelimit: %w", err)
+	case callerGaveUp(ctx):
+		return GaveUp(ctx, err)
+	case errors.Is(err, ErrUnavailable):
+		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
+// GaveUp is the error of a call whose caller's context ended before it was
+// decided: it matches the context's error (context.DeadlineExceeded or
+// context.Canceled) and never ErrUnavailable, so that no fallback decides
+// over it. err, what the call met meanwhile, is kept as text only.
+func GaveUp(ctx context.Context, err error) error {
+	cause := ctx.Err()
+	if cause == nil {
+		cause = context.DeadlineExceeded // the deadline passed a hair before its timer fired
+	}
+	if err == nil || err == cause {
+		return cause
+	}
+	return fmt.Errorf("ratelimit: %w before Redis decided (%v)", cause, err)
+}
+
 // callerGaveUp reports whether the caller's context has ended, or reached
-// its deadline (a client that heeds deadlines can fail a hair before the
-// context's own timer marks it done).
+// its deadline: by this process's monotonic clock (a client that heeds
+// deadlines can fail a hair before the context's own timer marks it done),
+// or by its wall clock, by which Redis's TIME judged the deadline the call
+// carried (the two may disagree by a step of the wall clock).
 func callerGaveUp(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return true
 	}
 	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
+	if !ok {
+		return false
+	}
+	now := time.Now()
+	return !now.Before(d) || !now.Round(0).Before(d.Round(0))
 }
+
+// Ended reports whether the caller of a call that ran under ctx gave up
+// on it, for the guard: a dial or read cut short by a caller's context
+// says nothing of the node. Under WithTimeout's context it asks the
+// caller's own: the limiter's timeout ending it is Redis's failure to
+// answer in time, which is the node's.
+func Ended(ctx context.Context) bool {
+	if caller, ok := ctx.Value(callerKey{}).(context.Context); ok {
+		return callerGaveUp(caller)
+	}
+	return callerGaveUp(ctx)
+}
+
+// callerKey holds, in the context WithTimeout runs a call under, the
+// caller's own context.
+type callerKey struct{}
 
 // WithTimeout runs f, and when d > 0 returns ErrUnavailable once d has
 // passed, whether or not f has returned: a hung server cannot hold a
@@ -82,6 +122,7 @@ func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Con
 	}
 	tctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	tctx = context.WithValue(tctx, callerKey{}, ctx)
 	type outcome struct {
 		r   T
 		err error

@@ -10,8 +10,8 @@
 // *redis.Client or *redis.ClusterClient, or a bindings.FunctionsClient
 // over one, in a guard with a breaker per node address: the first call
 // that finds a node unreachable opens its breaker; calls whose key lives
-// there then fail at once while one probe at a time, every probeEvery,
-// asks the node about the key (and, on a cluster, asks for the slot map
+// there then fail at once while one probe at a time, every probeEvery (on
+// a timer of its own), asks the node about the key (and, on a cluster, asks for the slot map
 // again). Calls on other nodes never wait. Once the node answers, calls go
 // to it again, through a client of the guard's own while the pool cannot
 // dial yet; once the slot map names another master, calls go there. With
@@ -32,12 +32,24 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
 
 const (
 	// probeEvery is how often an open breaker lets a probe through; it
-	// bounds how long decisions stay off Redis after the node is back.
-	probeEvery = 100 * time.Millisecond
+	// bounds how long decisions stay off Redis after the node is back. Most
+	// outages are blips (a restart, a failover), and a blip should cost
+	// tens of milliseconds; a probe of a node that is down costs one
+	// refused dial (or, on a host that does not answer, one probe waiting
+	// probeTimeout: they go one at a time).
+	probeEvery = 25 * time.Millisecond
+	// mainPingWait bounds the PING that asks whether the user's client
+	// dials the node again. Its pool answers at once with its last dial
+	// error while it cannot, and go-redis would spend its retries' backoff
+	// (up to 512 ms) on that answer before the probe could let calls
+	// through the guard's own client.
+	mainPingWait = 20 * time.Millisecond
 	// probeTimeout bounds one probe's round trip.
 	probeTimeout = 500 * time.Millisecond
 	// forgetAfter drops a breaker no call has met for this long: the
@@ -68,6 +80,9 @@ type breaker struct {
 	// pool to it cannot dial yet (its redial comes once a second): calls
 	// go through it instead of failing.
 	via *redis.Client
+	// node is the user's client of the node, which probes ask; nil when
+	// the breaker was opened by a call that did not know it.
+	node *redis.Client
 }
 
 // nodeDownError is what a call meets while its node's breaker is open.
@@ -96,19 +111,21 @@ func (g *guard) node(ctx context.Context, key string) (string, *redis.Client) {
 }
 
 // before returns the address of key's node, as the slot map says before
-// the call (after may run once the map has moved on), and the client to
-// send through instead of the user's (nil for the user's): it fails the
+// the call (after may run once the map has moved on), its client (for
+// probes), and the client to send through instead of the user's (nil for
+// the user's): it fails the
 // call at once when that node's breaker is open, starting a probe when one
 // is due.
-func (g *guard) before(ctx context.Context, key string) (string, *redis.Client, error) {
+func (g *guard) before(ctx context.Context, key string) (string, *redis.Client, *redis.Client, error) {
 	if key == "" {
-		return "", nil, nil
+		return "", nil, nil, nil
 	}
 	addr, c := g.node(ctx, key)
 	if g.nopen.Load() == 0 {
-		return addr, nil, nil
+		return addr, c, nil, nil
 	}
-	return g.beforeNode(ctx, addr, c, key)
+	addr, via, err := g.beforeNode(ctx, addr, c, key)
+	return addr, c, via, err
 }
 
 // beforeNode is before for the node at addr, whose client is c; key is
@@ -144,17 +161,24 @@ func (g *guard) beforeNode(ctx context.Context, addr string, c *redis.Client, ke
 
 // after opens the breaker of addr, the node a call went to (through via,
 // or the user's client when nil), when the call failed for want of the
-// node.
-func (g *guard) after(ctx context.Context, addr string, via *redis.Client, err error) {
-	if err == nil || addr == "" || !nodeFailed(err) {
+// node; node is its client, which probes ask.
+//
+// A call whose caller's context ended says nothing of the node: a dial or
+// a read cut short by a caller's deadline fails as a dead node's would,
+// and must not fail the other callers fast (call.Ended; the limiter's own
+// timeout, WithTimeout, is the node's failure to answer in time).
+func (g *guard) after(ctx context.Context, addr string, node, via *redis.Client, err error) {
+	if err == nil || addr == "" || call.Ended(ctx) || !nodeFailed(err) {
 		return
 	}
 	now := time.Now()
 	g.mu.Lock()
 	switch b := g.open[addr]; {
 	case b == nil:
-		g.open[addr] = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now}
+		b = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now, node: node}
+		g.open[addr] = b
 		g.nopen.Store(int32(len(g.open)))
+		g.schedule(addr, b)
 	case via != nil && b.via == via: // down again
 		retire(b.via)
 		b.via, b.err, b.probeAt = nil, err, now.Add(probeEvery)
@@ -196,7 +220,9 @@ func (g *guard) probe(addr string, c *redis.Client, key string) {
 	}
 	var mainErr error
 	if answered(err) {
-		mainErr = c.Ping(ctx).Err()
+		mctx, mcancel := context.WithTimeout(ctx, mainPingWait)
+		mainErr = c.Ping(mctx).Err()
+		mcancel()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -215,6 +241,78 @@ func (g *guard) probe(addr string, c *redis.Client, key string) {
 		b.via = redis.NewClient(&o)
 	}
 	b.probing, b.probeAt = false, time.Now().Add(probeEvery)
+	g.schedule(addr, b)
+}
+
+// schedule starts b's next probe at b.probeAt by itself, g.mu held: calls
+// need not come by to start it (a Functions library that remembers a
+// failed check fails its calls without reaching the guard), so a node that
+// is back is found within a probe period whatever the calls do. Probes stop
+// when the breaker closes, or once no call has met it for forgetAfter.
+func (g *guard) schedule(addr string, b *breaker) {
+	if b.node == nil {
+		return
+	}
+	time.AfterFunc(time.Until(b.probeAt), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		switch {
+		case g.open[addr] != b:
+			// closed, or replaced: its own schedule runs
+		case time.Since(b.lastCall) > forgetAfter:
+			g.forget(addr)
+		case !b.probing:
+			b.probing = true
+			go g.probe(addr, b.node, "")
+		}
+	})
+}
+
+// borrowedDial reports a dial error that is another caller's: go-redis's
+// pool, once PoolSize dials have failed, answers every dial with the last
+// one's error until a redial of its own gets through, and a dial cut short
+// by an impatient caller's context is such an error. A dial that timed out
+// or was cancelled, sooner than the client's DialTimeout and with this
+// call's context live, was not this call's: the node may well be healthy,
+// and nothing was sent, so the call may be sent again.
+func (g *guard) borrowedDial(ctx context.Context, took time.Duration, err error) bool {
+	var op *net.OpError
+	if err == nil || !errors.As(err, &op) || op.Op != "dial" || ctx.Err() != nil {
+		return false
+	}
+	if !op.Timeout() && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return took < g.dialTimeout()
+}
+
+func (g *guard) dialTimeout() time.Duration {
+	if g.client != nil {
+		return g.client.Options().DialTimeout
+	}
+	return g.cluster.Options().DialTimeout
+}
+
+// redial sends again, after a short pause, a call whose dial error was
+// another caller's (borrowedDial): the pool's own redial runs at once and
+// takes a round trip on a healthy node. It gives up after about 30 ms, or
+// when ctx ends, and returns the last error.
+func (g *guard) redial(ctx context.Context, took time.Duration, err error, call func() error) error {
+	pause := time.Millisecond
+	for i := 0; i < 5 && g.borrowedDial(ctx, took, err); i++ {
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause *= 2
+		start := time.Now()
+		err = call()
+		took = time.Since(start)
+	}
+	return err
 }
 
 // answered reports an error that is no failure of the node: the node
@@ -300,18 +398,22 @@ func (g *guard) retryReadOnly(ctx context.Context, err error, call func() error)
 // do runs one call whose first key is key through the guard: call sends
 // it through via, or the user's client when via is nil.
 func (g *guard) do(ctx context.Context, key string, call func(via *redis.Client) error) error {
-	addr, via, err := g.before(ctx, key)
+	addr, node, via, err := g.before(ctx, key)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	err = call(via)
+	if err != nil {
+		err = g.redial(ctx, time.Since(start), err, func() error { return call(via) })
+	}
 	if via != nil && redirected(err) {
 		err = call(nil) // the slot moved: the user's client follows it
 	}
 	if readOnly(err) {
 		err = g.retryReadOnly(ctx, err, func() error { return call(via) })
 	}
-	g.after(ctx, addr, via, err)
+	g.after(ctx, addr, node, via, err)
 	return err
 }
 
@@ -331,7 +433,7 @@ func (g *guard) doNode(ctx context.Context, addr string, c *redis.Client, call f
 		send = via
 	}
 	err := call(send)
-	g.after(ctx, addr, via, err)
+	g.after(ctx, addr, c, via, err)
 	return err
 }
 

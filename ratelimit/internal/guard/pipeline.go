@@ -117,6 +117,7 @@ func (p *pipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 type sending struct {
 	cmd  redis.Cmder
 	addr string
+	node *redis.Client // the user's client of the node (for probes)
 	via  *redis.Client // the guard's own client of the node, or nil
 }
 
@@ -126,14 +127,16 @@ type sending struct {
 func (g *guard) exec(ctx context.Context, cmds []redis.Cmder, newPipe func() redis.Pipeliner) {
 	send := make([]sending, 0, len(cmds))
 	for _, cmd := range cmds {
-		addr, via, err := g.before(ctx, firstKey(cmd.Args()))
+		addr, node, via, err := g.before(ctx, firstKey(cmd.Args()))
 		if err != nil {
 			cmd.SetErr(err)
 			continue
 		}
-		send = append(send, sending{cmd, addr, via})
+		send = append(send, sending{cmd, addr, node, via})
 	}
+	start := time.Now()
 	g.run(ctx, send, newPipe)
+	g.redialPipeline(ctx, time.Since(start), send, newPipe)
 	moved := send[:0:0]
 	for _, s := range send {
 		if s.via != nil && redirected(s.cmd.Err()) {
@@ -146,7 +149,35 @@ func (g *guard) exec(ctx context.Context, cmds []redis.Cmder, newPipe func() red
 		g.resendReadOnly(ctx, send, newPipe)
 	}
 	for _, s := range send {
-		g.after(ctx, s.addr, s.via, s.cmd.Err())
+		g.after(ctx, s.addr, s.node, s.via, s.cmd.Err())
+	}
+}
+
+// redialPipeline is redial for the commands of a pipeline whose dial
+// error was another caller's (borrowedDial): nothing of them was sent.
+func (g *guard) redialPipeline(ctx context.Context, took time.Duration, send []sending, newPipe func() redis.Pipeliner) {
+	pause := time.Millisecond
+	for i := 0; i < 5; i++ {
+		var again []sending
+		for _, s := range send {
+			if g.borrowedDial(ctx, took, s.cmd.Err()) {
+				again = append(again, s)
+			}
+		}
+		if len(again) == 0 {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause *= 2
+		start := time.Now()
+		g.run(ctx, again, newPipe)
+		took = time.Since(start)
 	}
 }
 

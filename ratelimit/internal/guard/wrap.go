@@ -6,6 +6,7 @@ package guard
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -84,7 +85,7 @@ func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
 // allocates no closure.)
 func (g *guard) process(ctx context.Context, cmd redis.Cmder, send func(context.Context, redis.Cmder) error) error {
 	key := firstKey(cmd.Args())
-	addr, via, err := g.before(ctx, key)
+	addr, node, via, err := g.before(ctx, key)
 	if err != nil {
 		cmd.SetErr(err)
 		return err
@@ -93,14 +94,18 @@ func (g *guard) process(ctx context.Context, cmd redis.Cmder, send func(context.
 	if via != nil {
 		send = via.Process
 	}
+	start := time.Now()
 	err = send(ctx, cmd)
+	if err != nil {
+		err = g.redial(ctx, time.Since(start), err, func() error { return send(ctx, cmd) })
+	}
 	if via != nil && redirected(err) {
 		err = user(ctx, cmd) // the slot moved: the user's client follows it
 	}
 	if readOnly(err) {
 		err = g.retryReadOnly(ctx, err, func() error { return send(ctx, cmd) })
 	}
-	g.after(ctx, addr, via, err)
+	g.after(ctx, addr, node, via, err)
 	return err
 }
 

@@ -217,11 +217,14 @@ func (s *send) gotConn(info httptrace.GotConnInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conn, s.host = info.Conn, false
-	if s.conns++; s.conns > 1 && s.err == nil {
+	switch s.conns++; {
+	case s.err != nil:
+		s.refuse()
+	case s.conns > 1:
 		s.renew()
-		return
+	default:
+		s.check()
 	}
-	s.check()
 }
 
 // wroteHeaderField checks the admission again on HTTP/1's writing
@@ -238,26 +241,34 @@ func (s *send) wroteHeaderField(name string, _ []string) {
 		return
 	}
 	s.host = true
+	if s.err != nil {
+		s.refuse()
+		return
+	}
 	s.check()
 }
 
 // check renews a stale admission; s.mu is held.
 func (s *send) check() {
-	if s.err == nil && s.t.stale(s.a) {
+	if s.t.stale(s.a) {
 		s.a.drop(s.ctx)
 		s.renew()
 	}
 }
 
 // renew takes a new admission, blocking the transport's write meanwhile;
-// s.mu is held. When there is none, nothing may be written: canceling
-// stops HTTP/2 before its headers and HTTP/1 from retrying, and HTTP/1's
-// connection, the request's own, is closed, since HTTP/1 writes on another
-// goroutine regardless of the context.
+// s.mu is held.
 func (s *send) renew() {
-	if s.a, s.err = s.t.admit(s.ctx, s.key); s.err == nil {
-		return
+	if s.a, s.err = s.t.admit(s.ctx, s.key); s.err != nil {
+		s.refuse()
 	}
+}
+
+// refuse stops the write when there is no admission; s.mu is held.
+// Canceling stops HTTP/2 before its headers and HTTP/1 from retrying;
+// HTTP/1 writes on a goroutine of its own whatever the context, so its
+// connection, the request's own, is closed.
+func (s *send) refuse() {
 	s.cancel(s.err)
 	if c, ok := s.conn.(interface{ ConnectionState() tls.ConnectionState }); !ok || c.ConnectionState().NegotiatedProtocol != "h2" {
 		s.conn.Close()

@@ -270,6 +270,9 @@ func (s *send) renew() {
 // connection, the request's own, is closed.
 func (s *send) refuse() {
 	s.cancel(s.err)
+	if s.conn == nil { // a RoundTripper that reports no connection
+		return
+	}
 	if c, ok := s.conn.(interface{ ConnectionState() tls.ConnectionState }); !ok || c.ConnectionState().NegotiatedProtocol != "h2" {
 		s.conn.Close()
 	}

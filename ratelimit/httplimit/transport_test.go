@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -91,13 +92,16 @@ func constKey(*http.Request) (string, error) { return "partner", nil }
 
 const margin = 20 * time.Millisecond
 
-// slowDial is a transport whose dials take d.
-func slowDial(d time.Duration) *http.Transport {
+// slowDial is a transport whose dials take d; *dialed is when the last
+// one ended.
+func slowDial(d time.Duration, dialed *atomic.Int64) *http.Transport {
 	next := http.DefaultTransport.(*http.Transport).Clone()
 	dial := (&net.Dialer{}).DialContext
 	next.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(d)
-		return dial(ctx, network, addr)
+		c, err := dial(ctx, network, addr)
+		dialed.Store(time.Now().UnixNano())
+		return c, err
 	}
 	return next
 }
@@ -133,8 +137,9 @@ func TestTransportSendsOnAFreshAdmission(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, asked := p.count(), len(rule.times()); got != 3 || asked != 3 {
-		t.Errorf("%d requests reached the partner on %d decisions, want 3 on 3", got, asked)
+	// A loaded machine may make an admission stale, and add a decision.
+	if got, asked := p.count(), len(rule.times()); got != 3 || asked < 3 {
+		t.Errorf("%d requests reached the partner on %d decisions, want 3 on 3 or more", got, asked)
 	}
 }
 
@@ -144,22 +149,24 @@ func TestTransportSendsOnAFreshAdmission(t *testing.T) {
 func TestTransportDecidesAgainAfterASlowDial(t *testing.T) {
 	p := newPartner(t)
 	rule := &scriptedRule{answer: always(allowed)}
-	rt := httplimit.NewTransport(slowDial(3*margin), rule, constKey, margin)
+	var dialed atomic.Int64
+	rt := httplimit.NewTransport(slowDial(3*margin, &dialed), rule, constKey, margin)
 	if _, err := roundTrip(t, rt, ctx, p.URL); err != nil {
 		t.Fatal(err)
 	}
+	checkDecidedAfter(t, rule, p, time.Unix(0, dialed.Load()), "the dial ended")
+}
+
+// checkDecidedAfter checks that the one request at p went out on a
+// decision asked for after instant (a loaded machine may add decisions).
+func checkDecidedAfter(t *testing.T, rule *scriptedRule, p *partnerServer, instant time.Time, what string) {
+	t.Helper()
 	asked := rule.times()
-	if len(asked) != 2 || p.count() != 1 {
-		t.Fatalf("%d decisions and %d requests at the partner, want 2 and 1", len(asked), p.count())
+	if len(asked) < 2 || p.count() != 1 {
+		t.Fatalf("%d decisions and %d requests at the partner, want 2 or more and 1", len(asked), p.count())
 	}
-	if gap := asked[1].Sub(asked[0]); gap < 3*margin {
-		t.Errorf("the second decision came %v after the first, before the dial of %v ended", gap, 3*margin)
-	}
-	if late := p.arrived[0].Sub(asked[1]); late > margin {
-		// Not a timing bound of the test: this loopback request takes
-		// microseconds, and a CI machine that delays it past the margin
-		// is the case the transport cannot see (docs/http.md).
-		t.Logf("the request arrived %v after its decision (margin %v)", late, margin)
+	if last := asked[len(asked)-1]; last.Before(instant) {
+		t.Errorf("the last decision was asked for %v before %s: the request went out on a stale admission", instant.Sub(last), what)
 	}
 }
 
@@ -176,9 +183,7 @@ func TestTransportDropsADecisionThatCameBackLate(t *testing.T) {
 	if _, err := roundTrip(t, rt, ctx, p.URL); err != nil {
 		t.Fatal(err)
 	}
-	if asked := len(rule.times()); asked != 2 || p.count() != 1 {
-		t.Errorf("%d decisions and %d requests at the partner, want 2 and 1", asked, p.count())
-	}
+	checkDecidedAfter(t, rule, p, rule.times()[0].Add(3*margin), "the first reply came")
 }
 
 // HTTP/1 writes on a goroutine of its own: when the hand-off to it is slow
@@ -188,15 +193,14 @@ func TestTransportChecksAgainWhereHTTP1Writes(t *testing.T) {
 	p := newPartner(t)
 	rule := &scriptedRule{answer: always(allowed)}
 	rt := httplimit.NewTransport(nil, rule, constKey, margin)
+	var slept time.Time
 	slow := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { time.Sleep(3 * margin) },
+		GotConn: func(httptrace.GotConnInfo) { time.Sleep(3 * margin); slept = time.Now() },
 	})
 	if _, err := roundTrip(t, rt, slow, p.URL); err != nil {
 		t.Fatal(err)
 	}
-	if asked := len(rule.times()); asked != 2 || p.count() != 1 {
-		t.Errorf("%d decisions and %d requests at the partner, want 2 and 1", asked, p.count())
-	}
+	checkDecidedAfter(t, rule, p, slept, "the hand-off to the writer ended")
 }
 
 // When the new decision fails after the connection was obtained, nothing
@@ -223,7 +227,8 @@ func TestTransportSendsNothingWhenTheNewDecisionFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPartner(t)
 			rule := &scriptedRule{answer: tc.answer}
-			rt := httplimit.NewTransport(slowDial(3*margin), rule, constKey, margin)
+			var dialed atomic.Int64
+			rt := httplimit.NewTransport(slowDial(3*margin, &dialed), rule, constKey, margin)
 			c, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			if _, err := roundTrip(t, rt, c, p.URL); !errors.Is(err, tc.want) {
@@ -255,8 +260,8 @@ func TestTransportWaitsRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked := rule.times()
-	if len(asked) != 2 || p.count() != 1 {
-		t.Fatalf("%d decisions and %d requests at the partner, want 2 and 1", len(asked), p.count())
+	if len(asked) < 2 || p.count() != 1 {
+		t.Fatalf("%d decisions and %d requests at the partner, want 2 or more and 1", len(asked), p.count())
 	}
 	if gap := asked[1].Sub(asked[0]); gap < 50*time.Millisecond {
 		t.Errorf("asked again %v after a denial with RetryAfter 50ms", gap)
@@ -320,3 +325,81 @@ func TestNewTransportPanicsOnBadArguments(t *testing.T) {
 		}()
 	}
 }
+
+// Over HTTP/2 the check is the one at GotConn (its fields are written
+// under a lock of the shared connection): a stale admission is decided
+// again there, and a renewal that fails writes nothing, by the context
+// alone, leaving the shared connection to the others.
+func TestTransportOverHTTP2(t *testing.T) {
+	var mu sync.Mutex
+	var protos []int
+	h2 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos = append(protos, r.ProtoMajor)
+		mu.Unlock()
+	}))
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	defer h2.Close()
+	next := h2.Client().Transport.(*http.Transport)
+	var dialed atomic.Int64
+	dial := (&net.Dialer{}).DialContext
+	next.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		time.Sleep(3 * margin)
+		c, err := dial(ctx, network, addr)
+		dialed.Store(time.Now().UnixNano())
+		return c, err
+	}
+	var failFrom atomic.Int64 // the decisions from this one on fail
+	failFrom.Store(math.MaxInt64)
+	rule := &scriptedRule{answer: func(i int) (ratelimit.Decision, time.Duration, error) {
+		if int64(i) >= failFrom.Load() {
+			return ratelimit.Decision{}, 0, errDown
+		}
+		return allowed, 0, nil
+	}}
+	rt := httplimit.NewTransport(next, rule, constKey, margin)
+	resp, err := roundTrip(t, rt, ctx, h2.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("the request went out over HTTP/%d", resp.ProtoMajor)
+	}
+	asked := rule.times()
+	if last := asked[len(asked)-1]; last.Before(time.Unix(0, dialed.Load())) {
+		t.Errorf("the last decision was asked for before the dial ended: the request went out on a stale admission")
+	}
+
+	// A RoundTripper in between that stalls makes the next admission
+	// stale at GotConn, on the connection already up; its renewal fails.
+	failFrom.Store(int64(len(rule.times())) + 1)
+	stall := httplimit.NewTransport(roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		time.Sleep(3 * margin)
+		return next.RoundTrip(r)
+	}), rule, constKey, margin)
+	if _, err := roundTrip(t, stall, ctx, h2.URL); !errors.Is(err, errDown) {
+		t.Fatalf("RoundTrip returned %v, want %v", err, errDown)
+	}
+	if asked := len(rule.times()); int64(asked) <= failFrom.Load() {
+		t.Fatalf("%d decisions: the stale admission was not decided again", asked)
+	}
+	failFrom.Store(math.MaxInt64)
+	var reused bool
+	traced := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
+	if _, err := roundTrip(t, rt, traced, h2.URL); err != nil {
+		t.Fatal(err)
+	}
+	if !reused {
+		t.Error("the refused request closed the shared connection")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(protos) != 2 {
+		t.Errorf("%d requests reached the server, want 2: the refused one must write nothing", len(protos))
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -21,7 +21,8 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
 # cache's and the coalescer's concurrency tests, and httplimit.Transport's
 # (its hooks run on net/http's writing goroutine), run again under -race
-# (cgo: gcc). Of bench/, only the table generator's and the wrk reader's
+# (cgo: gcc); the Transport's partner test runs again with a busy loop on
+# every core, alone, so that its load slows no other test. Of bench/, only the table generator's and the wrk reader's
 # tests (the benchmarks run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
@@ -30,6 +31,7 @@ test:
 	cd bench && $(GO) test ./cmd/... ./internal/...
 	$(GO) test -race -run 'TestDenyCache|TestCoalesc' ./ratelimit/
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
+	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
 	@$(MAKE) --no-print-directory test-tools
 
 .PHONY: test-tools

@@ -27,6 +27,22 @@ type reply struct {
 	ResetAfter time.Duration
 }
 
+// decision is the Decision r says for the limiter name with limit.
+func (r reply) decision(name string, limit Limit) Decision {
+	d := Decision{
+		Allowed:    r.Allowed,
+		Name:       name,
+		Limit:      limit,
+		Remaining:  r.Remaining,
+		RetryAfter: r.RetryAfter,
+		ResetAfter: r.ResetAfter,
+	}
+	if d.RetryAfter < 0 {
+		d.RetryAfter = Never
+	}
+	return d
+}
+
 // result is the shape of every generated XResult, so each converts to reply.
 type result interface {
 	~struct {
@@ -84,6 +100,28 @@ var scripts = [...]script{
 	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowCounterParams {
 		return bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
+}
+
+// checkLimit refuses what the algorithm's script would answer BADARG.
+func checkLimit(a Algorithm, l Limit) error {
+	fail := func(field, reason string) error {
+		return &limitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
+	}
+	switch {
+	case l.Rate < 1 || l.Rate > maxCount:
+		return fail("Rate", "must be from 1 to 1e9")
+	case l.Burst < 1 || l.Burst > maxCount:
+		return fail("Burst", "must be from 1 to 1e9 (PerSecond and the like set it to the rate)")
+	case l.Period < time.Millisecond || l.Period > maxPeriod*time.Millisecond:
+		return fail("Period", "must be from 1ms to 1e11 ms (3.17 years)")
+	case l.Period%time.Millisecond != 0:
+		return fail("Period", "must be a whole number of milliseconds")
+	}
+	if e := scripts[a].check(l); e != nil {
+		e.Algorithm, e.Limit = a, l
+		return e
+	}
+	return nil
 }
 
 func bind[P any, R result](
@@ -211,7 +249,8 @@ func countError(want, got int) error {
 		Want: fmt.Sprintf("%d decisions, one per request", want), Got: fmt.Sprintf("%d", got)}
 }
 
-// scriptCall is one decision in a pipeline.
+// scriptCall is one call of a script: a decision on one Redis key, alone
+// or in a pipeline.
 type scriptCall struct {
 	alg   Algorithm
 	key   string // the Redis key

@@ -39,7 +39,7 @@ func (f *fallback) settle(ctx context.Context, a ask, r reply, err error) (Decis
 	case call.Open:
 		d.Allowed = true
 	case call.Local:
-		d = f.local.decide(a.key, a.limit, f.policy.p.Share, a.cost, localNowNs(a.now))
+		d = f.local.decideAt(a.key, a.limit, f.policy.p.Share, a.cost, a.now)
 		d.Name, d.Fallback, d.Cause = a.name, f.policy, err
 	}
 	return d, nil
@@ -51,4 +51,20 @@ func (f *fallback) settle(ctx context.Context, a ask, r reply, err error) (Decis
 func (f *fallback) covers(ctx context.Context, err error) (bool, error) {
 	err = call.Classify(ctx, err)
 	return f.policy.p.Mode != call.None && errors.Is(err, ErrUnavailable), err
+}
+
+// decision is the Decision r says for the limiter name with limit.
+func (r reply) decision(name string, limit Limit) Decision {
+	d := Decision{
+		Allowed:    r.Allowed,
+		Name:       name,
+		Limit:      limit,
+		Remaining:  r.Remaining,
+		RetryAfter: r.RetryAfter,
+		ResetAfter: r.ResetAfter,
+	}
+	if d.RetryAfter < 0 {
+		d.RetryAfter = Never
+	}
+	return d
 }

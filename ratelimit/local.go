@@ -122,6 +122,11 @@ func (lc *local) decide(key string, lim Limit, share float64, cost int64, now in
 	return d
 }
 
+// decideAt is decide at now on the in-memory clock (localNowNs).
+func (lc *local) decideAt(key string, lim Limit, share float64, cost int64, now time.Time) Decision {
+	return lc.decide(key, lim, share, cost, localNowNs(now))
+}
+
 // forget drops key's state (Reset).
 func (lc *local) forget(key string) {
 	lc.mu.Lock()

@@ -27,22 +27,6 @@ type reply struct {
 	ResetAfter time.Duration
 }
 
-// decision is the Decision r says for the limiter name with limit.
-func (r reply) decision(name string, limit Limit) Decision {
-	d := Decision{
-		Allowed:    r.Allowed,
-		Name:       name,
-		Limit:      limit,
-		Remaining:  r.Remaining,
-		RetryAfter: r.RetryAfter,
-		ResetAfter: r.ResetAfter,
-	}
-	if d.RetryAfter < 0 {
-		d.RetryAfter = Never
-	}
-	return d
-}
-
 // result is the shape of every generated XResult, so each converts to reply.
 type result interface {
 	~struct {

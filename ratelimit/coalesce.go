@@ -113,9 +113,9 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 		// The key is handed on when the call returns, which may be after
 		// the timeout has answered its caller: the requests behind it do
 		// not pile onto a Redis that has not answered yet.
-		sc := scriptOf(rk, a)
+		sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
 		r, err = call.WithTimeout(ctx, s.timeout, func(ctx context.Context) (reply, error) {
-			defer c.next(s, rk)
+			defer c.next(s, sc.key)
 			return s.script(ctx, sc)
 		})
 		return r, seq, err
@@ -195,7 +195,7 @@ func (c *coalescer) next(snd *sender, rk string) {
 	}
 	batch := line.take(&c.tickets)
 	s.mu.Unlock()
-	go c.send(snd, rk, batch)
+	go c.flush(snd, rk, batch)
 }
 
 // take takes the next batch out of the line: in the order they came, up to
@@ -221,11 +221,11 @@ func (line *keyLine) take(tickets *atomic.Uint64) []*waiter {
 	return batch
 }
 
-// send sends one batch and answers each of its waiters. The call runs
+// flush sends one batch and answers each of its waiters. The call runs
 // under the first waiter's context without its cancellation (another
 // waiter's request must not fail because the first one gave up), until the
 // latest deadline of the batch; each request carries its own.
-func (c *coalescer) send(snd *sender, rk string, batch []*waiter) {
+func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 	h := batch[0]
 	reqs := make([]request, len(batch))
 	var latest time.Time

@@ -87,6 +87,8 @@ func (f Fallback) String() string { return f.p.String() }
 
 // An ask is one decision on its way down the path (ARCHITECTURE.md): what
 // each stage reads, passed by value so that a decision allocates none.
+// (A reservation, a decision kept open and settled later, is an ask that
+// says so; AllowN's is settled at once.)
 type ask struct {
 	name  string
 	limit Limit // the limiter's: what a Decision names and a fallback decides by

@@ -123,7 +123,7 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 	}
 	asks := make([]ask, len(limiters))
 	ds := make([]Decision, len(limiters))
-	tickets := make([]ticket, len(limiters))
+	checks := make([]cacheCheck, len(limiters))
 	calls := make([]scriptCall, 0, len(limiters))
 	send := make([]int, 0, len(limiters))
 	errs := make([]error, len(limiters))
@@ -136,7 +136,7 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 		if err != nil {
 			continue
 		}
-		if ds[i], tickets[i] = v.cache.lookup(a); ds[i].Cached {
+		if ds[i], checks[i] = v.cache.lookup(a); ds[i].Cached {
 			continue
 		}
 		calls = append(calls, scriptCall{alg: a.alg, key: l.redisKey(key), limit: a.sends, cost: n, now: a.now})
@@ -180,7 +180,7 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 			ds[i] = asks[i].none()
 		default:
 			ds[i], errs[i] = c.lockout.fallback.settle(ctx, asks[i], replies[i], errs[i])
-			c.note(asks[i], tickets[i], 0, ds[i], errs[i])
+			c.note(asks[i], checks[i], 0, ds[i], errs[i])
 		}
 		l.path.tell(ctx, asks[i], ds[i], errs[i], start)
 	}

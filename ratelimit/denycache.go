@@ -52,45 +52,45 @@ type cached struct {
 }
 
 func (s *cached) decide(ctx context.Context, a ask) (Decision, error) {
-	d, t := s.lookup(a)
+	d, ck := s.lookup(a)
 	if d.Cached {
 		return d, nil
 	}
 	d, seq, err := s.lockout.decide(ctx, a)
-	s.note(a, t, seq, d, err)
+	s.note(a, ck, seq, d, err)
 	return d, err
 }
 
-// A ticket is what a request the cache did not answer needs to store
+// A cacheCheck is what a request the cache did not answer needs to store
 // Redis's denial: the cache's clock and epoch before it was sent.
-type ticket struct {
+type cacheCheck struct {
 	ok    bool // the cache takes the answer
 	at    int64
 	epoch uint64
 }
 
 // lookup is the cache's Decision for a, if it has one (Cached), and the
-// ticket to note Redis's answer with otherwise.
-func (s *cached) lookup(a ask) (Decision, ticket) {
+// check to note Redis's answer with otherwise.
+func (s *cached) lookup(a ask) (Decision, cacheCheck) {
 	if s.c == nil {
-		return Decision{}, ticket{}
+		return Decision{}, cacheCheck{}
 	}
 	at, ok := s.c.clock(s.callerClock, a.now)
 	if !ok {
-		return Decision{}, ticket{}
+		return Decision{}, cacheCheck{}
 	}
 	// The epoch is read before the lookup, and so before the request is
 	// sent (see denyCache.epoch).
-	t := ticket{ok: true, at: at, epoch: s.c.epoch.Load()}
+	ck := cacheCheck{ok: true, at: at, epoch: s.c.epoch.Load()}
 	d, _ := s.c.lookup(a.key, a.cost, at, a.name, a.limit)
-	return d, t
+	return d, ck
 }
 
-// note keeps Redis's answer d to a, sent with ticket t; seq is its
+// note keeps Redis's answer d to a, sent after check ck; seq is its
 // coalescer ticket (0: none).
-func (s *cached) note(a ask, t ticket, seq uint64, d Decision, err error) {
-	if t.ok && err == nil {
-		s.c.note(a.key, a.cost, t.at, t.epoch, seq, d)
+func (s *cached) note(a ask, ck cacheCheck, seq uint64, d Decision, err error) {
+	if ck.ok && err == nil {
+		s.c.note(a.key, a.cost, ck.at, ck.epoch, seq, d)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
-	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 )
 
 // All returns a Rule that asks every one of rules on its own: a request
@@ -111,36 +110,36 @@ func contains(is []int, i int) bool {
 	return false
 }
 
-// allowBatch decides for limiters that share a client in one pipeline;
+// allowBatch decides for limiters that share a client in one pipeline,
+// through each one's stages (ARCHITECTURE.md) but with one send for all:
 // those whose deny cache answers are not sent.
 func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) ([]Decision, []error) {
 	var start time.Time
 	for _, l := range limiters {
-		if l.hook != nil {
+		if l.path.fn != nil {
 			start = time.Now()
 			break
 		}
 	}
+	asks := make([]ask, len(limiters))
 	ds := make([]Decision, len(limiters))
 	checks := make([]cacheCheck, len(limiters))
 	calls := make([]scriptCall, 0, len(limiters))
 	send := make([]int, 0, len(limiters))
 	errs := make([]error, len(limiters))
 	refused := make([]bool, len(limiters)) // the key or clock: nothing sent
-	nows := make([]time.Time, len(limiters))
 	var timeout time.Duration
 	for i, l := range limiters {
-		now, err := l.now(key)
-		nows[i], errs[i], refused[i] = now, err, err != nil
+		v := &l.path.validate
+		a, err := v.check(l.ask(key, n))
+		asks[i], errs[i], refused[i] = a, err, err != nil
 		if err != nil {
 			continue
 		}
-		if l.cache != nil {
-			if ds[i], checks[i] = l.cached(key, n, now); ds[i].Cached {
-				continue
-			}
+		if ds[i], checks[i] = v.cache.lookup(a); ds[i].Cached {
+			continue
 		}
-		calls = append(calls, scriptCall{alg: l.alg, key: l.redisKey(key), limit: l.limit, cost: n, now: now})
+		calls = append(calls, scriptCall{alg: a.alg, key: l.redisKey(key), limit: a.sends, cost: n, now: a.now})
 		send = append(send, i)
 		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
 			timeout = l.timeout
@@ -161,7 +160,7 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 		})
 		if errors.Is(err, errNoPipeline) {
 			for i, l := range limiters {
-				ds[i], errs[i] = l.decide(ctx, key, n)
+				ds[i], errs[i] = l.path.decide(ctx, l.ask(key, n))
 			}
 			return ds, errs
 		}
@@ -174,48 +173,18 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 		}
 	}
 	for i, l := range limiters {
-		if !ds[i].Cached {
-			if refused[i] {
-				ds[i] = Decision{Name: l.name, Limit: l.limit}
-			} else {
-				ds[i], errs[i] = l.finish(ctx, key, n, nows[i], replies[i], errs[i])
-				if checks[i].ok && errs[i] == nil {
-					l.cache.note(key, n, checks[i].at, checks[i].epoch, 0, ds[i])
-				}
-			}
+		c := &l.path.validate.cache
+		switch {
+		case ds[i].Cached:
+		case refused[i]:
+			ds[i] = asks[i].none()
+		default:
+			ds[i], errs[i] = c.lockout.fallback.settle(ctx, asks[i], replies[i], errs[i])
+			c.note(asks[i], checks[i], 0, ds[i], errs[i])
 		}
-		if l.hook != nil {
-			l.hook(ctx, Event{Name: l.name, Key: key, Cost: n, Decision: ds[i], Err: errs[i], Duration: time.Since(start)})
-		}
+		l.path.tell(ctx, asks[i], ds[i], errs[i], start)
 	}
 	return ds, errs
 }
 
 var errNoPipeline = errors.New("ratelimit: the client cannot pipeline")
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sameClient reports whether every limiter uses one client, so one pipeline
-// or one script call can carry all their calls. Clients that cannot be
-// compared count as different.
-func sameClient(limiters []*Limiter) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	c := guard.Unwrap(limiters[0].rdb) // each Limiter has a guard of its own
-	for _, l := range limiters[1:] {
-		if l == nil || guard.Unwrap(l.rdb) != c {
-			return false
-		}
-	}
-	return true
-}

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -76,6 +75,9 @@ func (m *multi) Peek(ctx context.Context, key string) (Decision, error) {
 	return m.decide(ctx, key, 0)
 }
 
+// decide sends one call of multi.lua, then settles each limiter's part
+// with its own fallback stage; the in-memory ones (FailLocal) decide
+// together, all or nothing like the script.
 func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, error) {
 	var start time.Time
 	if m.hooked {
@@ -83,9 +85,9 @@ func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, e
 	}
 	first := m.limiters[0]
 	var replies []reply
-	now, err := first.now(key)
+	a, err := first.path.validate.check(first.ask(key, cost))
 	refused := err != nil
-	if err == nil {
+	if now := a.now; err == nil {
 		keys := make([]string, len(m.limiters))
 		for i, l := range m.limiters {
 			keys[i] = l.redisKey(key)
@@ -94,36 +96,45 @@ func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, e
 			return runMulti(ctx, first.rdb, keys, m.limits, cost, now)
 		})
 	}
+	asks := make([]ask, len(m.limiters))
 	ds := make([]Decision, len(m.limiters))
 	errs := make([]error, len(m.limiters))
 	var locals []int
 	othersAllow := true
 	for i, l := range m.limiters {
+		f := &l.path.validate.cache.lockout.fallback
+		asks[i] = l.ask(key, cost)
+		asks[i].now = a.now
 		switch {
 		case err == nil:
-			ds[i] = decision(replies[i], l.name, l.limit)
+			ds[i] = replies[i].decision(l.name, l.limit)
 		case refused:
-			ds[i], errs[i] = Decision{Name: l.name, Limit: l.limit}, err
-		case l.onFailure.p.Mode == call.Local && errors.Is(call.Classify(ctx, err), ErrUnavailable):
-			ds[i] = Decision{Cause: call.Classify(ctx, err)}
-			locals = append(locals, i)
+			ds[i], errs[i] = asks[i].none(), err
 		default:
-			ds[i], errs[i] = l.fallback(ctx, key, cost, 0, err)
+			if ok, cause := f.covers(ctx, err); ok && f.policy.p.Mode == call.Local {
+				ds[i] = Decision{Cause: cause}
+				locals = append(locals, i)
+				continue
+			}
+			ds[i], errs[i] = f.settle(ctx, asks[i], reply{}, err)
 			othersAllow = othersAllow && ds[i].Allowed
 		}
 	}
 	if len(locals) > 0 && firstError(errs) == nil {
 		// The in-memory decisions, all or nothing like the script's.
-		for j, d := range decideLocally(m.limiters, locals, key, cost, localNowNs(now), othersAllow) {
+		parts := make([]localPart, len(locals))
+		for j, i := range locals {
+			f := &m.limiters[i].path.validate.cache.lockout.fallback
+			parts[j] = localPart{lc: f.local, lim: scaled(m.limiters[i].limit, f.policy.p.Share)}
+		}
+		for j, d := range decideLocally(parts, key, cost, localNowNs(a.now), othersAllow) {
 			i := locals[j]
 			d.Name, d.Fallback, d.Cause = m.limiters[i].name, m.limiters[i].onFailure, ds[i].Cause
 			ds[i] = d
 		}
 	}
 	for i, l := range m.limiters {
-		if l.hook != nil {
-			l.hook(ctx, Event{Name: l.name, Key: key, Cost: cost, Decision: ds[i], Err: errs[i], Duration: time.Since(start)})
-		}
+		l.path.tell(ctx, asks[i], ds[i], errs[i], start)
 	}
 	return combine(ds), firstError(errs)
 }

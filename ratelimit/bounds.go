@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"fmt"
 	"math/bits"
-	"time"
 )
 
 // The scripts' own bounds.
@@ -30,28 +29,6 @@ func (e *limitError) Error() string {
 }
 
 func (e *limitError) Is(target error) bool { return target == ErrInvalid }
-
-// checkLimit refuses what the algorithm's script would answer BADARG.
-func checkLimit(a Algorithm, l Limit) error {
-	fail := func(field, reason string) error {
-		return &limitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
-	}
-	switch {
-	case l.Rate < 1 || l.Rate > maxCount:
-		return fail("Rate", "must be from 1 to 1e9")
-	case l.Burst < 1 || l.Burst > maxCount:
-		return fail("Burst", "must be from 1 to 1e9 (PerSecond and the like set it to the rate)")
-	case l.Period < time.Millisecond || l.Period > maxPeriod*time.Millisecond:
-		return fail("Period", "must be from 1ms to 1e11 ms (3.17 years)")
-	case l.Period%time.Millisecond != 0:
-		return fail("Period", "must be a whole number of milliseconds")
-	}
-	if e := scripts[a].check(l); e != nil {
-		e.Algorithm, e.Limit = a, l
-		return e
-	}
-	return nil
-}
 
 // paced is GCRA's and the leaky bucket's bound: one unit lasts period/rate
 // rounded up to a whole µs, and a full burst of units stays within 1e15 µs.

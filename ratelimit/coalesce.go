@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/key"
 )
 
 // maxBatch is the most requests one call decides: the batch scripts' count.
@@ -80,35 +81,53 @@ func (c *coalescer) shard(rk string) *coalesceShard {
 	return &c.shards[maphash.String(c.seed, rk)%coalesceShards]
 }
 
+// batcher is the batch stage: a decision whose script decides batches
+// goes through the limiter's coalescer, when it has one; any other goes
+// to the send stage as it is. seq is the coalescer's ticket (0: none).
+type batcher struct {
+	c    *coalescer // nil WithoutCoalescing; shared by WithLimit's copies
+	send sender
+}
+
+func (b *batcher) decide(ctx context.Context, a ask) (r reply, seq uint64, err error) {
+	rk := key.Redis(a.prefix, a.key)
+	if b.c == nil || scripts[a.alg].batch == nil {
+		r, err = b.send.send(ctx, rk, a)
+		return r, 0, err
+	}
+	return b.c.decide(ctx, &b.send, rk, a)
+}
+
 // decide decides one request on the Redis key rk. When no call for rk is in
-// flight it sends its own at once, under ctx and the limiter's timeout, as
-// an uncoalesced decision would; otherwise it waits in rk's line for a
-// batch (see wait). seq is the request's ticket.
-func (c *coalescer) decide(ctx context.Context, l *Limiter, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (r reply, seq uint64, err error) {
-	s := c.shard(rk)
-	s.mu.Lock()
-	line, busy := s.keys[rk]
+// flight it sends its own at once, under ctx and the timeout, as an
+// uncoalesced decision would; otherwise it waits in rk's line for a batch
+// (see wait). seq is the request's ticket.
+func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r reply, seq uint64, err error) {
+	sh := c.shard(rk)
+	sh.mu.Lock()
+	line, busy := sh.keys[rk]
 	if !busy {
-		s.keys[rk] = nil
+		sh.keys[rk] = nil
 		seq = c.tickets.Add(1)
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		// The key is handed on when the call returns, which may be after
 		// the timeout has answered its caller: the requests behind it do
 		// not pile onto a Redis that has not answered yet.
-		r, err = runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-			defer c.next(l, rk)
-			return scripts[alg].run(ctx, l.rdb, rk, limit, cost, now)
+		sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
+		r, err = call.WithTimeout(ctx, s.timeout, func(ctx context.Context) (reply, error) {
+			defer c.next(s, sc.key)
+			return s.script(ctx, sc)
 		})
 		return r, seq, err
 	}
-	w := &waiter{ctx: ctx, alg: alg, limit: limit, cost: cost, now: now, due: l.due(ctx), done: make(chan struct{})}
+	w := &waiter{ctx: ctx, alg: a.alg, limit: a.sends, cost: a.cost, now: a.now, due: s.due(ctx), done: make(chan struct{})}
 	if line == nil {
 		line = &keyLine{}
-		s.keys[rk] = line
+		sh.keys[rk] = line
 	}
 	line.waiting = append(line.waiting, w)
-	s.mu.Unlock()
-	r, err = c.wait(l, s, line, w)
+	sh.mu.Unlock()
+	r, err = c.wait(s, sh, line, w)
 	return r, w.seq, err
 }
 
@@ -117,10 +136,10 @@ func (c *coalescer) decide(ctx context.Context, l *Limiter, rk string, alg Algor
 // the line and counts nothing; one that leaves after is bounded by its
 // deadline, which its request carries: Redis counts it only if it runs the
 // batch before then.
-func (c *coalescer) wait(l *Limiter, s *coalesceShard, line *keyLine, w *waiter) (reply, error) {
+func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter) (reply, error) {
 	var expire <-chan time.Time
-	if l.timeout > 0 {
-		t := time.NewTimer(l.timeout)
+	if snd.timeout > 0 {
+		t := time.NewTimer(snd.timeout)
 		defer t.Stop()
 		expire = t.C
 	}
@@ -131,7 +150,7 @@ func (c *coalescer) wait(l *Limiter, s *coalesceShard, line *keyLine, w *waiter)
 	case <-w.ctx.Done():
 		err = w.ctx.Err()
 	case <-expire:
-		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, l.timeout)
+		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, snd.timeout)
 	}
 	select {
 	case <-w.done: // the answer came as the wait ended: keep it
@@ -165,7 +184,7 @@ func (w *waiter) result() (reply, error) {
 // meanwhile: the first one's batch goes out on a goroutine of its own, so
 // the caller that returns is not held up. With nobody waiting, rk has no
 // call in flight any more.
-func (c *coalescer) next(l *Limiter, rk string) {
+func (c *coalescer) next(snd *sender, rk string) {
 	s := c.shard(rk)
 	s.mu.Lock()
 	line := s.keys[rk]
@@ -176,7 +195,7 @@ func (c *coalescer) next(l *Limiter, rk string) {
 	}
 	batch := line.take(&c.tickets)
 	s.mu.Unlock()
-	go c.send(l, rk, batch)
+	go c.flush(snd, rk, batch)
 }
 
 // take takes the next batch out of the line: in the order they came, up to
@@ -202,11 +221,11 @@ func (line *keyLine) take(tickets *atomic.Uint64) []*waiter {
 	return batch
 }
 
-// send sends one batch and answers each of its waiters. The call runs
+// flush sends one batch and answers each of its waiters. The call runs
 // under the first waiter's context without its cancellation (another
 // waiter's request must not fail because the first one gave up), until the
 // latest deadline of the batch; each request carries its own.
-func (c *coalescer) send(l *Limiter, rk string, batch []*waiter) {
+func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 	h := batch[0]
 	reqs := make([]request, len(batch))
 	var latest time.Time
@@ -225,7 +244,7 @@ func (c *coalescer) send(l *Limiter, rk string, batch []*waiter) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
-	outs, err := scripts[h.alg].batch(ctx, l.rdb, rk, h.limit, h.now, reqs)
+	outs, err := scripts[h.alg].batch(ctx, snd.rdb, rk, h.limit, h.now, reqs)
 	for i, w := range batch {
 		if err != nil {
 			w.out = outcome{err: err}
@@ -234,18 +253,5 @@ func (c *coalescer) send(l *Limiter, rk string, batch []*waiter) {
 		}
 		close(w.done)
 	}
-	c.next(l, rk)
-}
-
-// due is the instant the caller of ctx stops waiting for a decision: its
-// context's deadline, or the limiter's timeout from now if that is sooner
-// (zero for neither), as an uncoalesced call sends it.
-func (l *Limiter) due(ctx context.Context) time.Time {
-	d := call.Deadline(ctx)
-	if l.timeout > 0 {
-		if t := time.Now().Add(l.timeout); d.IsZero() || t.Before(d) {
-			d = call.Due(t)
-		}
-	}
-	return d
+	c.next(snd, rk)
 }

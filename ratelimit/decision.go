@@ -57,20 +57,69 @@ type Decision struct {
 	Parts []Decision
 }
 
-// decision turns a script's reply into a Decision.
-func decision(r reply, name string, limit Limit) Decision {
-	d := Decision{
-		Allowed:    r.Allowed,
-		Name:       name,
-		Limit:      limit,
-		Remaining:  r.Remaining,
-		RetryAfter: r.RetryAfter,
-		ResetAfter: r.ResetAfter,
+// A Fallback is what a limiter decides when a call ends in ErrUnavailable
+// (WithFallback). Other errors are always returned. The zero Fallback
+// returns the error; in a Decision it means that Redis decided.
+type Fallback struct{ p call.Policy }
+
+var (
+	// FailOpen allows the request: availability over protection.
+	FailOpen = Fallback{call.Policy{Mode: call.Open}}
+	// FailClosed denies the request: protection over availability.
+	FailClosed = Fallback{call.Policy{Mode: call.Closed}}
+)
+
+// FailLocal limits in this process's memory while Redis is unreachable, at
+// share of the limit (0 < share <= 1): Rate and Burst times share, rounded
+// down, at least 1. With n processes, a share of 1/n keeps the whole close
+// to the limit.
+func FailLocal(share float64) Fallback {
+	return Fallback{call.Policy{Mode: call.Local, Share: share}}
+}
+
+func init() {
+	call.PolicyOf = func(f any) call.Policy { return f.(Fallback).p }
+}
+
+// String is "fail-open", "fail-closed", "fail-local" or "none": the words
+// of Decision.String and of the OpenTelemetry adapter.
+func (f Fallback) String() string { return f.p.String() }
+
+// An ask is one decision on its way down the path (ARCHITECTURE.md): what
+// each stage reads, passed by value so that a decision allocates none.
+// (A reservation, a decision kept open and settled later, is an ask that
+// says so; AllowN's is settled at once.)
+type ask struct {
+	name  string
+	limit Limit // the limiter's: what a Decision names and a fallback decides by
+	key   string
+	cost  int64     // 0 peeks
+	now   time.Time // the caller clock; zero for the server's
+	// What the script is sent: the limiter's algorithm, prefix and limit,
+	// or the lockout's (lockout.go).
+	alg    Algorithm
+	prefix string
+	sends  Limit
+}
+
+// none is the Decision that goes with an error: who would have decided.
+func (a ask) none() Decision { return Decision{Name: a.name, Limit: a.limit} }
+
+// ceilMs rounds ns up to whole milliseconds, as the scripts answer: a
+// Decision this process makes (the deny cache's, FailLocal's) looks like
+// Redis's and its waits are never short.
+func ceilMs(ns int64) time.Duration {
+	const ms = int64(time.Millisecond)
+	return time.Duration((ns + ms - 1) / ms * ms)
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
-	if d.RetryAfter < 0 {
-		d.RetryAfter = Never
-	}
-	return d
+	return nil
 }
 
 // combine makes one Decision of several: it passes when every part does,

@@ -8,6 +8,7 @@ package ratelimit
 // would, and only in the cases the godoc of WithDenyCache lists.
 
 import (
+	"context"
 	"hash/maphash"
 	"strings"
 	"sync"
@@ -41,11 +42,57 @@ const (
 	minShardedSize = 1024
 )
 
-// evictSample is how many entries a full shard looks at to make room: it
-// drops every expired one it sees, or else the one that expires first. Map
-// iteration starts at a random place, so this is a random sample (as
-// Redis's own eviction samples keys).
-const evictSample = 8
+// cached is the deny cache stage: a request the cache has a denial for is
+// answered here; any other goes on, and Redis's answer is noted on its way
+// back up.
+type cached struct {
+	c           *denyCache // nil without WithDenyCache
+	callerClock bool       // WithClock
+	lockout     lockout
+}
+
+func (s *cached) decide(ctx context.Context, a ask) (Decision, error) {
+	d, ck := s.lookup(a)
+	if d.Cached {
+		return d, nil
+	}
+	d, seq, err := s.lockout.decide(ctx, a)
+	s.note(a, ck, seq, d, err)
+	return d, err
+}
+
+// A cacheCheck is what a request the cache did not answer needs to store
+// Redis's denial: the cache's clock and epoch before it was sent.
+type cacheCheck struct {
+	ok    bool // the cache takes the answer
+	at    int64
+	epoch uint64
+}
+
+// lookup is the cache's Decision for a, if it has one (Cached), and the
+// check to note Redis's answer with otherwise.
+func (s *cached) lookup(a ask) (Decision, cacheCheck) {
+	if s.c == nil {
+		return Decision{}, cacheCheck{}
+	}
+	at, ok := s.c.clock(s.callerClock, a.now)
+	if !ok {
+		return Decision{}, cacheCheck{}
+	}
+	// The epoch is read before the lookup, and so before the request is
+	// sent (see denyCache.epoch).
+	ck := cacheCheck{ok: true, at: at, epoch: s.c.epoch.Load()}
+	d, _ := s.c.lookup(a.key, a.cost, at, a.name, a.limit)
+	return d, ck
+}
+
+// note keeps Redis's answer d to a, sent after check ck; seq is its
+// coalescer ticket (0: none).
+func (s *cached) note(a ask, ck cacheCheck, seq uint64, d Decision, err error) {
+	if ck.ok && err == nil {
+		s.c.note(a.key, a.cost, ck.at, ck.epoch, seq, d)
+	}
+}
 
 type denyCache struct {
 	seed   maphash.Seed
@@ -107,8 +154,8 @@ func (c *denyCache) shard(key string) *denyShard {
 // cache too), else the monotonic time since the cache was made. ok is false
 // when the request is judged by the server's clock although the limiter has
 // a clock (it returned the zero time.Time): such a request skips the cache.
-func (c *denyCache) clock(l *Limiter, now time.Time) (ns int64, ok bool) {
-	if l.clock == nil {
+func (c *denyCache) clock(callerClock bool, now time.Time) (ns int64, ok bool) {
+	if !callerClock {
 		return int64(time.Since(c.base)), true
 	}
 	if now.IsZero() {
@@ -148,13 +195,6 @@ func (c *denyCache) lookup(key string, cost, now int64, name string, limit Limit
 		ResetAfter: ceilMs(max(e.resetAt-now, 0)),
 		Cached:     true,
 	}, true
-}
-
-// ceilMs rounds ns up to whole milliseconds, as the scripts answer: a
-// cached RetryAfter looks like Redis's and stays never short.
-func ceilMs(ns int64) time.Duration {
-	const ms = int64(time.Millisecond)
-	return time.Duration((ns + ms - 1) / ms * ms)
 }
 
 // note takes in d, Redis's answer to a request of cost sent at at (on the

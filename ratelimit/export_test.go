@@ -15,12 +15,13 @@ func (l *Limiter) RedisKey(key string) string { return l.redisKey(key) }
 // Waiting is how many requests wait in l's coalescer for key (its limit's
 // Redis key and its block's), for the tests of package ratelimit_test.
 func Waiting(l *Limiter, key string) int {
-	if l.batches == nil {
+	batches := l.path.validate.cache.lockout.fallback.batch.c
+	if batches == nil {
 		return 0
 	}
 	n := 0
 	for _, rk := range []string{l.RedisKey(key), l.blockKey(key)} {
-		s := l.batches.shard(rk)
+		s := batches.shard(rk)
 		s.mu.Lock()
 		if line := s.keys[rk]; line != nil {
 			n += len(line.waiting)

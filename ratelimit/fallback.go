@@ -1,6 +1,7 @@
 package ratelimit
 
-// The fallback: what a decision is when Redis cannot make it.
+// The fallback stage: a script's reply becomes a Decision, and when Redis
+// cannot decide (ErrUnavailable), the limiter's Fallback decides instead.
 
 import (
 	"context"
@@ -9,48 +10,61 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
 
-// A Fallback is what a limiter decides when a call ends in ErrUnavailable
-// (WithFallback). Other errors are always returned. The zero Fallback
-// returns the error; in a Decision it means that Redis decided.
-type Fallback struct{ p call.Policy }
-
-var (
-	// FailOpen allows the request: availability over protection.
-	FailOpen = Fallback{call.Policy{Mode: call.Open}}
-	// FailClosed denies the request: protection over availability.
-	FailClosed = Fallback{call.Policy{Mode: call.Closed}}
-)
-
-// FailLocal limits in this process's memory while Redis is unreachable, at
-// share of the limit (0 < share <= 1): Rate and Burst times share, rounded
-// down, at least 1. With n processes, a share of 1/n keeps the whole close
-// to the limit.
-func FailLocal(share float64) Fallback {
-	return Fallback{call.Policy{Mode: call.Local, Share: share}}
+// fallback is the fallback stage. It decides only over an error that
+// covers says it may; every other error goes back up as it is.
+type fallback struct {
+	policy Fallback
+	local  *local // FailLocal's in-memory limiter; nil for other policies
+	batch  batcher
 }
 
-func init() {
-	call.PolicyOf = func(f any) call.Policy { return f.(Fallback).p }
+func (f *fallback) decide(ctx context.Context, a ask) (Decision, uint64, error) {
+	r, seq, err := f.batch.decide(ctx, a)
+	d, err := f.settle(ctx, a, r, err)
+	return d, seq, err
 }
 
-// String is "fail-open", "fail-closed", "fail-local" or "none": the words
-// of Decision.String and of the OpenTelemetry adapter.
-func (f Fallback) String() string { return f.p.String() }
-
-// fallback is the Decision the limiter's fallback makes for a call that
-// failed with err, or err itself when it does not decide.
-func (l *Limiter) fallback(ctx context.Context, key string, cost int64, now int64, err error) (Decision, error) {
-	err = call.Classify(ctx, err)
-	if l.onFailure.p.Mode == call.None || !errors.Is(err, ErrUnavailable) {
-		return Decision{Name: l.name, Limit: l.limit}, err
+// settle is the Decision for what the send stages returned: r's, or the
+// fallback's over err, or none with err.
+func (f *fallback) settle(ctx context.Context, a ask, r reply, err error) (Decision, error) {
+	if err == nil {
+		return r.decision(a.name, a.sends), nil
 	}
-	d := Decision{Name: l.name, Limit: l.limit, Fallback: l.onFailure, Cause: err}
-	switch l.onFailure.p.Mode {
+	ok, err := f.covers(ctx, err)
+	if !ok {
+		return a.none(), err
+	}
+	d := Decision{Name: a.name, Limit: a.limit, Fallback: f.policy, Cause: err}
+	switch f.policy.p.Mode {
 	case call.Open:
 		d.Allowed = true
 	case call.Local:
-		d = l.local.decide(key, l.limit, l.onFailure.p.Share, cost, now)
-		d.Name, d.Fallback, d.Cause = l.name, l.onFailure, err
+		d = f.local.decideAt(a.key, a.limit, f.policy.p.Share, a.cost, a.now)
+		d.Name, d.Fallback, d.Cause = a.name, f.policy, err
 	}
 	return d, nil
+}
+
+// covers classifies err and reports whether the fallback may decide over
+// it: the limiter has one and Redis could not decide (ErrUnavailable).
+// This is the one place that says so, for Atomic's fallbacks too.
+func (f *fallback) covers(ctx context.Context, err error) (bool, error) {
+	err = call.Classify(ctx, err)
+	return f.policy.p.Mode != call.None && errors.Is(err, ErrUnavailable), err
+}
+
+// decision is the Decision r says for the limiter name with limit.
+func (r reply) decision(name string, limit Limit) Decision {
+	d := Decision{
+		Allowed:    r.Allowed,
+		Name:       name,
+		Limit:      limit,
+		Remaining:  r.Remaining,
+		RetryAfter: r.RetryAfter,
+		ResetAfter: r.ResetAfter,
+	}
+	if d.RetryAfter < 0 {
+		d.RetryAfter = Never
+	}
+	return d
 }

@@ -18,23 +18,30 @@ import (
 // same name and algorithm, whatever their limits. A Limiter is safe for
 // concurrent use.
 type Limiter struct {
-	rdb       redis.Scripter
-	name      string
-	limit     Limit
-	alg       Algorithm
-	algSet    bool // WithAlgorithm chose alg
-	prefix    string
+	name   string
+	limit  Limit
+	alg    Algorithm
+	prefix string
+	// path is a decision's stages, built by New from the options below
+	// (ARCHITECTURE.md, "A decision's path"). WithLimit's copies share
+	// what it points to: the deny cache, the coalescer, FailLocal's state.
+	path  hooked
+	waits *waitQueue // Wait's turns, shared by WithLimit's copies
+
+	// The options, as set (options.go).
+	rdb       redis.Scripter // guarded: a node's breaker
+	algSet    bool           // WithAlgorithm chose alg
 	clock     func() time.Time
 	onFailure Fallback
 	timeout   time.Duration
 	hook      func(context.Context, Event)
 	cache     *denyCache // nil without WithDenyCache
 	block     time.Duration
-	local     *local     // FailLocal's in-memory limiter
-	waits     *waitQueue // Wait's turns, shared by WithLimit's copies
-	alone     bool       // WithoutCoalescing
-	batches   *coalescer // nil without coalescing; shared by WithLimit's copies
+	alone     bool // WithoutCoalescing
 }
+
+// An Option configures a Limiter in New.
+type Option func(*Limiter) error
 
 // New returns a Limiter named name over rdb. The name, 1 to 64 letters,
 // digits, '_', '-' or '.', is in its Redis keys ("rl:<name>:{<key>}"),
@@ -63,12 +70,22 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 	if err := checkLimit(l.alg, limit); err != nil {
 		return nil, err
 	}
+	var local *local
 	if l.onFailure.p.Mode == call.Local {
-		l.local = newLocal()
+		local = newLocal()
 	}
+	var batches *coalescer
 	if !l.alone && (scripts[l.alg].batch != nil || l.block > 0) {
-		l.batches = newCoalescer()
+		batches = newCoalescer()
 	}
+	// The path, outermost stage first, as ARCHITECTURE.md draws it.
+	l.path = hooked{fn: l.hook,
+		validate: validate{clock: l.clock,
+			cache: cached{c: l.cache, callerClock: l.clock != nil,
+				lockout: lockout{block: l.block, prefix: l.prefix + "!block:",
+					fallback: fallback{policy: l.onFailure, local: local,
+						batch: batcher{c: batches,
+							send: sender{rdb: l.rdb, timeout: l.timeout}}}}}}}
 	return l, nil
 }
 
@@ -84,9 +101,6 @@ func (l *Limiter) WithLimit(limit Limit) (*Limiter, error) {
 	return &c, nil
 }
 
-// redisKey is the Redis key that holds key's state.
-func (l *Limiter) redisKey(k string) string { return key.Redis(l.prefix, k) }
-
 // Allow counts one request for key if it passes.
 func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 	return l.AllowN(ctx, key, 1)
@@ -101,7 +115,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Decision, er
 	if err := checkCost(n); err != nil {
 		return Decision{Name: l.name, Limit: l.limit}, err
 	}
-	return l.decide(ctx, key, n)
+	return l.path.decide(ctx, l.ask(key, n))
 }
 
 // Peek reports what Allow would decide for key now, counting nothing and
@@ -110,7 +124,12 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Decision, error) {
 	if l == nil {
 		return Decision{}, errNilLimiter
 	}
-	return l.decide(ctx, key, 0)
+	return l.path.decide(ctx, l.ask(key, 0))
+}
+
+// ask is what the path is asked for key at cost (0 peeks).
+func (l *Limiter) ask(key string, cost int64) ask {
+	return ask{name: l.name, limit: l.limit, key: key, cost: cost, alg: l.alg, prefix: l.prefix, sends: l.limit}
 }
 
 // errNilLimiter answers a nil *Limiter, say one a Select's function took
@@ -140,10 +159,18 @@ func (l *Limiter) Reset(ctx context.Context, k string) error {
 	if l.cache != nil {
 		l.cache.forget(k)
 	}
-	if l.local != nil {
-		l.local.forget(k)
+	if lc := l.path.validate.cache.lockout.fallback.local; lc != nil {
+		lc.forget(k)
 	}
 	return call.Classify(ctx, err)
+}
+
+// redisKey is the Redis key that holds key's state.
+func (l *Limiter) redisKey(k string) string { return key.Redis(l.prefix, k) }
+
+// blockKey is the Redis key that holds key's lockout (lockout.go).
+func (l *Limiter) blockKey(k string) string {
+	return key.Redis(l.path.validate.cache.lockout.prefix, k)
 }
 
 func checkCost(n int64) error {
@@ -153,110 +180,20 @@ func checkCost(n int64) error {
 	return nil
 }
 
-// decide makes one decision; cost 0 peeks. The deny cache, when there is
-// one, answers first.
-func (l *Limiter) decide(ctx context.Context, key string, cost int64) (Decision, error) {
-	var start time.Time
-	if l.hook != nil {
-		start = time.Now()
-	}
-	d, err := l.decideQuietly(ctx, key, cost)
-	if l.hook != nil {
-		l.hook(ctx, Event{Name: l.name, Key: key, Cost: cost, Decision: d, Err: err, Duration: time.Since(start)})
-	}
-	return d, err
-}
-
-// decideQuietly is decide without the hook.
-func (l *Limiter) decideQuietly(ctx context.Context, key string, cost int64) (Decision, error) {
-	now, err := l.now(key)
-	if err != nil {
-		return Decision{Name: l.name, Limit: l.limit}, err
-	}
-	var ck cacheCheck
-	if l.cache != nil {
-		var d Decision
-		if d, ck = l.cached(key, cost, now); d.Cached {
-			return d, nil
+// sameClient reports whether every limiter uses one client, so one pipeline
+// or one script call can carry all their calls. Clients that cannot be
+// compared count as different.
+func sameClient(limiters []*Limiter) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	c := guard.Unwrap(limiters[0].rdb) // each Limiter has a guard of its own
+	for _, l := range limiters[1:] {
+		if l == nil || guard.Unwrap(l.rdb) != c {
+			return false
 		}
 	}
-	var d Decision
-	var seq uint64
-	if l.block > 0 {
-		d, err = l.decideBlocked(ctx, key, cost, now)
-	} else {
-		d, seq, err = l.run(ctx, key, cost, now)
-	}
-	if ck.ok && err == nil {
-		l.cache.note(key, cost, ck.at, ck.epoch, seq, d)
-	}
-	return d, err
-}
-
-// run sends one script call within the limiter's timeout and applies the
-// fallback to what comes back. seq is the coalescer's ticket (see send).
-func (l *Limiter) run(ctx context.Context, key string, cost int64, now time.Time) (d Decision, seq uint64, err error) {
-	r, seq, err := l.send(ctx, l.redisKey(key), l.alg, l.limit, cost, now)
-	d, err = l.finish(ctx, key, cost, now, r, err)
-	return d, seq, err
-}
-
-// send decides one request on the Redis key rk with alg's script: through
-// the coalescer when the limiter has one and the script decides batches,
-// else in a call of its own within the limiter's timeout. seq orders the
-// coalesced requests for rk as Redis ran them; it is 0, no order, for a
-// call of its own.
-func (l *Limiter) send(ctx context.Context, rk string, alg Algorithm, limit Limit, cost int64, now time.Time) (r reply, seq uint64, err error) {
-	if l.batches != nil && scripts[alg].batch != nil {
-		return l.batches.decide(ctx, l, rk, alg, limit, cost, now)
-	}
-	r, err = runWithin(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-		return scripts[alg].run(ctx, l.rdb, rk, limit, cost, now)
-	})
-	return r, 0, err
-}
-
-// finish turns a reply or an error into the Decision the caller gets.
-func (l *Limiter) finish(ctx context.Context, key string, cost int64, now time.Time, r reply, err error) (Decision, error) {
-	if err == nil {
-		return decision(r, l.name, l.limit), nil
-	}
-	return l.fallback(ctx, key, cost, localNowNs(now), err)
-}
-
-// cacheCheck is what a request that the deny cache did not answer needs to
-// store Redis's denial: the cache's clock and epoch before it was sent.
-type cacheCheck struct {
-	ok    bool
-	at    int64
-	epoch uint64
-}
-
-// cached asks the deny cache about a request judged at now (the zero time
-// for the server's clock).
-func (l *Limiter) cached(key string, cost int64, now time.Time) (Decision, cacheCheck) {
-	at, ok := l.cache.clock(l, now)
-	if !ok {
-		return Decision{}, cacheCheck{}
-	}
-	// The epoch is read before the lookup, and so before the request is
-	// sent.
-	ck := cacheCheck{ok: true, at: at, epoch: l.cache.epoch.Load()}
-	if d, hit := l.cache.lookup(key, cost, at, l.name, l.limit); hit {
-		return d, ck
-	}
-	return Decision{}, ck
-}
-
-// now checks the key and reads the caller clock, if any.
-func (l *Limiter) now(key string) (time.Time, error) {
-	if key == "" {
-		return time.Time{}, fmt.Errorf("%w: empty key", ErrInvalid)
-	}
-	return call.Clock(l.clock)
-}
-
-// runWithin is call.WithTimeout for one reply.
-func runWithin(ctx context.Context, d time.Duration, f func(context.Context) (reply, error)) (reply, error) {
-	return call.WithTimeout(ctx, d, f)
+	return true
 }

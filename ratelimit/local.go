@@ -15,6 +15,12 @@ import (
 // key): an outage under a flood of keys must not exhaust the process.
 const maxLocalKeys = 100_000
 
+// evictSample is how many entries a full map (FailLocal's, a deny cache
+// shard) looks at to make room: it drops every expired one it sees, or
+// else the one that expires first. Map iteration starts at a random place,
+// so this is a random sample (as Redis's own eviction samples keys).
+const evictSample = 8
+
 // localBase is the origin of the in-memory limiters' clock without a
 // caller clock: this process's monotonic clock, in ns since it.
 var localBase = time.Now()
@@ -116,6 +122,11 @@ func (lc *local) decide(key string, lim Limit, share float64, cost int64, now in
 	return d
 }
 
+// decideAt is decide at now on the in-memory clock (localNowNs).
+func (lc *local) decideAt(key string, lim Limit, share float64, cost int64, now time.Time) Decision {
+	return lc.decide(key, lim, share, cost, localNowNs(now))
+}
+
 // forget drops key's state (Reset).
 func (lc *local) forget(key string) {
 	lc.mu.Lock()
@@ -132,31 +143,37 @@ func localNowNs(now time.Time) int64 {
 	return int64(time.Since(localBase))
 }
 
-// decideLocally makes, all or nothing, the in-memory decisions of the
-// limiters at idx of an Atomic rule: each limiter's own share of its limit, and a
-// request counted by every one or by none. allowed says whether the other
-// limits (those that fail open or closed) let it pass.
-func decideLocally(limiters []*Limiter, idx []int, key string, cost int64, now int64, allowed bool) []Decision {
-	order := append([]int(nil), idx...)
-	sort.Slice(order, func(a, b int) bool { return limiters[order[a]].local.id < limiters[order[b]].local.id })
+// localPart is one limit of an Atomic rule that decides in memory: its
+// limiter's in-memory limiter and its share of the limit (scaled).
+type localPart struct {
+	lc  *local
+	lim Limit
+}
+
+// decideLocally makes, all or nothing, the in-memory decisions of parts:
+// each at its own share of its limit, and a request counted by every one
+// or by none. allowed says whether the other limits (those that fail open
+// or closed) let it pass.
+func decideLocally(parts []localPart, key string, cost int64, now int64, allowed bool) []Decision {
+	order := append([]localPart(nil), parts...)
+	sort.Slice(order, func(a, b int) bool { return order[a].lc.id < order[b].lc.id })
 	locked := map[*local]bool{}
-	for _, i := range order {
-		if lc := limiters[i].local; !locked[lc] {
-			lc.mu.Lock()
-			locked[lc] = true
-			defer lc.mu.Unlock()
+	for _, p := range order {
+		if !locked[p.lc] {
+			p.lc.mu.Lock()
+			locked[p.lc] = true
+			defer p.lc.mu.Unlock()
 		}
 	}
-	ds := make([]Decision, len(idx))
-	states := make([]localState, len(idx))
-	for j, i := range idx {
-		l := limiters[i]
-		ds[j], states[j] = l.local.check(key, scaled(l.limit, l.onFailure.p.Share), cost, float64(now))
+	ds := make([]Decision, len(parts))
+	states := make([]localState, len(parts))
+	for j, p := range parts {
+		ds[j], states[j] = p.lc.check(key, p.lim, cost, float64(now))
 		allowed = allowed && ds[j].Allowed
 	}
 	if allowed && cost > 0 {
-		for j, i := range idx {
-			limiters[i].local.store(key, states[j], float64(now))
+		for j, p := range parts {
+			p.lc.store(key, states[j], float64(now))
 		}
 	}
 	return ds

@@ -8,9 +8,6 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/option"
 )
 
-// An Option configures a Limiter in New.
-type Option func(*Limiter) error
-
 // WithAlgorithm sets the algorithm; the default is GCRA (SlidingWindowLog
 // with WithLockout).
 func WithAlgorithm(a Algorithm) Option {
@@ -93,4 +90,20 @@ func WithDenyCache(size int) Option {
 // buckets; see docs/performance.md).
 func WithoutCoalescing() Option {
 	return func(l *Limiter) error { l.alone = true; return nil }
+}
+
+// WithLockout locks a key out for d once its limit is used up: the request
+// that takes the last of it, or one that is denied, starts a lockout during
+// which every request for the key is denied, however the limit refills.
+// Without WithAlgorithm such a limiter counts with SlidingWindowLog, so Rate
+// requests in any Period start it, whatever their pacing. d is a whole
+// number of milliseconds, 1 ms to 1e11 ms.
+func WithLockout(d time.Duration) Option {
+	return func(l *Limiter) error {
+		if d < time.Millisecond || d > maxPeriod*time.Millisecond || d%time.Millisecond != 0 {
+			return fmt.Errorf("%w: lockout %v, want a whole number of milliseconds from 1ms to 1e11 ms", ErrInvalid, d)
+		}
+		l.block = d
+		return nil
+	}
 }

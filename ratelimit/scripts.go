@@ -86,6 +86,28 @@ var scripts = [...]script{
 	}),
 }
 
+// checkLimit refuses what the algorithm's script would answer BADARG.
+func checkLimit(a Algorithm, l Limit) error {
+	fail := func(field, reason string) error {
+		return &limitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
+	}
+	switch {
+	case l.Rate < 1 || l.Rate > maxCount:
+		return fail("Rate", "must be from 1 to 1e9")
+	case l.Burst < 1 || l.Burst > maxCount:
+		return fail("Burst", "must be from 1 to 1e9 (PerSecond and the like set it to the rate)")
+	case l.Period < time.Millisecond || l.Period > maxPeriod*time.Millisecond:
+		return fail("Period", "must be from 1ms to 1e11 ms (3.17 years)")
+	case l.Period%time.Millisecond != 0:
+		return fail("Period", "must be a whole number of milliseconds")
+	}
+	if e := scripts[a].check(l); e != nil {
+		e.Algorithm, e.Limit = a, l
+		return e
+	}
+	return nil
+}
+
 func bind[P any, R result](
 	run func(context.Context, redis.Scripter, string, P) (R, error),
 	queue func(*bindings.Batch, string, P) *bindings.Pending[R],
@@ -211,7 +233,8 @@ func countError(want, got int) error {
 		Want: fmt.Sprintf("%d decisions, one per request", want), Got: fmt.Sprintf("%d", got)}
 }
 
-// scriptCall is one decision in a pipeline.
+// scriptCall is one call of a script: a decision on one Redis key, alone
+// or in a pipeline.
 type scriptCall struct {
 	alg   Algorithm
 	key   string // the Redis key

@@ -1,0 +1,51 @@
+package ratelimit
+
+// The send stage, the last before the script: one call of its own.
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit/internal/call"
+)
+
+// sender sends one decision to Redis in a call of its own, within the
+// limiter's timeout. (A stage that batches decisions across keys per Redis
+// node goes here, between the coalescer and the script.)
+type sender struct {
+	rdb     redis.Scripter // the limiter's guarded client
+	timeout time.Duration  // 0: the caller's context alone bounds a call
+}
+
+// send decides a on the Redis key rk within the timeout.
+func (s *sender) send(ctx context.Context, rk string, a ask) (reply, error) {
+	sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
+	return call.WithTimeout(ctx, s.timeout, func(ctx context.Context) (reply, error) {
+		return s.script(ctx, sc)
+	})
+}
+
+// script is the script call itself, bounded by ctx alone.
+func (s *sender) script(ctx context.Context, sc scriptCall) (reply, error) {
+	return scripts[sc.alg].run(ctx, s.rdb, sc.key, sc.limit, sc.cost, sc.now)
+}
+
+// scriptOf is the script call that decides a on the Redis key rk.
+func scriptOf(rk string, a ask) scriptCall {
+	return scriptCall{alg: a.alg, key: rk, limit: a.sends, cost: a.cost, now: a.now}
+}
+
+// due is the instant the caller of ctx stops waiting for a decision: its
+// context's deadline, or the timeout from now if that is sooner (zero for
+// neither), as send's call carries it.
+func (s *sender) due(ctx context.Context) time.Time {
+	d := call.Deadline(ctx)
+	if s.timeout > 0 {
+		if t := time.Now().Add(s.timeout); d.IsZero() || t.Before(d) {
+			d = call.Due(t)
+		}
+	}
+	return d
+}

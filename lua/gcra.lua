@@ -70,7 +70,8 @@
 --- charge writes, for a lead below one interval or past a full burst: the
 --- TAT as 16 digits, the interval, the TAT's whole lead on its write's
 --- clock and the part of that lead past the writing limit's full burst
---- (the debt, at most 1e15 µs; the rest at most 1e15 µs too). A state
+--- (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
+--- the charge's; the rest at most 1e15 µs too). A state
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of
@@ -337,7 +338,7 @@ if stored then
       v, was, lead, owed = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
       if v and (#lead == 1 or lead >= '1') and (#owed == 1 or owed >= '1') and #lead <= 16 and #owed <= 16 then
         v, was, lead, owed = tonumber(v), was + 0, lead + 0, owed + 0
-        if owed > lead or owed > 1e15 then
+        if owed > lead or owed > 1e15 + 2 * max_skew then
           lead = nil
         end
       else

@@ -274,7 +274,7 @@ for i = 1, n do
         v, was, lead, owed = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
         if v and (#lead == 1 or lead >= '1') and (#owed == 1 or owed >= '1') and #lead <= 16 and #owed <= 16 then
           v, was, lead, owed = tonumber(v), was + 0, lead + 0, owed + 0
-          if owed > lead or owed > 1e15 then
+          if owed > lead or owed > 1e15 + 2 * max_skew then
             lead = nil
           end
         else

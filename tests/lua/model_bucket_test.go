@@ -198,7 +198,7 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 			// of one interval).
 			tat, was, lead, debt, err := scenario.ParseGCRADebt(v.str, r.now)
 			at := tat - lead
-			if err != nil || was > 1e14 || debt > lead || debt > 1e15 || lead-debt > 1e15 || at < 0 || at > latest(r) {
+			if err != nil || was > 1e14 || debt > lead || debt > 1e15+2*maxSkew || lead-debt > 1e15 || at < 0 || at > latest(r) {
 				return nil, ErrorReply(badState("a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>"))
 			}
 			// The lead on the last write's clock in intervals of the current

@@ -18,7 +18,7 @@ var GCRAScript = valkey.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "81dbdc8f7341785fd8d866289af5ed81e8d537b0"
+const GCRAHash = "635dab9987a4e3830774b16a25248ba7f199cdb0"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -154,7 +154,8 @@ type GCRAResult struct {
 // charge writes, for a lead below one interval or past a full burst: the
 // TAT as 16 digits, the interval, the TAT's whole lead on its write's
 // clock and the part of that lead past the writing limit's full burst
-// (the debt, at most 1e15 µs; the rest at most 1e15 µs too). A state
+// (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
+// the charge's; the rest at most 1e15 µs too). A state
 // whose write's clock is more than 60 s past TIME was not written by this
 // script. Anything else at the key, of any type, is an error and the key is
 // left untouched (value and TTL); that includes the untagged states of
@@ -284,7 +285,8 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- charge writes, for a lead below one interval or past a full burst: the
 --- TAT as 16 digits, the interval, the TAT's whole lead on its write's
 --- clock and the part of that lead past the writing limit's full burst
---- (the debt, at most 1e15 µs; the rest at most 1e15 µs too). A state
+--- (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
+--- the charge's; the rest at most 1e15 µs too). A state
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of
@@ -538,20 +540,20 @@ if stored then
     local base = server - max_skew - 1000000
     v = base + (tonumber(v) - base) % 1e10
     lead = was > 0 and was
-  elseif #stored <= 49 then
+  elseif #stored <= 66 then
     local more
     v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-    if v and (#more == 1 or more >= '1') then
+    if v and #stored <= 49 and (#more == 1 or more >= '1') then
       v, was = tonumber(v), was + 0
       lead = was + more
-    elseif #stored <= 66 then
+    elseif not v then
       -- The settled form, which only a refund or a charge writes: the lead
       -- in full (below one interval after a refund) and the part of it a
       -- charge put past a full burst.
       v, was, lead, owed = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
       if v and (#lead == 1 or lead >= '1') and (#owed == 1 or owed >= '1') and #lead <= 16 and #owed <= 16 then
         v, was, lead, owed = tonumber(v), was + 0, lead + 0, owed + 0
-        if owed > lead or owed > 1e15 then
+        if owed > lead or owed > 1e15 + 2 * max_skew then
           lead = nil
         end
       else

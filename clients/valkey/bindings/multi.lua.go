@@ -18,7 +18,7 @@ var MultiScript = valkey.NewLuaScript(multiSource)
 func MultiSource() string { return multiSource }
 
 // MultiHash is the SHA1 of MultiSource(), the hash EVALSHA and SCRIPT LOAD use.
-const MultiHash = "db8595903f2ddf5f62b01270d9f830dbb074eaf8"
+const MultiHash = "114a36a51c9a540d15034a5f6a0f056c5320171a"
 
 var multiInfo = &scriptMeta{file: "multi.lua", source: multiSource, hash: MultiHash}
 
@@ -422,19 +422,19 @@ for i = 1, n do
       local base = server - max_skew - 1000000
       v = base + (tonumber(v) - base) % 1e10
       lead = was > 0 and was
-    elseif #stored <= 49 then
+    elseif #stored <= 66 then
       local more
       v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-      if v and (#more == 1 or more >= '1') then
+      if v and #stored <= 49 and (#more == 1 or more >= '1') then
         v, was = tonumber(v), was + 0
         lead = was + more
-      elseif #stored <= 66 then
+      elseif not v then
         -- The settled form a refund or a charge leaves: the whole lead,
         -- then the debt past a full burst.
         v, was, lead, owed = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
         if v and (#lead == 1 or lead >= '1') and (#owed == 1 or owed >= '1') and #lead <= 16 and #owed <= 16 then
           v, was, lead, owed = tonumber(v), was + 0, lead + 0, owed + 0
-          if owed > lead or owed > 1e15 then
+          if owed > lead or owed > 1e15 + 2 * max_skew then
             lead = nil
           end
         else

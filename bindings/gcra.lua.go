@@ -19,13 +19,15 @@ func GCRASource() string { return gcraSource }
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", script: GCRAScript}
 
-// GCRATake is the take of gcra.lua: one of "all", "at_most".
+// GCRATake is the take of gcra.lua: one of "all", "at_most", "refund", "charge".
 type GCRATake string
 
 // The values of GCRATake.
 const (
 	GCRATakeAll    GCRATake = "all"
 	GCRATakeAtMost GCRATake = "at_most"
+	GCRATakeRefund GCRATake = "refund"
+	GCRATakeCharge GCRATake = "charge"
 )
 
 // GCRARequest is one record of @arg requests of gcra.lua: its fields travel in this order, record after record.
@@ -65,15 +67,15 @@ type GCRAParams struct {
 	Period time.Duration
 	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock of every request, within 60 s of the server's TIME
 	Now time.Time
-	// Take (ARGV[5]): all: a request passes whole or not at all; at_most: it takes what is left, up to its cost
+	// Take (ARGV[5]): all: a request passes whole or not at all; at_most: it takes what is left, up to its cost; refund: its cost comes back, up to a full burst; charge: its cost is counted, into debt if need be
 	Take GCRATake
-	// Requests (ARGV[6] onwards, [1..64] of them): decided in turn: cost 0 only peeks; deadline, when the caller stops waiting (0: none)
+	// Requests (ARGV[6] onwards, [1..64] of them): decided in turn: cost 0 only peeks (refund, charge: moves nothing); deadline, when the caller stops waiting (0: none)
 	Requests []GCRARequest
 }
 
 // GCRAResult is the reply of gcra.lua.
 type GCRAResult struct {
-	// Decisions (reply element 1 onwards, [1..64] of them): per request in turn: allowed is 1 or 0 (take at_most: the requests taken), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed, never when its cost exceeds burst; reset_after, until a full burst passes again
+	// Decisions (reply element 1 onwards, [1..64] of them): per request in turn: allowed is 1 or 0 (take at_most: the requests taken; refund, charge: the units moved), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed (refund, charge: until a request of 1 passes), never when its cost exceeds burst; reset_after, until a full burst passes again
 	Decisions []GCRADecision
 }
 
@@ -97,9 +99,26 @@ type GCRAResult struct {
 // with retry_after -1). take at_most (redis_rate's AllowAtMost): a request
 // takes what is left, up to its cost, and answers how many it took; when
 // nothing is left it takes nothing and answers when one request passes. A
-// denied request changes nothing, and the TAT never moves back. A request
-// the server runs at or after its deadline answers expired (-1) and counts
-// nothing. Arithmetic is exact for every accepted input.
+// denied request changes nothing, and no take moves the TAT back. A
+// request the server runs at or after its deadline answers expired (-1)
+// and counts nothing. Arithmetic is exact for every accepted input.
+// Settling a reservation (a take all, then its final cost): take refund
+// gives cost units back, moving the TAT back cost intervals but never
+// behind the instant, so no more than a full burst comes back; a key with
+// no state (never used, expired or reset) or already full gets nothing
+// back and nothing is written. take charge counts cost units whatever the
+// limit: the TAT moves to the later of it and the instant, plus cost
+// intervals, past the burst if need be (debt: takes are denied until it
+// drains); a key with no state is charged from the instant. Neither is
+// ever denied, and neither counts past a debt of 1e15 µs (31 years) past
+// a full burst: a charge takes at most that, and allowed says how much it
+// took. Both use the current limit's interval, whatever the reservation
+// was made under. A cost of 0 moves nothing and writes nothing. Their
+// reply: allowed, the units refunded or charged; remaining, whole requests
+// that pass now; retry_after, until a request of 1 passes (0: now);
+// reset_after, until a full burst passes again. The debt is the one state
+// that makes a call wait, or a key live, past the bounds below: by the
+// debt it holds, no more.
 // Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 // caller clock (now > 0) is refused with BADARG when it is more than 60 s
 // from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -116,7 +135,8 @@ type GCRAResult struct {
 // clock is counted in intervals of the new rate and period, rounding up (a
 // lower rate frees no room, a higher one frees what it drains), and capped
 // at a full burst of the new size (a lowered burst is full, never locked
-// out).
+// out). A debt is counted in intervals of the new rate too, rounding
+// up, and is not capped by the burst (to at most 1e15 µs).
 // State: a string in one of two forms, all in µs, numbers without
 // leading zeros. The long one, 'g<tat><interval>/<more>': the tag g
 // (GCRA's: every script's state starts with its own, see docs/scripts.md),
@@ -126,7 +146,13 @@ type GCRAResult struct {
 // interval (below 1e8 µs) ahead of its write, as one request on an idle
 // key leaves it: the tag 2, the TAT modulo 1e10 in 10 digits and the
 // interval in 8, 19 digits that Redis keeps as an integer (16 bytes, not
-// a string); the TAT is the one from 60 s and 1 s behind TIME on. A state
+// a string); the TAT is the one from 60 s and 1 s behind TIME on. The
+// settled one, 'g<tat><interval>=<lead>+<debt>', which only a refund or a
+// charge writes, for a lead below one interval or past a full burst: the
+// TAT as 16 digits, the interval, the TAT's whole lead on its write's
+// clock and the part of that lead past the writing limit's full burst
+// (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
+// the charge's; the rest at most 1e15 µs too). A state
 // whose write's clock is more than 60 s past TIME was not written by this
 // script. Anything else at the key, of any type, is an error and the key is
 // left untouched (value and TTL); that includes the untagged states of
@@ -139,7 +165,7 @@ type GCRAResult struct {
 // the call in a Batch instead.
 //
 // Keys:
-//   - tat: string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
+//   - tat: string '2<tat><interval>', 'g<tat><interval>/<more>' or 'g<tat><interval>=<lead>+<debt>' in µs; expires when the TAT is reached
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
@@ -160,7 +186,7 @@ func gcraCall(tat string, p GCRAParams) *call {
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
-	e.enum("take", string(p.Take), "all", "at_most")
+	e.enum("take", string(p.Take), "all", "at_most", "refund", "charge")
 	e.count("requests", "records", len(p.Requests), between(1, 64))
 	for _, v := range p.Requests {
 		e.int("cost", v.Cost, between(0, 1000000000))
@@ -204,9 +230,26 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- with retry_after -1). take at_most (redis_rate's AllowAtMost): a request
 --- takes what is left, up to its cost, and answers how many it took; when
 --- nothing is left it takes nothing and answers when one request passes. A
---- denied request changes nothing, and the TAT never moves back. A request
---- the server runs at or after its deadline answers expired (-1) and counts
---- nothing. Arithmetic is exact for every accepted input.
+--- denied request changes nothing, and no take moves the TAT back. A
+--- request the server runs at or after its deadline answers expired (-1)
+--- and counts nothing. Arithmetic is exact for every accepted input.
+--- Settling a reservation (a take all, then its final cost): take refund
+--- gives cost units back, moving the TAT back cost intervals but never
+--- behind the instant, so no more than a full burst comes back; a key with
+--- no state (never used, expired or reset) or already full gets nothing
+--- back and nothing is written. take charge counts cost units whatever the
+--- limit: the TAT moves to the later of it and the instant, plus cost
+--- intervals, past the burst if need be (debt: takes are denied until it
+--- drains); a key with no state is charged from the instant. Neither is
+--- ever denied, and neither counts past a debt of 1e15 µs (31 years) past
+--- a full burst: a charge takes at most that, and allowed says how much it
+--- took. Both use the current limit's interval, whatever the reservation
+--- was made under. A cost of 0 moves nothing and writes nothing. Their
+--- reply: allowed, the units refunded or charged; remaining, whole requests
+--- that pass now; retry_after, until a request of 1 passes (0: now);
+--- reset_after, until a full burst passes again. The debt is the one state
+--- that makes a call wait, or a key live, past the bounds below: by the
+--- debt it holds, no more.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -223,7 +266,8 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- clock is counted in intervals of the new rate and period, rounding up (a
 --- lower rate frees no room, a higher one frees what it drains), and capped
 --- at a full burst of the new size (a lowered burst is full, never locked
---- out).
+--- out). A debt is counted in intervals of the new rate too, rounding
+--- up, and is not capped by the burst (to at most 1e15 µs).
 --- State: a string in one of two forms, all in µs, numbers without
 --- leading zeros. The long one, 'g<tat><interval>/<more>': the tag g
 --- (GCRA's: every script's state starts with its own, see docs/scripts.md),
@@ -233,21 +277,27 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- interval (below 1e8 µs) ahead of its write, as one request on an idle
 --- key leaves it: the tag 2, the TAT modulo 1e10 in 10 digits and the
 --- interval in 8, 19 digits that Redis keeps as an integer (16 bytes, not
---- a string); the TAT is the one from 60 s and 1 s behind TIME on. A state
+--- a string); the TAT is the one from 60 s and 1 s behind TIME on. The
+--- settled one, 'g<tat><interval>=<lead>+<debt>', which only a refund or a
+--- charge writes, for a lead below one interval or past a full burst: the
+--- TAT as 16 digits, the interval, the TAT's whole lead on its write's
+--- clock and the part of that lead past the writing limit's full burst
+--- (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
+--- the charge's; the rest at most 1e15 µs too). A state
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of
 --- earlier versions of this script. The 6-argument layout of earlier
 --- versions (cost, now, deadline after period) and gcra_at_most.lua's are
 --- refused with BADARG.
---- @key    tat          string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs; expires when the TAT is reached
+--- @key    tat          string '2<tat><interval>', 'g<tat><interval>/<more>' or 'g<tat><interval>=<lead>+<debt>' in µs; expires when the TAT is reached
 --- @arg    burst        int[1..1e9]       requests that may pass at once
 --- @arg    rate         int[1..1e9]       requests per period at the steady pace, at most one per µs
 --- @arg    period       ms[1..1e11]       the period of rate; burst*period/rate at most 1e15 µs (31 years)
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock of every request, within 60 s of the server's TIME
---- @arg    take         enum(all|at_most) all: a request passes whole or not at all; at_most: it takes what is left, up to its cost
---- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost 0 only peeks; deadline, when the caller stops waiting (0: none)
---- @return ...decisions[1..64] (allowed int[0..1e9]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed is 1 or 0 (take at_most: the requests taken), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed, never when its cost exceeds burst; reset_after, until a full burst passes again
+--- @arg    take         enum(all|at_most|refund|charge) all: a request passes whole or not at all; at_most: it takes what is left, up to its cost; refund: its cost comes back, up to a full burst; charge: its cost is counted, into debt if need be
+--- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost 0 only peeks (refund, charge: moves nothing); deadline, when the caller stops waiting (0: none)
+--- @return ...decisions[1..64] (allowed int[0..1e9]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed is 1 or 0 (take at_most: the requests taken; refund, charge: the units moved), expired with zeros for a request run at or after its deadline; remaining, whole requests that would still pass now; retry_after, 0 when it passed (refund, charge: until a request of 1 passes), never when its cost exceeds burst; reset_after, until a full burst passes again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -371,10 +421,18 @@ local period  = int(ARGV[3], 'period', 1, 1e11)
 local now     = int(ARGV[4], 'now', 0, 2^52)
 local take    = ARGV[5]
 local at_most = take == 'at_most'
+-- settle is -1 for take refund, 1 for take charge, nil for a take.
+local settle
 if not at_most and take ~= 'all' then
-  -- Also what an earlier version's layout (cost, now, deadline after
-  -- period) meets: its clock is no word.
-  bad = bad or "BADARG take must be 'all' or 'at_most' (ARGV: burst, rate, period, now, take, then cost and deadline per request)"
+  if take == 'refund' then
+    settle = -1
+  elseif take == 'charge' then
+    settle = 1
+  else
+    -- Also what an earlier version's layout (cost, now, deadline after
+    -- period) meets: its clock is no word.
+    bad = bad or "BADARG take must be 'all', 'at_most', 'refund' or 'charge' (ARGV: burst, rate, period, now, take, then cost and deadline per request)"
+  end
 end
 if tat == nil then bad = bad or 'BADARG tat key is missing' end
 local n = (#ARGV - 5) / 2
@@ -470,6 +528,7 @@ if stored then
   -- not + 0, for a fixed-width field: gopher-lua (miniredis) reads a
   -- string with a leading 0 as octal in arithmetic, Redis's Lua never does.
   local was, lead
+  local owed = 0
   if #stored == 19 then
     v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
   end
@@ -478,36 +537,61 @@ if stored then
     local base = server - max_skew - 1000000
     v = base + (tonumber(v) - base) % 1e10
     lead = was > 0 and was
-  elseif #stored <= 49 then
+  elseif #stored <= 66 then
     local more
     v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-    if v and (#more == 1 or more >= '1') then
+    if v and #stored <= 49 and (#more == 1 or more >= '1') then
       v, was = tonumber(v), was + 0
       lead = was + more
+    elseif not v then
+      -- The settled form, which only a refund or a charge writes: the lead
+      -- in full (below one interval after a refund) and the part of it a
+      -- charge put past a full burst.
+      v, was, lead, owed = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+      if v and (#lead == 1 or lead >= '1') and (#owed == 1 or owed >= '1') and #lead <= 16 and #owed <= 16 then
+        v, was, lead, owed = tonumber(v), was + 0, lead + 0, owed + 0
+        if owed > lead or owed > 1e15 + 2 * max_skew then
+          lead = nil
+        end
+      else
+        lead = nil
+      end
     end
   end
   -- The write that set the state was at v - lead, on a clock no write lets
-  -- run more than max_skew past TIME, and led by at most 1e15 µs.
-  if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
-    return redis.error_reply('BADSTATE the key is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; it is left untouched')
+  -- run more than max_skew past TIME, and led by at most 1e15 µs past the
+  -- debt a charge owes.
+  if not lead or was > 1e14 or lead - owed > 1e15 or v < lead or v - lead > server + max_skew then
+    return redis.error_reply('BADSTATE the key is not a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>; it is left untouched')
   end
   -- A changed rate or burst applies from the last write, v - lead: its lead
   -- is counted in intervals of the current rate (whole ones exactly, a part
   -- one rounded up) and capped at a full burst (fewer than burst whole
   -- intervals and a part one never pass it). It depends on the stored state
   -- alone, so waits stay exact while denied calls change nothing.
-  if was ~= interval or lead > tolerance then
-    local units = lead % was
-    units = (lead - units) / was
+  -- A debt a charge owes is not capped: it is counted in intervals of the
+  -- current rate too, rounding up, to at most 1e15 µs.
+  if was ~= interval or lead - owed > tolerance then
+    local keep = lead - owed
+    local units = keep % was
+    units = (keep - units) / was
     if units >= burst then
-      v = v - lead + tolerance
+      keep = tolerance
     else
-      local q, r = muldiv(lead - units * was, interval, was)
+      local q, r = muldiv(keep - units * was, interval, was)
       if r > 0 then
         q = q + 1
       end
-      v = v - lead + units * interval + q
+      keep = units * interval + q
     end
+    if owed > 0 then
+      local q, r = muldiv(owed, interval, was)
+      if r > 0 then
+        q = q + 1
+      end
+      owed = q < 1e15 and q or 1e15
+    end
+    v = v - lead + keep + owed
   end
 end
 
@@ -534,6 +618,56 @@ for i = 1, n do
   local cost, deadline = reply[j - 3], reply[j - 2]
   if deadline > 0 and server >= deadline then
     reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+  elseif settle then
+    -- A refund or a charge, never denied: count is the units it moves. A
+    -- refund moves the TAT back by cost intervals, never behind the
+    -- instant (no more than a full burst comes back), and finds nothing to
+    -- give back on a key with no state; a charge pushes it on by cost
+    -- intervals, past the burst if need be (debt), up to 1e15 µs past a
+    -- full burst (cost * interval can pass 2^53; count * interval cannot).
+    local at, theo = own, own
+    if not v then
+      if server > own then
+        at, theo = server, server
+      end
+    elseif v > own then
+      theo = v
+    end
+    local ahead = theo - at
+    local count = 0
+    if settle < 0 then
+      if v and ahead > 0 then
+        local used = ahead % interval
+        used = (ahead - used) / interval + (used > 0 and 1 or 0)
+        if cost < used then
+          count, ahead = cost, ahead - cost * interval
+        else
+          count, ahead = used, 0
+        end
+      end
+    else
+      local room = tolerance + 1e15 - ahead
+      if room > 0 then
+        room = (room - room % interval) / interval
+        count = cost < room and cost or room
+        ahead = ahead + count * interval
+      end
+    end
+    if count > 0 then
+      v, last = at + ahead, ahead
+    end
+    local used = ahead % interval
+    used = (ahead - used) / interval + (used > 0 and 1 or 0)
+    local wait, reset = 0, 0
+    if ahead + interval > tolerance then
+      wait = ahead + interval - tolerance + at - own + 999
+      wait = (wait - wait % 1000) / 1000
+    end
+    if ahead > 0 then
+      reset = ahead + at - own + 999
+      reset = (reset - reset % 1000) / 1000
+    end
+    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = count, burst > used and burst - used or 0, wait, reset
   elseif cost == same_cost then
     reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
   else
@@ -597,8 +731,12 @@ if last then
   local state
   if last == interval and interval < 1e8 then
     state = format('2%010d%08d', v % 1e10, interval)
-  else
+  elseif last >= interval and last <= tolerance then
     state = format('g%016d%d/%d', v, interval, last - interval)
+  else
+    -- Only a refund (a lead below one interval) or a charge (past a full
+    -- burst) leaves these: the debt is what passes the burst.
+    state = format('g%016d%d=%d+%d', v, interval, last, last > tolerance and last - tolerance or 0)
   end
   redis.call('SET', tat, state, 'PX', format('%d', ttl > 1 and ttl or 1))
 end

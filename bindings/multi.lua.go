@@ -93,19 +93,21 @@ type MultiResult struct {
 // past the instant its state is spent; a key that holds nothing is judged
 // at the later of the caller's clock and TIME. A changed rate, period or
 // burst applies from that key's last write (capped at a full burst of the
-// new size: no lockout, no free burst). A limit added later starts full;
+// new size: no lockout, no free burst; a debt gcra.lua's take charge left
+// is not capped, it drains). A limit added later starts full;
 // a limit dropped leaves its key to expire. Arithmetic is exact for every
 // accepted input.
-// State: per key, gcra.lua's string, '2<tat><interval>' or
-// 'g<tat><interval>/<more>' in µs (see there); anything else at any key,
-// of any type, is an error, and no key is written.
+// State: per key, gcra.lua's string, '2<tat><interval>',
+// 'g<tat><interval>/<more>' or 'g<tat><interval>=<lead>+<debt>' (a
+// refund's or a charge's) in µs (see there); anything else at any key, of
+// any type, is an error, and no key is written.
 //
 // It runs multi.lua with EVALSHA, falling back to EVAL when the server does
 // not have the script cached. On a redis.Pipeliner it returns ErrPipeline:
 // queue the call in a Batch instead.
 //
 // Keys:
-//   - keys (the rest of KEYS): string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+//   - keys (the rest of KEYS): string '2<tat><interval>', 'g<tat><interval>/<more>' or 'g<tat><interval>=<lead>+<debt>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no key, more than 16, or a key twice
@@ -180,13 +182,15 @@ const multiSource = `--- Checks several limits on one request and counts it agai
 --- past the instant its state is spent; a key that holds nothing is judged
 --- at the later of the caller's clock and TIME. A changed rate, period or
 --- burst applies from that key's last write (capped at a full burst of the
---- new size: no lockout, no free burst). A limit added later starts full;
+--- new size: no lockout, no free burst; a debt gcra.lua's take charge left
+--- is not capped, it drains). A limit added later starts full;
 --- a limit dropped leaves its key to expire. Arithmetic is exact for every
 --- accepted input.
---- State: per key, gcra.lua's string, '2<tat><interval>' or
---- 'g<tat><interval>/<more>' in µs (see there); anything else at any key,
---- of any type, is an error, and no key is written.
---- @key    ...keys[1..16] string '2<tat><interval>' or 'g<tat><interval>/<more>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
+--- State: per key, gcra.lua's string, '2<tat><interval>',
+--- 'g<tat><interval>/<more>' or 'g<tat><interval>=<lead>+<debt>' (a
+--- refund's or a charge's) in µs (see there); anything else at any key, of
+--- any type, is an error, and no key is written.
+--- @key    ...keys[1..16] string '2<tat><interval>', 'g<tat><interval>/<more>' or 'g<tat><interval>=<lead>+<debt>' in µs, one per limit (gcra.lua's state); 1 to 16 distinct keys in one hash slot
 --- @arg    cost          int[0..1e9]       requests this call counts for, against every limit; 0 only peeks
 --- @arg    now           unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline      unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
@@ -406,6 +410,7 @@ for i = 1, n do
     -- before the oldest a live key can hold; tonumber for the fixed-width
     -- fields: gopher-lua reads a leading 0 as octal in arithmetic.
     local v, was, lead
+    local owed = 0
     if #stored == 19 then
       v, was = match(stored, '^2(%d%d%d%d%d%d%d%d%d%d)(%d%d%d%d%d%d%d%d)$')
     end
@@ -414,29 +419,50 @@ for i = 1, n do
       local base = server - max_skew - 1000000
       v = base + (tonumber(v) - base) % 1e10
       lead = was > 0 and was
-    elseif #stored <= 49 then
+    elseif #stored <= 66 then
       local more
       v, was, more = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-      if v and (#more == 1 or more >= '1') then
+      if v and #stored <= 49 and (#more == 1 or more >= '1') then
         v, was = tonumber(v), was + 0
         lead = was + more
+      elseif not v then
+        -- The settled form a refund or a charge leaves: the whole lead,
+        -- then the debt past a full burst.
+        v, was, lead, owed = match(stored, '^g(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+        if v and (#lead == 1 or lead >= '1') and (#owed == 1 or owed >= '1') and #lead <= 16 and #owed <= 16 then
+          v, was, lead, owed = tonumber(v), was + 0, lead + 0, owed + 0
+          if owed > lead or owed > 1e15 + 2 * max_skew then
+            lead = nil
+          end
+        else
+          lead = nil
+        end
       end
     end
-    if not lead or was > 1e14 or lead > 1e15 or v < lead or v - lead > server + max_skew then
-      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; no key is written', i))
+    if not lead or was > 1e14 or lead - owed > 1e15 or v < lead or v - lead > server + max_skew then
+      return redis.error_reply(string.format('BADSTATE key %d is not a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>; no key is written', i))
     end
-    if was ~= interval or lead > tolerance then
-      local units = lead % was
-      units = (lead - units) / was
+    if was ~= interval or lead - owed > tolerance then
+      local keep = lead - owed
+      local units = keep % was
+      units = (keep - units) / was
       if units >= burst then
-        v = v - lead + tolerance
+        keep = tolerance
       else
-        local q, r = muldiv(lead - units * was, interval, was)
+        local q, r = muldiv(keep - units * was, interval, was)
         if r > 0 then
           q = q + 1
         end
-        v = v - lead + units * interval + q
+        keep = units * interval + q
       end
+      if owed > 0 then
+        local q, r = muldiv(owed, interval, was)
+        if r > 0 then
+          q = q + 1
+        end
+        owed = q < 1e15 and q or 1e15
+      end
+      v = v - lead + keep + owed
     end
     if v > now then
       theo = v

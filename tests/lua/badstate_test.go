@@ -41,6 +41,17 @@ var gcraShort = stateLayout{"2", gcraShortRE, []string{""}, func(f []string, ser
 	return []string{"", "00000000"}
 }}
 
+// gcraSettled is GCRA's settled form, 'g<tat><interval>=<lead>+<debt>':
+// the write's clock, tat - lead, no later than TIME + maxSkew; the interval
+// 1..1e14; the lead past its debt at most 1e15, the debt at most the lead.
+var gcraSettled = stateLayout{"g", gcraSettledRE, []string{"", "=", "+"}, func(f []string, server int64) []string {
+	lead, _ := strconv.ParseInt(f[2], 10, 64)
+	debt, _ := strconv.ParseInt(f[3], 10, 64)
+	return []string{fmt.Sprintf("%016d", server+maxSkew+lead+1), "100000000000001", strconv.FormatInt(debt+1e15+1, 10), strconv.FormatInt(lead+1, 10)}
+}, func([]string) []string {
+	return []string{"", "0", "", ""}
+}}
+
 var stateLayouts = map[string]stateLayout{
 	// ts no later than TIME + maxSkew, tokens 0..1e9.
 	"token_bucket": {"-", tokenBucketState, []string{""}, func(_ []string, server int64) []string {
@@ -161,7 +172,8 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					states = append(states, scenario.GCRALongState(tat, interval, lead))
+					// And the settled form with no debt, which reads the same.
+					states = append(states, scenario.GCRALongState(tat, interval, lead), scenario.GCRASettledState(tat, interval, lead, 0))
 				}
 				for _, st := range states {
 					corruptString(t, name, r.Now(), st, good, try)
@@ -320,6 +332,9 @@ func corruptString(t *testing.T, name string, server int64, st string, good *val
 	layout := stateLayouts[name]
 	if gcraShortRE.MatchString(st) {
 		layout = stateLayouts["gcra short"]
+	}
+	if gcraSettledRE.MatchString(st) {
+		layout = gcraSettled
 	}
 	m := layout.re.FindStringSubmatch(st)
 	if m == nil {

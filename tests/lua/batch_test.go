@@ -16,7 +16,7 @@ import (
 // requests sent one call each, at the same instant, answer, and leaves the
 // same key, TTL included, after one read and at most one write. The
 // requests have random costs (0 peeks, some above the limit, gcra's take
-// at_most too), random deadlines (some passed), the server's clock or a
+// at_most, refund and charge too), random deadlines (some passed), the server's clock or a
 // caller's (up to 60 s off), batches of 1 to 64, limits that change between
 // batches, and keys that start empty, with state of every form the script
 // writes, another script's state, or foreign data.
@@ -28,7 +28,7 @@ func TestBatchIsItsCallsInARow(t *testing.T) {
 				t.Fatal(err)
 			}
 			batches, requests, errors := 0, 0, 0
-			for seed := int64(1); seed <= 40; seed++ {
+			for seed := int64(1); seed <= 48; seed++ {
 				rng := rand.New(rand.NewSource(seed))
 				r := New(scenario.T0)
 				if v := batchStates[script][int(seed)%len(batchStates[script])]; v != "" {
@@ -45,8 +45,9 @@ func TestBatchIsItsCallsInARow(t *testing.T) {
 					if rng.Intn(3) == 0 {
 						c.now = strconv.FormatInt(r.Now()+rng.Int63n(2*maxSkew+1)-maxSkew, 10)
 					}
-					if script == "gcra" && rng.Intn(4) == 0 {
-						c.lim[3] = "at_most"
+					if script == "gcra" {
+						// take all, at_most, refund and charge alike.
+						c.lim[3] = [...]string{"all", "at_most", "refund", "charge"}[rng.Intn(4)]
 					}
 					most, _ := strconv.ParseInt(c.lim[0], 10, 64)
 					n := 1 + rng.Intn(8)
@@ -57,6 +58,9 @@ func TestBatchIsItsCallsInARow(t *testing.T) {
 						cost := rng.Int63n(most + 3)
 						if rng.Intn(3) == 0 {
 							cost = rng.Int63n(3)
+						}
+						if c.lim[3] == "charge" && rng.Intn(40) == 0 {
+							cost = 1e9 // a debt as far as a charge takes it
 						}
 						deadline := "0"
 						if rng.Intn(6) == 0 {
@@ -138,7 +142,7 @@ var batchLimits = map[string][][]string{
 
 // batchStates are what the key holds before a seed's first batch, in
 // fuzzValue's words: nothing, each form of the script's own state (GCRA's
-// short and long forms, an interval other than the limits'), another
+// short, long and settled forms, an interval other than the limits'), another
 // script's state, and foreign data.
 var batchStates = map[string][]string{
 	"gcra": {"",
@@ -146,6 +150,9 @@ var batchStates = map[string][]string{
 		"string\t" + scenario.GCRALongState(scenario.T0+100000, 100000, 100000),
 		"string\t" + scenario.GCRALongState(scenario.T0+900000, 300000, 900000),
 		"string\t" + scenario.GCRAState(scenario.T0+60000000, 1000000, 61000000),
+		// The settled form: a refund's lead below an interval, a charge's debt.
+		"string\t" + scenario.GCRASettledState(scenario.T0+50000, 100000, 50000, 0),
+		"string\t" + scenario.GCRASettledState(scenario.T0+9000000, 300000, 9000000, 6000000),
 		"string\t" + scenario.TokenBucketState(scenario.T0, 3),
 		"hash\tname\talice"},
 	"token_bucket": {"",

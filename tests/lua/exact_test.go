@@ -177,6 +177,11 @@ func runExact(w *twin, rng *rand.Rand, cfg config, all []config) int {
 		if rng.Intn(10) == 0 {
 			c = all[rng.Intn(len(all))] // the limit changes while the key lives
 		}
+		if w.script == "gcra" && rng.Intn(4) == 0 {
+			// A reservation settled: a refund or a charge, into debt too.
+			c = append(config(nil), c...)
+			c[3] = [...]string{"refund", "charge"}[rng.Intn(2)]
+		}
 		// Now and then a deadline the server's TIME has just reached, or not.
 		deadline := func() string {
 			if rng.Intn(8) == 0 {

@@ -153,5 +153,24 @@ func init() {
 		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+200000, 200000), calls(line("0", g("10", "5", "1000", "1", "0", "0")...), line("0", g("10", "1", "1000", "1", "0", "0")...)), 55},
 		fuzzSeed{"string\t" + scenario.GCRAShortState(scenario.T0+60000001+200000, 200000), calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 56},
 		fuzzSeed{"string\t29999999999" + "00200000", calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 57},
+		// Reserve, then settle: a refund, a charge into debt, a denial
+		// until it drains, a refund from a lagging clock, a charge far
+		// past any burst.
+		fuzzSeed{"", calls(line("0", "10", "5", "1000", "0", "all", "4", "0"),
+			line("1000", "10", "5", "1000", "0", "refund", "3", "0", "2", "0"),
+			line("0", "10", "5", "1000", "0", "charge", "30", "0"),
+			line("100000", "10", "5", "1000", "0", "all", "1", "0"),
+			line("0", "10", "5", "1000", "~-60000000", "refund", "1", "0", "0", "0"),
+			line("0", "1", "1", "100000000000", "0", "charge", "1000000000", "0"),
+			line("0", "1", "1", "100000000000", "~-60000000", "refund", "1", "0")), 61},
+		// The settled form: a lead below one interval, a debt, a debt past
+		// its lead, one dated past TIME + 60 s, a leading zero.
+		fuzzSeed{"string\t" + scenario.GCRASettledState(scenario.T0+50000, 200000, 50000, 0), calls(line("0", g("10", "5", "1000", "1", "0", "0")...),
+			line("0", "10", "5", "1000", "0", "refund", "1", "0")), 62},
+		fuzzSeed{"string\t" + scenario.GCRASettledState(scenario.T0+5000000, 200000, 5000000, 3000000), calls(line("0", g("10", "5", "1000", "1", "0", "0")...),
+			line("0", g("3", "10", "1000", "0", "0", "0")...), line("0", "10", "5", "1000", "0", "charge", "1", "0")), 63},
+		fuzzSeed{"string\t" + scenario.GCRASettledState(scenario.T0+5000000, 200000, 5000000, 5000001), calls(line("0", g("10", "5", "1000", "1", "0", "0")...)), 64},
+		fuzzSeed{"string\t" + scenario.GCRASettledState(scenario.T0+60000001+200000, 200000, 200000, 0), calls(line("0", "10", "5", "1000", "0", "refund", "1", "0")), 65},
+		fuzzSeed{"string\tg" + t0 + "200000=0200000+0", calls(line("0", "10", "5", "1000", "0", "charge", "1", "0")), 66},
 	)
 }

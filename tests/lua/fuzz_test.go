@@ -199,11 +199,22 @@ type fuzzRun struct {
 	changed bool     // the limit changed between accepted calls
 	admits  []fuzzAdmit
 	latest  int64 // the latest clock seen: callers' and the server's
+	// debt is set once the key may hold a debt (gcra's take charge, or a
+	// preset state of the form that holds one): waits and TTLs may then
+	// pass the horizon by the most debt a charge keeps, 1e15 µs.
+	debt bool
 }
 
+// fuzzAdmit is a request that counted: a take admitted (take set) or a
+// charge (cost above 0), or a refund (cost below 0, what came back).
 type fuzzAdmit struct {
 	sent, latest, cost int64
+	take               bool
 }
+
+// maxDebt is the most debt gcra.lua keeps past a full burst: a charge's
+// 1e15 µs, measured from a refund's clock that lags the charge's.
+const maxDebt = 1e15 + 2*maxSkew
 
 // preset puts the state in the key; it reports whether the key is empty.
 func (fz *fuzzRun) preset(state string) bool {
@@ -228,6 +239,7 @@ func (fz *fuzzRun) preset(state string) bool {
 		}
 	case "string":
 		v.str = strings.Join(f[1:], "\t")
+		fz.debt = strings.Contains(v.str, "=")
 	case "list":
 	default:
 		return true
@@ -248,7 +260,7 @@ func (fz *fuzzRun) advance(d int64) {
 func ints(argv []string) ([]int64, bool) {
 	var out []int64
 	for _, a := range argv {
-		if a == "smooth" || a == "interval" || a == "all" || a == "at_most" {
+		if a == "smooth" || a == "interval" || a == "all" || a == "at_most" || a == "refund" || a == "charge" {
 			continue
 		}
 		v, ok := decimal(a, 0, 1<<53)
@@ -269,6 +281,12 @@ func (fz *fuzzRun) call(keys, argv []string) {
 	reply, err := fz.w.call(keys, argv)
 	c, shaped := splitArgv(fz.script, argv)
 	atMost := shaped && isBatch(fz.script) && c.lim[3] == "at_most"
+	// gcra's take refund and take charge are never denied: allowed is the
+	// units moved, retry_after when a request of 1 passes.
+	settle := shaped && fz.script == "gcra" && (c.lim[3] == "refund" || c.lim[3] == "charge")
+	if settle && c.lim[3] == "charge" {
+		fz.debt = true
+	}
 	// A request writes when it counts something: allowed 1 for a cost
 	// above 0, or (take at_most) what it took.
 	wrote := false
@@ -311,7 +329,9 @@ func (fz *fuzzRun) call(keys, argv []string) {
 			continue
 		}
 		bad := remaining < 0 || reset < 0
-		if atMost {
+		if settle {
+			bad = bad || allowed < 0 || allowed > cost || retry < 0
+		} else if atMost {
 			// Taken, up to the cost; 0 waits for one request (a peek: 0
 			// when one would pass), never forever.
 			bad = bad || allowed < 0 || allowed > cost || allowed > 0 && retry != 0 ||
@@ -328,7 +348,11 @@ func (fz *fuzzRun) call(keys, argv []string) {
 		// Waits stay within the limit's horizon plus the bound, whatever
 		// wrote the state (issue 15.2: a state dated further than any write
 		// dates one is refused).
-		if wait := horizon + maxSkew + max(0, server-own); retry*1000 > wait+1000 || reset*1000 > wait+1000 {
+		wait := horizon + maxSkew + max(0, server-own)
+		if fz.debt {
+			wait += maxDebt
+		}
+		if retry*1000 > wait+1000 || reset*1000 > wait+1000 {
 			t.Fatalf("%v at server %d: request %d waits %v, past the horizon %d µs plus the bound", argv, server, i+1, reply[4*i:4*i+4], horizon)
 		}
 		// Each call's first wait is probed (one per call keeps a target's
@@ -338,15 +362,22 @@ func (fz *fuzzRun) call(keys, argv []string) {
 			probed = true
 		}
 		taken := cost
-		if atMost {
+		if atMost || settle {
 			taken = allowed
 		}
+		if settle && c.lim[3] == "refund" {
+			taken = -allowed
+		}
 		fz.latest = max(fz.latest, own)
-		if allowed > 0 && taken > 0 {
-			fz.admits = append(fz.admits, fuzzAdmit{sent: own, latest: fz.latest, cost: taken})
+		if allowed > 0 && taken != 0 {
+			fz.admits = append(fz.admits, fuzzAdmit{sent: own, latest: fz.latest, cost: taken, take: !settle})
 		}
 	}
-	if p := fz.w.lua.PTTL("k"); wrote && p > (horizon+2*maxSkew)/1000+1 {
+	most := horizon + 2*maxSkew
+	if fz.debt {
+		most += maxDebt
+	}
+	if p := fz.w.lua.PTTL("k"); wrote && p > most/1000+1 {
 		t.Fatalf("%v: PTTL %d ms, past the horizon %d µs plus twice the bound", argv, p, horizon)
 	}
 	if fz.limit != nil && strings.Join(fz.limit, " ") != strings.Join(c.lim, " ") {
@@ -364,11 +395,17 @@ func (fz *fuzzRun) call(keys, argv []string) {
 func (fz *fuzzRun) probeRetry(pre *Redis, keys []string, c callArgs, i int, retry int64) {
 	t := fz.t
 	t.Helper()
+	// A refund or a charge is judged on the state it left, itself included.
+	settle := fz.script == "gcra" && (c.lim[3] == "refund" || c.lim[3] == "charge")
+	upto := i
+	if settle {
+		upto = i + 1
+	}
 	for _, after := range []int64{retry - 1, retry} {
 		r := pre.Clone()
-		if i > 0 {
+		if upto > 0 {
 			prefix := c
-			prefix.reqs = c.reqs[:i]
+			prefix.reqs = c.reqs[:upto]
 			if _, err := r.Eval(fz.src, keys, prefix.argv(fz.script)); err != nil {
 				t.Fatalf("%v: the requests before %d alone: %v", c.argv(fz.script), i+1, err)
 			}
@@ -381,8 +418,14 @@ func (fz *fuzzRun) probeRetry(pre *Redis, keys []string, c callArgs, i int, retr
 			}
 			now = strconv.FormatInt(n+after*1000, 10)
 		}
-		// The retry has a deadline of its own.
+		// The retry has a deadline of its own. A refund's or a charge's
+		// retry_after is a take of 1's.
 		a := oneCall(fz.script, c.lim, c.reqs[i].cost, now, "0")
+		if settle {
+			lim := append([]string(nil), c.lim...)
+			lim[3] = "all"
+			a = oneCall(fz.script, lim, "1", now, "0")
+		}
 		lives := r.get("k") != nil
 		got, err := r.Eval(fz.src, keys, a)
 		if err != nil {
@@ -443,12 +486,16 @@ func (fz *fuzzRun) random(rng *rand.Rand, n int) {
 		c := callArgs{lim: append([]string(nil), base...), now: now, reqs: []request{{strconv.FormatInt(cost, 10), deadline()}}}
 		if isBatch(fz.script) {
 			// Half the calls are batches of 2 to 6 requests, of costs
-			// drawn alike; gcra's take is at_most now and then.
+			// drawn alike; gcra's take is at_most, refund or charge now and
+			// then, and a charge now and then far past any burst.
 			for n := rng.Intn(2) * (1 + rng.Intn(5)); n > 0; n-- {
 				c.reqs = append(c.reqs, request{strconv.FormatInt(rng.Int63n(most+2), 10), deadline()})
 			}
 			if fz.script == "gcra" {
-				c.lim[3] = [...]string{"all", "all", "all", "at_most"}[rng.Intn(4)]
+				c.lim[3] = [...]string{"all", "all", "all", "at_most", "refund", "charge"}[rng.Intn(6)]
+				if c.lim[3] == "charge" && rng.Intn(20) == 0 {
+					c.reqs[0].cost = "1000000000"
+				}
 			}
 		}
 		if rng.Intn(25) == 0 {
@@ -469,9 +516,11 @@ func (fz *fuzzRun) random(rng *rand.Rand, n int) {
 }
 
 // checkBound: with one limit throughout and a key that started empty, the
-// cost admitted by any run of calls stays within the algorithm's bound over
-// the span from the first call's clock to the latest clock seen (callers'
-// or the server's) by the last.
+// cost admitted by any run of calls that ends in an admitted take stays
+// within the algorithm's bound over the span from the first call's clock
+// to the latest clock seen (callers' or the server's) by the last. gcra's
+// charges count in the run and its refunds count against it (a refund
+// gives back no more than it says, so the bound holds for the net cost).
 func (fz *fuzzRun) checkBound() {
 	if !fz.fresh || fz.changed || fz.limit == nil {
 		return
@@ -481,6 +530,9 @@ func (fz *fuzzRun) checkBound() {
 		var sum int64
 		for _, a := range fz.admits[i:] {
 			sum += a.cost
+			if !a.take {
+				continue
+			}
 			span := max(0, a.latest-fz.admits[i].sent)
 			if b := fz.lim.bound(lim, span); big.NewInt(sum).Cmp(b) > 0 {
 				fz.t.Fatalf("admitted %d within %d µs, bound %v (limit %v)", sum, span, b, fz.limit)

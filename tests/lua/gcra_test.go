@@ -36,6 +36,8 @@ func gcraBound(burst, rate int, period time.Duration) func(time.Duration) int {
 var (
 	gcraStateRE = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 	gcraShortRE = regexp.MustCompile(`^2([0-9]{10})([0-9]{8})$`)
+	// The settled form, which only take refund and take charge write.
+	gcraSettledRE = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)=(0|[1-9][0-9]*)\+(0|[1-9][0-9]*)$`)
 )
 
 // parseGCRA is scenario.ParseGCRA.

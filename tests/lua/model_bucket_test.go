@@ -167,7 +167,7 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 // at all).
 func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	b, err := readBatch(keys, argv, "tat", [3]string{"burst", "rate", "period"}, "take",
-		"BADARG take must be 'all' or 'at_most' (ARGV: burst, rate, period, now, take, then cost and deadline per request)", "all", "at_most")
+		"BADARG take must be 'all', 'at_most', 'refund' or 'charge' (ARGV: burst, rate, period, now, take, then cost and deadline per request)", "all", "at_most", "refund", "charge")
 	if err == nil && b.lim[1] > b.lim[2]*1000 {
 		err = ErrorReply("BADARG rate must be at most one per µs (period*1000)")
 	}
@@ -196,20 +196,22 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 			// it counts in, and its lead on the clock of the write that set
 			// it, less one interval) or '2<tat mod 1e10><interval>' (a lead
 			// of one interval).
-			tat, was, lead, err := parseGCRA(v.str, r.now)
+			tat, was, lead, debt, err := scenario.ParseGCRADebt(v.str, r.now)
 			at := tat - lead
-			if err != nil || was > 1e14 || lead > 1e15 || at < 0 || at > latest(r) {
-				return nil, ErrorReply(badState("a GCRA state 2<tat><interval> or g<tat><interval>/<more>"))
+			if err != nil || was > 1e14 || debt > lead || debt > 1e15+2*maxSkew || lead-debt > 1e15 || at < 0 || at > latest(r) {
+				return nil, ErrorReply(badState("a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>"))
 			}
 			// The lead on the last write's clock in intervals of the current
 			// rate: whole ones exactly, a part one rounded up, then no more
-			// than a full burst.
-			if units := lead / was; units >= burst {
-				lead = tolerance
+			// than a full burst; a charge's debt past it likewise, to at most
+			// 1e15 µs, and never capped by the burst.
+			keep := lead - debt
+			if units := keep / was; units >= burst {
+				keep = tolerance
 			} else {
-				lead = min(tolerance, units*interval+mulDivCeil(lead-units*was, interval, was))
+				keep = min(tolerance, units*interval+mulDivCeil(keep-units*was, interval, was))
 			}
-			theo = max(now, at+lead)
+			theo = max(now, at+keep+min(1e15, mulDivCeil(debt, interval, was)))
 		}
 		ahead := theo - now
 		left := func(d int64) int64 { return max(0, burst-ceilDiv(d, interval)) }
@@ -217,6 +219,38 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 		var reset int64
 		if ahead > 0 {
 			reset = wait(ahead)
+		}
+		if b.word == "refund" || b.word == "charge" {
+			// Never denied: count is the units moved. A refund gives back
+			// what is ahead, up to cost intervals, on a key with state; a
+			// charge counts cost, up to a debt of 1e15 µs past a full burst.
+			var count int64
+			if b.word == "refund" {
+				if v != nil && ahead > 0 {
+					count = min(cost, ceilDiv(ahead, interval))
+					ahead = max(0, ahead-count*interval)
+				}
+			} else if room := tolerance + 1e15 - ahead; room > 0 {
+				count = min(cost, room/interval)
+				ahead += count * interval
+			}
+			if count > 0 {
+				theo = now + ahead
+				state := scenario.GCRAState(theo, interval, ahead)
+				if ahead < interval || ahead > tolerance {
+					state = scenario.GCRASettledState(theo, interval, ahead, max(0, ahead-tolerance))
+				}
+				r.data[keys[0]] = &value{kind: "string", str: state, expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
+			}
+			var retry int64
+			if ahead+interval > tolerance {
+				retry = wait(ahead + interval - tolerance)
+			}
+			reset = 0
+			if ahead > 0 {
+				reset = wait(ahead)
+			}
+			return []int64{count, left(ahead), retry, reset}, nil
 		}
 		taken := int64(1)
 		if atMost {

@@ -87,7 +87,7 @@ func multiOf(gcra model) model {
 				case "WRONGTYPE":
 					return nil, ErrorReply(fmt.Sprintf("WRONGTYPE key %d holds another type of value; no key is written", i+1))
 				case "BADSTATE":
-					return nil, ErrorReply(fmt.Sprintf("BADSTATE key %d is not a GCRA state 2<tat><interval> or g<tat><interval>/<more>; no key is written", i+1))
+					return nil, ErrorReply(fmt.Sprintf("BADSTATE key %d is not a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>; no key is written", i+1))
 				}
 				return nil, err
 			}

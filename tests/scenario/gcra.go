@@ -137,13 +137,13 @@ func init() {
 				{At: 0, Args: g(5, 1, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{1000}},
 				{Args: Args(5, 1, 1000, "all"), Err: "BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 6"},
 				{Args: Args(5, 1, 1000, "all", 1, 0), Err: "BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 8"},
-				{Args: Args(5, 1, 1000, "some", 1), Err: "BADARG take must be 'all' or 'at_most'"},
+				{Args: Args(5, 1, 1000, "some", 1), Err: "BADARG take must be 'all', 'at_most', 'refund' or 'charge'"},
 				// The layouts of earlier versions, gcra.lua's (cost, now,
 				// deadline) and gcra_at_most.lua's (n, now, deadline): every
 				// one of them is refused, none misread.
-				{Raw: Args(5, 1, 1000, 1, 0, 0), Err: "BADARG take must be 'all' or 'at_most'"},
-				{Raw: Args(5, 1, 1000, 0, 0, 0), Err: "BADARG take must be 'all' or 'at_most'"},
-				{Raw: Args(5, 1, 1000, 3, 0, 4503599627370496), Err: "BADARG take must be 'all' or 'at_most'"},
+				{Raw: Args(5, 1, 1000, 1, 0, 0), Err: "BADARG take must be 'all', 'at_most', 'refund' or 'charge'"},
+				{Raw: Args(5, 1, 1000, 0, 0, 0), Err: "BADARG take must be 'all', 'at_most', 'refund' or 'charge'"},
+				{Raw: Args(5, 1, 1000, 3, 0, 4503599627370496), Err: "BADARG take must be 'all', 'at_most', 'refund' or 'charge'"},
 				{Args: Args("abc", 1, 1000, "all", 1), Err: "BADARG burst must be an integer from 1 to 1000000000, got 'abc'"},
 				{Args: Args("nan", 1, 1000, "all", 1), Err: "BADARG burst"},
 				{Args: Args("inf", 1, 1000, "all", 1), Err: "BADARG burst"},

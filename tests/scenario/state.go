@@ -27,6 +27,14 @@ func GCRALongState(tat, interval, lead int64) string {
 	return fmt.Sprintf("g%016d%d/%d", tat, interval, lead-interval)
 }
 
+// GCRASettledState is the form only gcra.lua's take refund and take
+// charge write, 'g<tat><interval>=<lead>+<debt>': for a lead below one
+// interval, or past a full burst by debt (the part of lead the burst of
+// the writing limit does not hold).
+func GCRASettledState(tat, interval, lead, debt int64) string {
+	return fmt.Sprintf("g%016d%d=%d+%d", tat, interval, lead, debt)
+}
+
 // GCRAShortState is gcra.lua's short form, '2<tat mod 1e10><interval>', of
 // a TAT one interval ahead of its write.
 func GCRAShortState(tat, interval int64) string {
@@ -67,6 +75,7 @@ func LogMember(us, n int64) string {
 var (
 	gcraLongRE  = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 	gcraShortRE = regexp.MustCompile(`^2([0-9]{10})([0-9]{8})$`)
+	gcraDebtRE  = regexp.MustCompile(`^g([0-9]{16})([1-9][0-9]*)=(0|[1-9][0-9]*)\+(0|[1-9][0-9]*)$`)
 )
 
 // ParseGCRA reads gcra.lua's state, in either form, as the scripts read it
@@ -75,22 +84,42 @@ var (
 // TAT is the one from 60 s and a second behind server on, modulo 1e10.
 // (The scripts' bounds on the numbers are not checked here.)
 func ParseGCRA(state string, server int64) (tat, interval, lead int64, err error) {
+	tat, interval, lead, _, err = ParseGCRADebt(state, server)
+	return tat, interval, lead, err
+}
+
+// ParseGCRADebt is ParseGCRA that also reads the debt of the settled form
+// (GCRASettledState), 0 in the other two; lead includes the debt.
+func ParseGCRADebt(state string, server int64) (tat, interval, lead, debt int64, err error) {
+	if m := gcraDebtRE.FindStringSubmatch(state); m != nil {
+		var errs [4]error
+		tat, errs[0] = strconv.ParseInt(m[1], 10, 64)
+		interval, errs[1] = strconv.ParseInt(m[2], 10, 64)
+		lead, errs[2] = strconv.ParseInt(m[3], 10, 64)
+		debt, errs[3] = strconv.ParseInt(m[4], 10, 64)
+		for _, e := range errs {
+			if e != nil {
+				return 0, 0, 0, 0, e
+			}
+		}
+		return tat, interval, lead, debt, nil
+	}
 	if m := gcraShortRE.FindStringSubmatch(state); m != nil {
 		mod, _ := strconv.ParseInt(m[1], 10, 64)
 		interval, _ = strconv.ParseInt(m[2], 10, 64)
 		if interval == 0 {
-			return 0, 0, 0, fmt.Errorf("GCRA state %q has an interval of 0", state)
+			return 0, 0, 0, 0, fmt.Errorf("GCRA state %q has an interval of 0", state)
 		}
 		base := server - Grace*1000 - 1_000_000
 		d := (mod - base) % 1e10
 		if d < 0 {
 			d += 1e10
 		}
-		return base + d, interval, interval, nil
+		return base + d, interval, interval, 0, nil
 	}
 	m := gcraLongRE.FindStringSubmatch(state)
 	if m == nil {
-		return 0, 0, 0, fmt.Errorf("GCRA state %q is neither 2<tat><interval> nor g<tat><interval>/<more>", state)
+		return 0, 0, 0, 0, fmt.Errorf("GCRA state %q is none of 2<tat><interval>, g<tat><interval>/<more> and g<tat><interval>=<lead>+<debt>", state)
 	}
 	if tat, err = strconv.ParseInt(m[1], 10, 64); err == nil {
 		if interval, err = strconv.ParseInt(m[2], 10, 64); err == nil {
@@ -98,5 +127,5 @@ func ParseGCRA(state string, server int64) (tat, interval, lead int64, err error
 			lead += interval
 		}
 	}
-	return tat, interval, lead, err
+	return tat, interval, lead, 0, err
 }

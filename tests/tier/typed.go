@@ -90,7 +90,7 @@ func init() {
 		typed[name] = viaRatelimit(sh)
 	}
 	// ratelimit sends one request a call (its coalescer batches callers'):
-	// a step of several, gcra's take at_most, or a deadline of the step's
+	// a step of several, gcra's take at_most, refund or charge, or a deadline of the step's
 	// own, goes through the bindings.
 	typed["gcra"] = either(typed["gcra"], viaBatch("gcra"))
 	typed["token_bucket"] = either(typed["token_bucket"], viaBatch("token_bucket"))
@@ -102,7 +102,7 @@ func init() {
 // of its own, and b for any other call of a batch script.
 func either(a, b typedCall) typedCall {
 	return func(ctx context.Context, c redis.Scripter, keys []string, args *rawArgs) ([]any, error) {
-		if v := args.vals; len(v) == 7 && v[4] != "at_most" && v[6] == "0" {
+		if v := args.vals; len(v) == 7 && v[4] != "at_most" && v[4] != "refund" && v[4] != "charge" && v[6] == "0" {
 			return a(ctx, c, keys, args)
 		}
 		return b(ctx, c, keys, args)

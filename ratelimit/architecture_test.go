@@ -48,6 +48,7 @@ var layering = []string{
 	// options that build it.
 	"waitqueue.go",
 	"limiter.go",
+	"reserve.go",
 	"rule.go",
 	"atomic.go",
 	"all.go",

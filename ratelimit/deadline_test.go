@@ -95,6 +95,7 @@ func TestCallersDeadlineIsTheCallers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, PoolSize: c.pool})
 			defer rdb.Close()
+			defer leasesGone(t, rdb)
 			decide := c.make(t, rdb)
 			var (
 				stop                                 atomic.Bool
@@ -180,4 +181,29 @@ func anyPartFellBack(d ratelimit.Decision) bool {
 		}
 	}
 	return false
+}
+
+// leasesGone waits until no lease of inflight's "impatient" limiter is
+// held: an acquire whose caller gave up is released in the background
+// (its answer may have been lost after it took a lease), and that release
+// must get through while the client is open, or its goroutine outlives the
+// test.
+func leasesGone(t *testing.T, rdb *redis.Client) {
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		keys, err := rdb.Keys(ctx, "rl:inflight:impatient:*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := int64(0)
+		for _, k := range keys {
+			held += rdb.ZCard(ctx, k).Val()
+		}
+		if held == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d leases still held 10 s after the load", held)
+		}
+	}
 }

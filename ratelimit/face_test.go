@@ -23,7 +23,9 @@ var face = []struct {
 	dir   string // under ratelimit/
 	names int    // at most this many exported identifiers; 0 for no budget
 }{
-	{".", 50},
+	// 50, and 5 for reserve then settle: Reserve, Reservation, its Settle
+	// and Cancel, WithSettleWithin.
+	{".", 55},
 	{"clientip", 0},
 	{"httplimit", 0},
 	{"inflight", 0},

@@ -29,16 +29,21 @@ type Limiter struct {
 	waits *waitQueue // Wait's turns, shared by WithLimit's copies
 
 	// The options, as set (options.go).
-	rdb       redis.Scripter // guarded: a node's breaker
-	algSet    bool           // WithAlgorithm chose alg
-	clock     func() time.Time
-	onFailure Fallback
-	timeout   time.Duration
-	hook      func(context.Context, Event)
-	cache     *denyCache // nil without WithDenyCache
-	block     time.Duration
-	alone     bool // WithoutCoalescing
+	rdb          redis.Scripter // guarded: a node's breaker
+	algSet       bool           // WithAlgorithm chose alg
+	clock        func() time.Time
+	onFailure    Fallback
+	timeout      time.Duration
+	hook         func(context.Context, Event)
+	cache        *denyCache // nil without WithDenyCache
+	block        time.Duration
+	alone        bool          // WithoutCoalescing
+	settleWithin time.Duration // WithSettleWithin
 }
+
+// defaultSettleWithin is how long a Reservation may be settled without
+// WithSettleWithin.
+const defaultSettleWithin = time.Hour
 
 // An Option configures a Limiter in New.
 type Option func(*Limiter) error
@@ -55,7 +60,7 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 	if err := key.CheckName(name); err != nil {
 		return nil, err
 	}
-	l := &Limiter{rdb: guard.Wrap(rdb), name: name, limit: limit, prefix: "rl:" + name + ":", waits: &waitQueue{}}
+	l := &Limiter{rdb: guard.Wrap(rdb), name: name, limit: limit, prefix: "rl:" + name + ":", waits: &waitQueue{}, settleWithin: defaultSettleWithin}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

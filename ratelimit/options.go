@@ -107,3 +107,16 @@ func WithLockout(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithSettleWithin sets how long a Reservation may be settled (Reserve):
+// after d it stands at the cost it reserved. The default is an hour; d is
+// 1 ms to 1e11 ms.
+func WithSettleWithin(d time.Duration) Option {
+	return func(l *Limiter) error {
+		if d < time.Millisecond || d > maxPeriod*time.Millisecond {
+			return fmt.Errorf("%w: settle window %v, want 1ms to 1e11 ms", ErrInvalid, d)
+		}
+		l.settleWithin = d
+		return nil
+	}
+}

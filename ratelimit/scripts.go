@@ -46,6 +46,9 @@ type script struct {
 	queue func(ctx context.Context, b *bindings.Batch, key string, l Limit, cost int64, now time.Time) func() (reply, error)
 	batch func(ctx context.Context, c redis.Scripter, key string, l Limit, now time.Time, reqs []request) ([]outcome, error)
 	check func(l Limit) *limitError
+	// settle gives back (delta < 0) or counts (delta > 0) units of a
+	// reservation (reserve.go); nil for a script that cannot.
+	settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error)
 }
 
 // request is one request of a batch: its cost and the instant its caller
@@ -63,9 +66,9 @@ type outcome struct {
 }
 
 var scripts = [...]script{
-	GCRA: batched(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, now time.Time, reqs []bindings.GCRARequest) bindings.GCRAParams {
+	GCRA: settles(batched(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, now time.Time, reqs []bindings.GCRARequest) bindings.GCRAParams {
 		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: bindings.GCRATakeAll, Requests: reqs}
-	}, func(r bindings.GCRAResult) []bindings.GCRADecision { return r.Decisions }),
+	}, func(r bindings.GCRAResult) []bindings.GCRADecision { return r.Decisions }), settleGCRA),
 	TokenBucket: batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
 		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillSmooth, Requests: reqs}
 	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
@@ -130,6 +133,35 @@ func bind[P any, R result](
 		},
 		check: check,
 	}
+}
+
+// settles is s with its settle.
+func settles(s script, settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error)) script {
+	s.settle = settle
+	return s
+}
+
+// settleGCRA is gcra.lua's take refund (delta < 0) or take charge (delta >
+// 0), one request. Its reply's Allowed is whether any unit moved:
+// Remaining counts what passes now, RetryAfter the wait for one.
+func settleGCRA(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error) {
+	take, n := bindings.GCRATakeCharge, delta
+	if delta < 0 {
+		take, n = bindings.GCRATakeRefund, -delta
+	}
+	reqs := [1]bindings.GCRARequest{{Cost: n, Deadline: call.Deadline(ctx)}}
+	r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: take, Requests: reqs[:]})
+	if err != nil {
+		return reply{}, call.ClockRefused(ctx, err)
+	}
+	if len(r.Decisions) != 1 {
+		return reply{}, countError(1, len(r.Decisions))
+	}
+	o := outcomeOf(r.Decisions[0])
+	if o.err != nil {
+		return reply{}, call.ClockRefused(ctx, o.err)
+	}
+	return o.r, nil
 }
 
 // decisionOf is the shape of a batch script's generated decision record,

@@ -10,8 +10,8 @@
 // *redis.Client or *redis.ClusterClient, or a bindings.FunctionsClient
 // over one, in a guard with a breaker per node address: the first call
 // that finds a node unreachable opens its breaker; calls whose key lives
-// there then fail at once while one probe at a time, every probeEvery (on
-// a timer of its own), asks the node about the key (and, on a cluster, asks for the slot map
+// there then fail at once while one probe at a time, every probeEvery,
+// asks the node about the key (and, on a cluster, asks for the slot map
 // again). Calls on other nodes never wait. Once the node answers, calls go
 // to it again, through a client of the guard's own while the pool cannot
 // dial yet; once the slot map names another master, calls go there. With
@@ -80,9 +80,6 @@ type breaker struct {
 	// pool to it cannot dial yet (its redial comes once a second): calls
 	// go through it instead of failing.
 	via *redis.Client
-	// node is the user's client of the node, which probes ask; nil when
-	// the breaker was opened by a call that did not know it.
-	node *redis.Client
 }
 
 // nodeDownError is what a call meets while its node's breaker is open.
@@ -111,21 +108,19 @@ func (g *guard) node(ctx context.Context, key string) (string, *redis.Client) {
 }
 
 // before returns the address of key's node, as the slot map says before
-// the call (after may run once the map has moved on), its client (for
-// probes), and the client to send through instead of the user's (nil for
-// the user's): it fails the
+// the call (after may run once the map has moved on), and the client to
+// send through instead of the user's (nil for the user's): it fails the
 // call at once when that node's breaker is open, starting a probe when one
 // is due.
-func (g *guard) before(ctx context.Context, key string) (string, *redis.Client, *redis.Client, error) {
+func (g *guard) before(ctx context.Context, key string) (string, *redis.Client, error) {
 	if key == "" {
-		return "", nil, nil, nil
+		return "", nil, nil
 	}
 	addr, c := g.node(ctx, key)
 	if g.nopen.Load() == 0 {
-		return addr, c, nil, nil
+		return addr, nil, nil
 	}
-	addr, via, err := g.beforeNode(ctx, addr, c, key)
-	return addr, c, via, err
+	return g.beforeNode(ctx, addr, c, key)
 }
 
 // beforeNode is before for the node at addr, whose client is c; key is
@@ -161,13 +156,13 @@ func (g *guard) beforeNode(ctx context.Context, addr string, c *redis.Client, ke
 
 // after opens the breaker of addr, the node a call went to (through via,
 // or the user's client when nil), when the call failed for want of the
-// node; node is its client, which probes ask.
+// node.
 //
 // A call whose caller's context ended says nothing of the node: a dial or
 // a read cut short by a caller's deadline fails as a dead node's would,
 // and must not fail the other callers fast (call.Ended; the limiter's own
 // timeout, WithTimeout, is the node's failure to answer in time).
-func (g *guard) after(ctx context.Context, addr string, node, via *redis.Client, err error) {
+func (g *guard) after(ctx context.Context, addr string, via *redis.Client, err error) {
 	if err == nil || addr == "" || call.Ended(ctx) || !nodeFailed(err) {
 		return
 	}
@@ -175,10 +170,8 @@ func (g *guard) after(ctx context.Context, addr string, node, via *redis.Client,
 	g.mu.Lock()
 	switch b := g.open[addr]; {
 	case b == nil:
-		b = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now, node: node}
-		g.open[addr] = b
+		g.open[addr] = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now}
 		g.nopen.Store(int32(len(g.open)))
-		g.schedule(addr, b)
 	case via != nil && b.via == via: // down again
 		retire(b.via)
 		b.via, b.err, b.probeAt = nil, err, now.Add(probeEvery)
@@ -241,31 +234,6 @@ func (g *guard) probe(addr string, c *redis.Client, key string) {
 		b.via = redis.NewClient(&o)
 	}
 	b.probing, b.probeAt = false, time.Now().Add(probeEvery)
-	g.schedule(addr, b)
-}
-
-// schedule starts b's next probe at b.probeAt by itself, g.mu held: calls
-// need not come by to start it (a Functions library that remembers a
-// failed check fails its calls without reaching the guard), so a node that
-// is back is found within a probe period whatever the calls do. Probes stop
-// when the breaker closes, or once no call has met it for forgetAfter.
-func (g *guard) schedule(addr string, b *breaker) {
-	if b.node == nil {
-		return
-	}
-	time.AfterFunc(time.Until(b.probeAt), func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		switch {
-		case g.open[addr] != b:
-			// closed, or replaced: its own schedule runs
-		case time.Since(b.lastCall) > forgetAfter:
-			g.forget(addr)
-		case !b.probing:
-			b.probing = true
-			go g.probe(addr, b.node, "")
-		}
-	})
 }
 
 // borrowedDial reports a dial error that is another caller's: go-redis's
@@ -398,7 +366,7 @@ func (g *guard) retryReadOnly(ctx context.Context, err error, call func() error)
 // do runs one call whose first key is key through the guard: call sends
 // it through via, or the user's client when via is nil.
 func (g *guard) do(ctx context.Context, key string, call func(via *redis.Client) error) error {
-	addr, node, via, err := g.before(ctx, key)
+	addr, via, err := g.before(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -413,7 +381,7 @@ func (g *guard) do(ctx context.Context, key string, call func(via *redis.Client)
 	if readOnly(err) {
 		err = g.retryReadOnly(ctx, err, func() error { return call(via) })
 	}
-	g.after(ctx, addr, node, via, err)
+	g.after(ctx, addr, via, err)
 	return err
 }
 
@@ -433,7 +401,7 @@ func (g *guard) doNode(ctx context.Context, addr string, c *redis.Client, call f
 		send = via
 	}
 	err := call(send)
-	g.after(ctx, addr, c, via, err)
+	g.after(ctx, addr, via, err)
 	return err
 }
 

@@ -117,7 +117,6 @@ func (p *pipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 type sending struct {
 	cmd  redis.Cmder
 	addr string
-	node *redis.Client // the user's client of the node (for probes)
 	via  *redis.Client // the guard's own client of the node, or nil
 }
 
@@ -127,12 +126,12 @@ type sending struct {
 func (g *guard) exec(ctx context.Context, cmds []redis.Cmder, newPipe func() redis.Pipeliner) {
 	send := make([]sending, 0, len(cmds))
 	for _, cmd := range cmds {
-		addr, node, via, err := g.before(ctx, firstKey(cmd.Args()))
+		addr, via, err := g.before(ctx, firstKey(cmd.Args()))
 		if err != nil {
 			cmd.SetErr(err)
 			continue
 		}
-		send = append(send, sending{cmd, addr, node, via})
+		send = append(send, sending{cmd, addr, via})
 	}
 	start := time.Now()
 	g.run(ctx, send, newPipe)
@@ -149,7 +148,7 @@ func (g *guard) exec(ctx context.Context, cmds []redis.Cmder, newPipe func() red
 		g.resendReadOnly(ctx, send, newPipe)
 	}
 	for _, s := range send {
-		g.after(ctx, s.addr, s.node, s.via, s.cmd.Err())
+		g.after(ctx, s.addr, s.via, s.cmd.Err())
 	}
 }
 

@@ -85,7 +85,7 @@ func (c *guarded) Process(ctx context.Context, cmd redis.Cmder) error {
 // allocates no closure.)
 func (g *guard) process(ctx context.Context, cmd redis.Cmder, send func(context.Context, redis.Cmder) error) error {
 	key := firstKey(cmd.Args())
-	addr, node, via, err := g.before(ctx, key)
+	addr, via, err := g.before(ctx, key)
 	if err != nil {
 		cmd.SetErr(err)
 		return err
@@ -105,7 +105,7 @@ func (g *guard) process(ctx context.Context, cmd redis.Cmder, send func(context.
 	if readOnly(err) {
 		err = g.retryReadOnly(ctx, err, func() error { return send(ctx, cmd) })
 	}
-	g.after(ctx, addr, node, via, err)
+	g.after(ctx, addr, via, err)
 	return err
 }
 

@@ -91,9 +91,11 @@ func TestStateBytesPerKey(t *testing.T) {
 	}
 	fill := func(name string, write func(p redis.Pipeliner, key string), n int) {
 		t.Helper()
-		for i := 0; i < n; i += 1000 {
+		// Pipelines of 100 calls: the server's buffers for them, which it
+		// grows and shrinks as it likes, stay near 10 KB (0.2 B a key).
+		for i := 0; i < n; i += 100 {
 			p := c.Pipeline()
-			for k := i; k < i+1000; k++ {
+			for k := i; k < i+100; k++ {
 				write(p, fmt.Sprintf("rl:{user:%08d}", k))
 			}
 			if _, err := p.Exec(ctx); err != nil {
@@ -105,7 +107,7 @@ func TestStateBytesPerKey(t *testing.T) {
 	// which is no key's cost.
 	for _, tc := range cases {
 		flush()
-		fill(tc.name, tc.write, 1000)
+		fill(tc.name, tc.write, 100)
 	}
 	most, known := bytesPerKey[minor(server)]
 	var integer float64
@@ -119,17 +121,17 @@ func TestStateBytesPerKey(t *testing.T) {
 		got := float64(usedMemory(t, c, 5)-before) / stateKeys
 		key := "rl:{user:00000000}"
 		t.Logf("%s, %s: %.1f B a key (%q, %s)", server, tc.name, got, c.Get(ctx, key).Val(), c.ObjectEncoding(ctx, key).Val())
-		// 2 B a key is 100 KB here: what the server allocates besides the
-		// keys (up to 0.6 B a key seen) stays below it, while a long form
-		// costs 32 B a key more than an integer on every server.
+		// 3 B a key is 150 KB here: what the server allocates besides the
+		// keys moved a figure by up to 0.8 B a key in the runs made, and a
+		// long form costs 32 B a key more than an integer on every server.
 		if integer == 0 {
 			integer = got
 		}
 		switch {
-		case tc.integer && math.Abs(got-integer) > 2:
-			t.Errorf("%s: %s costs %.1f B a key, want a 19-digit integer's %.1f (±2)", server, tc.name, got, integer)
-		case tc.integer && known && got > most+2:
-			t.Errorf("%s: %s costs %.1f B a key, want at most %.0f (+2)", server, tc.name, got, most)
+		case tc.integer && math.Abs(got-integer) > 3:
+			t.Errorf("%s: %s costs %.1f B a key, want a 19-digit integer's %.1f (±3)", server, tc.name, got, integer)
+		case tc.integer && known && got > most+3:
+			t.Errorf("%s: %s costs %.1f B a key, want at most %.0f (+3)", server, tc.name, got, most)
 		case !tc.integer && got < integer+16:
 			t.Errorf("%s: %s costs %.1f B a key, want a long form's, 16 B or more above an integer's %.1f", server, tc.name, got, integer)
 		}

@@ -47,9 +47,12 @@ test-redis:
 # The tiers that run on a server, on every server CI runs: the real-Redis,
 # cluster and Functions tiers and the scenario tables (tests/servers) and
 # the Python and Node examples (tests/polyglot), each server's redis-server
-# and redis-cli first on PATH, its name and version printed first.
-# .ci/servers.sh installs them (as root) into SERVERS; MATRIX=valkey-8.1
-# runs one. It goes on past a failing server and fails at the end.
+# and redis-cli first on PATH, its name and version printed first (and
+# passed as REDLIMIT_SERVER, which TestMatrixServer checks). -count=1:
+# go test's cache does not see the server behind a wrapper, so a run after
+# the server changed could be an old one replayed. .ci/servers.sh installs
+# them (as root) into SERVERS; MATRIX=valkey-8.1 runs one. It goes on past
+# a failing server and fails at the end, naming it.
 SERVERS ?= /opt/redlimit-servers
 MATRIX ?= redis-7.0 redis-8.0 valkey-8.0 valkey-8.1
 MATRIX_PKGS ?= ./tests/servers/ ./tests/polyglot/

@@ -32,11 +32,11 @@ const stateKeys = 50000
 // an integer (the token bucket with at most 3 digits of tokens, the fixed
 // window, GCRA's and multi.lua's short form) cost a server what a 19-digit
 // integer value costs, and at most bytesPerKey on the servers CI runs;
-// the long forms cost at least 16 B a key more. That is
-// the promise behind GCRA's memory per key (BENCHMARKS.md), whatever
-// encoding a server names: Valkey 8.1 keeps the long forms raw where Redis
-// 7.0 has embstr. On a server bytesPerKey does not list, only the
-// comparisons run, and the test logs its figures.
+// the long forms cost at least 16 B a key more. That is the promise
+// behind GCRA's memory per key (BENCHMARKS.md), whatever encoding a
+// server names: Valkey 8.1 keeps the long forms raw where Redis 7.0 has
+// embstr. On a server bytesPerKey does not list, only the comparisons
+// run, and the test logs its figures.
 func TestStateBytesPerKey(t *testing.T) {
 	addr := redisserver.Start(t)
 	c := redis.NewClient(&redis.Options{Addr: addr})

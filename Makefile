@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-lua fuzz fuzz-ci generate check-generated lint bench demo rls screenshot ci download
+.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench demo rls screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -47,6 +47,30 @@ test-tools:
 # Python and Node examples).
 test-redis:
 	REDLIMIT_REQUIRE_REDIS=1 $(GO) test ./tests/servers/... ./ratelimit/... ./tests/polyglot/...
+
+# The tiers that run on a server, on every server CI runs: the real-Redis,
+# cluster and Functions tiers and the scenario tables (tests/servers) and
+# the Python and Node examples (tests/polyglot), each server's redis-server
+# and redis-cli first on PATH, its name and version printed first (and
+# passed as REDLIMIT_SERVER, which TestMatrixServer checks). -count=1:
+# go test's cache does not see the server behind a wrapper, so a run after
+# the server changed could be an old one replayed. .ci/servers.sh installs
+# them (as root) into SERVERS; MATRIX=valkey-8.1 runs one. It goes on past
+# a failing server and fails at the end, naming it.
+SERVERS ?= /opt/redlimit-servers
+MATRIX ?= redis-7.0 redis-8.0 valkey-8.0 valkey-8.1
+MATRIX_PKGS ?= ./tests/servers/ ./tests/polyglot/
+
+test-matrix:
+	@failed=; for s in $(MATRIX); do \
+		bin=$(SERVERS)/$$s; \
+		[ -x $$bin/redis-server ] && [ -x $$bin/redis-cli ] || { echo "test-matrix: no $$bin/redis-server or redis-cli: run .ci/servers.sh $(SERVERS) as root"; exit 1; }; \
+		name=$$(PATH=$$bin:$$PATH redis-server --version | sed -nE 's/^([A-Za-z]+) server v=([^ ]+).*/\1 \2/p'); \
+		[ -n "$$name" ] || { echo "test-matrix: $$bin/redis-server does not say its version"; exit 1; }; \
+		echo "=== $$name ($$s)"; start=$$(date +%s); \
+		PATH=$$bin:$$PATH REDLIMIT_REQUIRE_REDIS=1 REDLIMIT_SERVER="$$name" $(GO) test -count=1 $(MATRIX_PKGS) || failed="$$failed $$name,"; \
+		echo "=== $$name: $$(( $$(date +%s) - start )) s"; \
+	done; [ -z "$$failed" ] || { echo "test-matrix: failed on$${failed%,}"; exit 1; }
 
 # The scripts alone, in gopher-lua (fast).
 test-lua:

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 )
@@ -190,7 +192,13 @@ func (l *Limiter) sendPending() {
 		var failed []pending
 		var lastErr error
 		for i, err := range l.releaseAll(batch) {
-			if err != nil && errors.Is(call.Classify(context.Background(), err), ratelimit.ErrUnavailable) {
+			switch {
+			case errors.Is(err, redis.ErrClosed):
+				// The client was closed: nothing it is given will ever be
+				// sent, and trying until the leases expire would keep
+				// this goroutine alive for as long.
+				_ = l.dropped(batch[i], err, true)
+			case err != nil && errors.Is(call.Classify(context.Background(), err), ratelimit.ErrUnavailable):
 				failed = append(failed, batch[i])
 				lastErr = err
 			}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
@@ -97,4 +100,31 @@ func TestHeldReleasesComeFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	untilHeld(t, f, l, 0, "held")
+}
+
+// A closed client ends the background releases: nothing it is given can
+// be sent any more, so each is dropped and reported, and the goroutine
+// that sends them returns instead of trying until the leases expire (an
+// hour here).
+func TestReleasesEndWithTheClient(t *testing.T) {
+	f := newFrozen(t)
+	rdb := redis.NewClient(&redis.Options{Addr: f.Addr()})
+	var drops dropCounter
+	c := mustConcurrency(t, rdb, 10, time.Hour, inflight.WithHook(drops.hook))
+	lease, d, err := c.Acquire(ctx, "u")
+	if err != nil || !d.Allowed {
+		t.Fatalf("acquire: %v %v", d, err)
+	}
+	rdb.Close()
+	// The release fails on the closed client and is kept for the
+	// background, which finds the client closed.
+	if err := lease.Release(ctx); !errors.Is(err, ratelimit.ErrUnavailable) {
+		t.Fatalf("a Release on a closed client: %v, want ErrUnavailable", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); drops.n.Load() != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d releases reported dropped 5 s after the client closed, want 1", drops.n.Load())
+		}
+	}
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
 }

@@ -19,10 +19,11 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # is. go test shows nothing of a package that passes, skips included, so
 # test-tools says before and after the run which tiers will skip, and why;
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
-# cache's and the coalescer's concurrency tests, and httplimit.Transport's
-# (its hooks run on net/http's writing goroutine), run again under -race
-# (cgo: gcc); the Transport's partner test runs again with a busy loop on
-# every core, alone, so that its load slows no other test. Of bench/, only the table generator's and the wrk reader's
+# cache's and the coalescer's concurrency tests, httplimit.Transport's
+# (its hooks run on net/http's writing goroutine) and preflight's check of
+# nodes at once run again under -race (cgo: gcc); the Transport's partner
+# test runs again with a busy loop on every core, alone, so that its load
+# slows no other test. Of bench/, only the table generator's and the wrk reader's
 # tests (the benchmarks run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
@@ -30,6 +31,7 @@ test:
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
 	cd bench && $(GO) test ./cmd/... ./internal/...
 	$(GO) test -race -run 'TestDenyCache|TestCoalesc' ./ratelimit/
+	$(GO) test -race -run 'TestCheckEveryNode' ./ratelimit/preflight/
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
 	@$(MAKE) --no-print-directory test-tools

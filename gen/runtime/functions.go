@@ -69,6 +69,14 @@ const FunctionsRecheck = time.Second
 // after the primary is back (a restart that lost the library).
 const checkRetry = 25 * time.Millisecond
 
+// checkTimeout bounds one check of a primary. A check is every caller's
+// of that primary, so it runs on past the deadline of the call that began
+// it (one caller's tight deadline cut every check short, and a freshly
+// promoted primary, slow to answer under load, then never passed one
+// while its keys' calls kept failing); that caller stops waiting at its
+// deadline.
+const checkTimeout = 2 * time.Second
+
 // FunctionsCmdable is what the library needs of a client, and Del, which a
 // FunctionsClient passes on: *redis.Client, *redis.ClusterClient,
 // *redis.Ring, redis.UniversalClient and *redis.Tx have it.
@@ -296,33 +304,48 @@ func (f *FunctionsClient) owned(ctx context.Context, key string) error {
 		done := make(chan struct{})
 		n.done = done
 		n.mu.Unlock()
-		if node != nil {
-			err = ownOrLoad(ctx, node)
-		} else {
-			err = eachPrimary(ctx, f.c, ownOrLoad)
+		res := make(chan error, 1)
+		go func() { res <- f.check(context.WithoutCancel(ctx), n, node, done) }()
+		select {
+		case err := <-res:
+			return err
+		case <-ctx.Done():
+			return ctx.Err() // the check goes on for the others
 		}
-		n.mu.Lock()
-		n.done = nil
-		close(done)
-		switch {
-		case err == nil:
-			n.err = nil
-			n.until.Store(time.Now().Add(FunctionsRecheck).UnixNano())
-		case ctx.Err() != nil: // the caller's own end says nothing of the node
-		case errors.Is(err, ErrFunctionsConflict), errors.Is(err, ErrFunctionsStale):
-			// Checked again by the next call: the fix (FUNCTION DELETE,
-			// LoadFunctions) must take at once.
-		default:
-			n.err, n.retry = err, time.Now().Add(checkRetry)
-		}
-		n.mu.Unlock()
-		if err != nil {
-			if r, ok := f.c.(interface{ ReloadState(context.Context) }); ok {
-				r.ReloadState(ctx) // a primary replaced: find its successor
-			}
-		}
-		return err
 	}
+}
+
+// check runs one check of n's primary (node, or every primary when nil),
+// records its outcome and ends n's check under way (done).
+func (f *FunctionsClient) check(ctx context.Context, n *nodeCheck, node FunctionsCmdable, done chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	var err error
+	if node != nil {
+		err = ownOrLoad(ctx, node)
+	} else {
+		err = eachPrimary(ctx, f.c, ownOrLoad)
+	}
+	n.mu.Lock()
+	n.done = nil
+	close(done)
+	switch {
+	case err == nil:
+		n.err = nil
+		n.until.Store(time.Now().Add(FunctionsRecheck).UnixNano())
+	case errors.Is(err, ErrFunctionsConflict), errors.Is(err, ErrFunctionsStale):
+		// Checked again by the next call: the fix (FUNCTION DELETE,
+		// LoadFunctions) must take at once.
+	default:
+		n.err, n.retry = err, time.Now().Add(checkRetry)
+	}
+	n.mu.Unlock()
+	if err != nil {
+		if r, ok := f.c.(interface{ ReloadState(context.Context) }); ok {
+			r.ReloadState(ctx) // a primary replaced: find its successor
+		}
+	}
+	return err
 }
 
 // lost makes key's primary checked again: its function was not found.

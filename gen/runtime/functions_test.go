@@ -182,3 +182,50 @@ func BenchmarkFunctionsCall(b *testing.B) {
 		}
 	}
 }
+
+// slowList is a server that answers FUNCTION LIST late, as a primary under
+// load does, or a replica just promoted whose connections are all new.
+type slowList struct {
+	*redis.Client
+	delay time.Duration
+}
+
+func (s *slowList) FunctionList(ctx context.Context, q redis.FunctionListQuery) *redis.FunctionListCmd {
+	select {
+	case <-time.After(s.delay):
+		return s.Client.FunctionList(ctx, q)
+	case <-ctx.Done():
+		cmd := redis.NewFunctionListCmd(ctx)
+		cmd.SetErr(ctx.Err())
+		return cmd
+	}
+}
+
+// Callers whose deadlines are shorter than a check of their primary: the
+// check goes on past the deadline of the call that began it, so once it
+// has passed calls run. (Cut short with that call, no check ever passed,
+// and every call on the primary failed for as long as it stayed slow.) A
+// call whose deadline ends first gets its context's error.
+func TestFunctionsCheckOutlivesItsCaller(t *testing.T) {
+	ctx := context.Background()
+	c := functionsServer(t)
+	if err := LoadFunctions(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	fc := WithFunctions(&slowList{c, 50 * time.Millisecond})
+	calls, ran := 0, 0
+	for end := time.Now().Add(2 * time.Second); ran == 0 && time.Now().Before(end); calls++ {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		got, err := run(cctx, fc, echoCall("a"), echoDecode)
+		cancel()
+		switch {
+		case err == nil && cmp.Equal(got, []string{"a"}):
+			ran++
+		case !errors.Is(err, context.DeadlineExceeded):
+			t.Fatalf("call %d: %q, %v; want its reply or its deadline", calls, got, err)
+		}
+	}
+	if ran == 0 {
+		t.Fatalf("none of %d calls with 10 ms deadlines ran in 2 s on a primary that answers FUNCTION LIST in 50 ms", calls)
+	}
+}

@@ -13,8 +13,10 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,12 +53,19 @@ func (f Finding) String() string {
 
 // Check reads the configuration of the Redis behind c (every master of a
 // cluster or ring) and of c itself, and returns what can make limits reset
-// silently, stop, or count a request twice; it changes nothing. A server
-// that refuses CONFIG GET yields a "config" finding; an error means Redis
-// could not be reached.
+// silently, stop, or count a request twice, grouped by node; it changes
+// nothing. A server that refuses CONFIG GET yields a "config" finding; an
+// error means Redis could not be reached.
 func Check(ctx context.Context, c redis.UniversalClient) ([]Finding, error) {
-	var fs []Finding
-	add := func(f Finding) { fs = append(fs, f) }
+	var (
+		mu sync.Mutex // a cluster's masters and a ring's shards are checked at once
+		fs []Finding
+	)
+	add := func(f Finding) {
+		mu.Lock()
+		fs = append(fs, f)
+		mu.Unlock()
+	}
 	retries := 0
 	switch c := c.(type) {
 	case *redis.Client:
@@ -87,11 +96,13 @@ func Check(ctx context.Context, c redis.UniversalClient) ([]Finding, error) {
 		if err != nil {
 			return nil, err
 		}
+		byNode(fs)
 	case *redis.Ring:
 		retries = c.Options().MaxRetries
 		if err := c.ForEachShard(ctx, func(ctx context.Context, s *redis.Client) error { return checkNode(ctx, s, add) }); err != nil {
 			return nil, err
 		}
+		byNode(fs)
 	default:
 		return nil, fmt.Errorf("%w: Check takes a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", ratelimit.ErrInvalid, c)
 	}
@@ -99,6 +110,12 @@ func Check(ctx context.Context, c redis.UniversalClient) ([]Finding, error) {
 		add(Finding{"retries", "warning", "", fmt.Sprintf("MaxRetries %d: after a read timeout go-redis sends the script again, and a request that Redis counted once is counted twice; set MaxRetries: -1 on the limiter's client", retries)})
 	}
 	return fs, nil
+}
+
+// byNode orders findings of nodes checked at once by node, each node's in
+// the order they were found.
+func byNode(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Node < fs[j].Node })
 }
 
 // checkNode checks one server (a master).

@@ -107,3 +107,56 @@ func infoInt(t *testing.T, c *redis.Client, field string) int64 {
 	t.Fatalf("no %s in INFO", field)
 	return 0
 }
+
+// Check asks a cluster's masters and a ring's shards at once: every node's
+// findings must be there, each time (go test -race in make test catches
+// the findings' list shared without a lock even when none is lost).
+func TestCheckEveryNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of its own")
+	}
+	ctx := context.Background()
+	cl := redisserver.NewReplicated(t, 3, 0, "--cluster-require-full-coverage", "no")
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1})
+	defer cluster.Close()
+	shards := map[string]string{}
+	for i := 0; i < 3; i++ {
+		shards[fmt.Sprint("s", i)] = redisserver.Start(t)
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: shards, MaxRetries: -1})
+	defer ring.Close()
+	for _, tt := range []struct {
+		name string
+		c    redis.UniversalClient
+		want []string
+	}{
+		{"cluster", cluster, []string{"replicas", "persistence"}},
+		{"ring", ring, []string{"persistence"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := 0; i < 20; i++ {
+				fs, err := preflight.Check(ctx, tt.c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string][]string{} // node -> names, as found
+				for _, f := range fs {
+					got[f.Node] = append(got[f.Node], f.Name)
+				}
+				if len(got) != 3 {
+					t.Fatalf("Check %d: findings of %d nodes, want 3: %q", i, len(got), fs)
+				}
+				for node, names := range got {
+					if diff := cmp.Diff(tt.want, names); diff != "" {
+						t.Fatalf("Check %d, %s (-want +got):\n%s", i, node, diff)
+					}
+				}
+				for j := 1; j < len(fs); j++ {
+					if fs[j].Node < fs[j-1].Node {
+						t.Fatalf("Check %d: findings not ordered by node: %q", i, fs)
+					}
+				}
+			}
+		})
+	}
+}

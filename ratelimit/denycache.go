@@ -194,6 +194,7 @@ func (c *denyCache) lookup(key string, cost, now int64, name string, limit Limit
 		RetryAfter: ceilMs(e.retryAt - now),
 		ResetAfter: ceilMs(max(e.resetAt-now, 0)),
 		Cached:     true,
+		Source:     sourceDenyCache,
 	}, true
 }
 

@@ -84,6 +84,17 @@ func TestDecisionSource(t *testing.T) {
 		t.Errorf("a lockout's denial: %v, want LockedOut", d)
 	}
 
+	// The deny cache keeps a lockout's denial, and says it is one.
+	cachedGuard, _ := ratelimit.New(f.rdb, "login2", ratelimit.PerMinute(1), ratelimit.WithLockout(time.Hour), ratelimit.WithDenyCache(10), hook)
+	cachedGuard.Allow(ctx, "k")
+	d, err = cachedGuard.Allow(ctx, "k")
+	check("a lockout's denial", d, err, "lockout")
+	d, err = cachedGuard.Allow(ctx, "k")
+	check("a lockout's denial, cached", d, err, "deny-cache")
+	if !d.LockedOut || !d.Cached {
+		t.Errorf("a lockout's denial, cached: %v, want LockedOut", d)
+	}
+
 	down := downClient(t)
 	for _, fb := range []ratelimit.Fallback{ratelimit.FailOpen, ratelimit.FailClosed, ratelimit.FailLocal(1)} {
 		l, _ := ratelimit.New(down, "down", ratelimit.PerMinute(1), ratelimit.WithFallback(fb), hook)

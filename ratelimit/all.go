@@ -116,7 +116,7 @@ func contains(is []int, i int) bool {
 func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) ([]Decision, []error) {
 	var start time.Time
 	for _, l := range limiters {
-		if l.path.fn != nil {
+		if len(l.path.fns) > 0 {
 			start = time.Now()
 			break
 		}

@@ -39,7 +39,7 @@ func Atomic(limiters ...*Limiter) (Rule, error) {
 		if l.timeout > 0 && (m.timeout == 0 || l.timeout < m.timeout) {
 			m.timeout = l.timeout
 		}
-		m.hooked = m.hooked || l.hook != nil
+		m.hooked = m.hooked || len(l.hooks) > 0
 		m.limits = append(m.limits, l.limit)
 	}
 	if !sameClient(limiters) {
@@ -129,7 +129,7 @@ func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, e
 		}
 		for j, d := range decideLocally(parts, key, cost, localNowNs(a.now), othersAllow) {
 			i := locals[j]
-			d.Name, d.Fallback, d.Cause = m.limiters[i].name, m.limiters[i].onFailure, ds[i].Cause
+			d.Name, d.Fallback, d.Cause, d.Source = m.limiters[i].name, m.limiters[i].onFailure, ds[i].Cause, m.limiters[i].onFailure.String()
 			ds[i] = d
 		}
 	}

@@ -83,17 +83,25 @@ func (c *coalescer) shard(rk string) *coalesceShard {
 
 // batcher is the batch stage: a decision whose script decides batches
 // goes through the limiter's coalescer, when it has one; any other goes
-// to the send stage as it is. seq is the coalescer's ticket (0: none).
+// to the send stage as it is.
 type batcher struct {
 	c    *coalescer // nil WithoutCoalescing; shared by WithLimit's copies
 	send sender
 }
 
-func (b *batcher) decide(ctx context.Context, a ask) (r reply, seq uint64, err error) {
+// A ticket is how the coalescer sent a request: its seq (0: not through
+// the coalescer), and whether it went in a batch after waiting in its
+// key's line, which its Decision's Source says.
+type ticket struct {
+	seq     uint64
+	batched bool
+}
+
+func (b *batcher) decide(ctx context.Context, a ask) (r reply, t ticket, err error) {
 	rk := key.Redis(a.prefix, a.key)
 	if b.c == nil || scripts[a.alg].batch == nil {
 		r, err = b.send.send(ctx, rk, a)
-		return r, 0, err
+		return r, ticket{}, err
 	}
 	return b.c.decide(ctx, &b.send, rk, a)
 }
@@ -101,14 +109,14 @@ func (b *batcher) decide(ctx context.Context, a ask) (r reply, seq uint64, err e
 // decide decides one request on the Redis key rk. When no call for rk is in
 // flight it sends its own at once, under ctx and the timeout, as an
 // uncoalesced decision would; otherwise it waits in rk's line for a batch
-// (see wait). seq is the request's ticket.
-func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r reply, seq uint64, err error) {
+// (see wait).
+func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r reply, t ticket, err error) {
 	sh := c.shard(rk)
 	sh.mu.Lock()
 	line, busy := sh.keys[rk]
 	if !busy {
 		sh.keys[rk] = nil
-		seq = c.tickets.Add(1)
+		t.seq = c.tickets.Add(1)
 		sh.mu.Unlock()
 		// The key is handed on when the call returns, which may be after
 		// the timeout has answered its caller: the requests behind it do
@@ -118,7 +126,7 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 			defer c.next(s, sc.key)
 			return s.script(ctx, sc)
 		})
-		return r, seq, err
+		return r, t, err
 	}
 	w := &waiter{ctx: ctx, alg: a.alg, limit: a.sends, cost: a.cost, now: a.now, due: s.due(ctx), done: make(chan struct{})}
 	if line == nil {
@@ -128,7 +136,7 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 	line.waiting = append(line.waiting, w)
 	sh.mu.Unlock()
 	r, err = c.wait(s, sh, line, w)
-	return r, w.seq, err
+	return r, ticket{seq: w.seq, batched: true}, err
 }
 
 // wait waits for w's batch to answer, for ctx to end, or for the limiter's

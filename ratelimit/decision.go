@@ -36,8 +36,8 @@ type Decision struct {
 	// ResetAfter is how long until the limit is full again if nothing else
 	// comes: 600ms after the 6.
 	ResetAfter time.Duration
-	// Fallback is the zero Fallback when Redis decided. When Redis could
-	// not be asked, it is the fallback that decided (WithFallback):
+	// Fallback is the zero Fallback when no fallback decided. When Redis
+	// could not be asked, it is the fallback that decided (WithFallback):
 	// FailOpen, FailClosed or a FailLocal. Cause then says why; for
 	// FailOpen and FailClosed, Remaining, RetryAfter and ResetAfter are 0.
 	Fallback Fallback
@@ -49,6 +49,18 @@ type Decision struct {
 	// Redis made earlier, so it is never shorter than the real wait;
 	// Remaining and ResetAfter are from that denial.
 	Cached bool
+	// LockedOut reports that the key is locked out (WithLockout): a
+	// lockout under way denied the request, or the request started one by
+	// using up the limit (RetryAfter, if denied, and ResetAfter then reach
+	// the lockout's end).
+	LockedOut bool
+	// Source says who decided, in the words of hooks and metrics: "redis";
+	// "redis-batch" when Redis decided it in one call with requests that
+	// waited for a call on the same key (coalescing); "deny-cache"
+	// (Cached); "lockout" when a lockout under way denied it; or the
+	// fallback's word (Fallback.String). "" when nothing decided (the call
+	// failed) and for Unlimited.
+	Source string
 	// Parts holds, for a rule of several limits (Atomic, All), each
 	// limit's Decision in order, its Allowed saying whether that limit had
 	// room; the fields above are those of the one that binds: on a denial,
@@ -59,7 +71,8 @@ type Decision struct {
 
 // A Fallback is what a limiter decides when a call ends in ErrUnavailable
 // (WithFallback). Other errors are always returned. The zero Fallback
-// returns the error; in a Decision it means that Redis decided.
+// returns the error; in a Decision it means that no fallback decided
+// (Decision.Source says who did).
 type Fallback struct{ p call.Policy }
 
 var (
@@ -81,9 +94,18 @@ func init() {
 	call.PolicyOf = func(f any) call.Policy { return f.(Fallback).p }
 }
 
-// String is "fail-open", "fail-closed", "fail-local" or "none": the words
-// of Decision.String and of the OpenTelemetry adapter.
+// String is "fail-open", "fail-closed" or "fail-local", the words of
+// Decision.Source and Decision.String; "" for the zero Fallback, which
+// decides nothing.
 func (f Fallback) String() string { return f.p.String() }
+
+// The words of Decision.Source that are not a fallback's (Fallback.String).
+const (
+	sourceRedis     = "redis"
+	sourceBatch     = "redis-batch"
+	sourceDenyCache = "deny-cache"
+	sourceLockout   = "lockout"
+)
 
 // An ask is one decision on its way down the path (ARCHITECTURE.md): what
 // each stage reads, passed by value so that a decision allocates none.
@@ -171,7 +193,8 @@ func stricter(a, b Decision) bool {
 }
 
 // String reads like "allowed, 2 of 3 left, full in 667ms", "denied, 0 of 3
-// left, retry in 333ms, full in 1s" or "allowed by fail-open (cause)"; a
+// left, retry in 333ms, full in 1s", "denied, locked out, 0 of 3 left,
+// retry in 1h0m0s, full in 1h0m0s" or "allowed by fail-open (cause)"; a
 // decision of several limits ends with the name of the one that binds.
 func (d Decision) String() string {
 	verdict := "denied"
@@ -180,6 +203,12 @@ func (d Decision) String() string {
 	}
 	if d.Cached {
 		verdict += " by the deny cache"
+	}
+	switch {
+	case d.LockedOut && d.Allowed:
+		verdict += ", now locked out"
+	case d.LockedOut:
+		verdict += ", locked out"
 	}
 	if d.Name == "" {
 		if !d.Allowed {

@@ -124,6 +124,7 @@ type denyEntry struct {
 	resetAt   int64  // at + ResetAfter
 	remaining int64  // Remaining as Redis answered it
 	seq       uint64 // the answer's coalescer ticket; 0 for none
+	lockedOut bool   // a lockout's denial: the cached one says so too
 }
 
 func newDenyCache(size int) *denyCache {
@@ -194,6 +195,8 @@ func (c *denyCache) lookup(key string, cost, now int64, name string, limit Limit
 		RetryAfter: ceilMs(e.retryAt - now),
 		ResetAfter: ceilMs(max(e.resetAt-now, 0)),
 		Cached:     true,
+		LockedOut:  e.lockedOut,
+		Source:     sourceDenyCache,
 	}, true
 }
 
@@ -240,6 +243,7 @@ func (c *denyCache) note(key string, cost, at int64, epoch, seq uint64, d Decisi
 		resetAt:   at + int64(d.ResetAfter),
 		remaining: d.Remaining,
 		seq:       seq,
+		lockedOut: d.LockedOut,
 	}
 	if _, ok := s.entries[key]; !ok && len(s.entries) >= s.max {
 		s.evict(at)

@@ -229,6 +229,9 @@ func ExampleWithFallback() {
 	// true
 }
 
+// Two hooks, called in order: a log of denials and failures that says who
+// decided each (Decision.Source), and a count by source, as a metric would
+// keep.
 func ExampleWithHook() {
 	rdb := exampleRedis()
 	// A text logger without timestamps, so the output is stable.
@@ -245,17 +248,24 @@ func ExampleWithHook() {
 		case e.Err != nil:
 			logger.ErrorContext(ctx, "rate limit failed", "limiter", e.Name, "key", e.Key, "err", e.Err)
 		case e.Decision.Cause != nil:
-			logger.WarnContext(ctx, "rate limit fallback", "limiter", e.Name, "key", e.Key, "fallback", e.Decision.Fallback, "cause", e.Decision.Cause)
+			logger.WarnContext(ctx, "rate limit fallback", "limiter", e.Name, "key", e.Key, "source", e.Decision.Source, "cause", e.Decision.Cause)
 		case !e.Decision.Allowed:
-			logger.InfoContext(ctx, "rate limited", "limiter", e.Name, "key", e.Key,
-				"retry_after", e.Decision.RetryAfter, "took", e.Duration)
+			logger.InfoContext(ctx, "rate limited", "limiter", e.Name, "key", e.Key, "source", e.Decision.Source,
+				"retry_after", e.Decision.RetryAfter.Round(time.Second), "took", e.Duration)
 		}
 	}
-	limiter, _ := ratelimit.New(rdb, "api", ratelimit.PerMinute(1), ratelimit.WithHook(logDecision))
+	bySource := map[string]int{}
+	count := func(_ context.Context, e ratelimit.Event) { bySource[e.Decision.Source]++ }
+	limiter, _ := ratelimit.New(rdb, "api", ratelimit.PerMinute(1), ratelimit.WithDenyCache(100),
+		ratelimit.WithHook(logDecision), ratelimit.WithHook(count))
 
 	ctx := context.Background()
 	limiter.Allow(ctx, "grace")
-	limiter.Allow(ctx, "grace")
+	limiter.Allow(ctx, "grace") // Redis denies, and the deny cache keeps it
+	limiter.Allow(ctx, "grace") // the deny cache denies
+	fmt.Println(bySource)
 	// Output:
-	// level=INFO msg="rate limited" limiter=api key=grace retry_after=1m0s
+	// level=INFO msg="rate limited" limiter=api key=grace source=redis retry_after=1m0s
+	// level=INFO msg="rate limited" limiter=api key=grace source=deny-cache retry_after=1m0s
+	// map[deny-cache:1 redis:2]
 }

@@ -24,7 +24,10 @@ var face = []struct {
 	names int    // at most this many exported identifiers; 0 for no budget
 }{
 	// 50, and 5 for reserve then settle: Reserve, Reservation, its Settle
-	// and Cancel, WithSettleWithin.
+	// and Cancel, WithSettleWithin. Hooks that say where a decision came
+	// from add none: WithHook may be given several times, and the source
+	// and a lockout are fields (Decision.Source, a string of documented
+	// words, and Decision.LockedOut), not a type with constants.
 	{".", 55},
 	{"clientip", 0},
 	{"httplimit", 0},

@@ -19,9 +19,12 @@ type fallback struct {
 }
 
 func (f *fallback) decide(ctx context.Context, a ask) (Decision, uint64, error) {
-	r, seq, err := f.batch.decide(ctx, a)
+	r, t, err := f.batch.decide(ctx, a)
 	d, err := f.settle(ctx, a, r, err)
-	return d, seq, err
+	if t.batched && d.Source == sourceRedis {
+		d.Source = sourceBatch
+	}
+	return d, t.seq, err
 }
 
 // settle is the Decision for what the send stages returned: r's, or the
@@ -34,13 +37,13 @@ func (f *fallback) settle(ctx context.Context, a ask, r reply, err error) (Decis
 	if !ok {
 		return a.none(), err
 	}
-	d := Decision{Name: a.name, Limit: a.limit, Fallback: f.policy, Cause: err}
+	d := Decision{Name: a.name, Limit: a.limit, Fallback: f.policy, Cause: err, Source: f.policy.String()}
 	switch f.policy.p.Mode {
 	case call.Open:
 		d.Allowed = true
 	case call.Local:
 		d = f.local.decideAt(a.key, a.limit, f.policy.p.Share, a.cost, a.now)
-		d.Name, d.Fallback, d.Cause = a.name, f.policy, err
+		d.Name, d.Fallback, d.Cause, d.Source = a.name, f.policy, err, f.policy.String()
 	}
 	return d, nil
 }
@@ -62,6 +65,7 @@ func (r reply) decision(name string, limit Limit) Decision {
 		Remaining:  r.Remaining,
 		RetryAfter: r.RetryAfter,
 		ResetAfter: r.ResetAfter,
+		Source:     sourceRedis,
 	}
 	if d.RetryAfter < 0 {
 		d.RetryAfter = Never

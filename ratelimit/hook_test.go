@@ -38,8 +38,8 @@ func (cannedScripter) Del(ctx context.Context, keys ...string) *redis.IntCmd {
 }
 
 // A hook costs nothing when unused, and passing it an Event allocates
-// nothing either: a decision with a hook allocates exactly what one
-// without a hook does.
+// nothing either: a decision with a hook, or two, allocates exactly what
+// one without a hook does.
 func TestHookAllocatesNothing(t *testing.T) {
 	var c cannedScripter
 	plain, _ := ratelimit.New(c, "test", ratelimit.PerSecond(10))
@@ -56,10 +56,18 @@ func TestHookAllocatesNothing(t *testing.T) {
 			}
 		}
 	}
+	var second int
+	twice, _ := ratelimit.New(c, "test", ratelimit.PerSecond(10), ratelimit.WithHook(func(context.Context, ratelimit.Event) { seen++ }),
+		ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) {
+			if e.Decision.Source == "redis" {
+				second++
+			}
+		}))
 	without := testing.AllocsPerRun(1000, allow(plain))
 	with := testing.AllocsPerRun(1000, allow(hooked))
-	if with != without || seen == 0 {
-		t.Errorf("a decision allocates %v times without a hook and %v with one (seen %d)", without, with, seen)
+	with2 := testing.AllocsPerRun(1000, allow(twice))
+	if with != without || with2 != without || seen == 0 || second == 0 {
+		t.Errorf("a decision allocates %v times without a hook, %v with one and %v with two (seen %d, %d)", without, with, with2, seen, second)
 	}
 	t.Logf("%v allocations per decision (the key, the bindings' arguments, go-redis's command)", without)
 }

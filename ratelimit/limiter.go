@@ -34,7 +34,7 @@ type Limiter struct {
 	clock        func() time.Time
 	onFailure    Fallback
 	timeout      time.Duration
-	hook         func(context.Context, Event)
+	hooks        []func(context.Context, Event)
 	cache        *denyCache // nil without WithDenyCache
 	block        time.Duration
 	alone        bool          // WithoutCoalescing
@@ -84,7 +84,7 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 		batches = newCoalescer()
 	}
 	// The path, outermost stage first, as ARCHITECTURE.md draws it.
-	l.path = hooked{fn: l.hook,
+	l.path = hooked{fns: l.hooks,
 		validate: validate{clock: l.clock,
 			cache: cached{c: l.cache, callerClock: l.clock != nil,
 				lockout: lockout{block: l.block, prefix: l.prefix + "!block:",

@@ -33,7 +33,7 @@ func (lk *lockout) decide(ctx context.Context, a ask) (Decision, uint64, error) 
 		return b, 0, err
 	}
 	if !b.Allowed {
-		return Decision{Name: a.name, Limit: a.limit, RetryAfter: b.RetryAfter, ResetAfter: b.RetryAfter}, 0, nil
+		return Decision{Name: a.name, Limit: a.limit, RetryAfter: b.RetryAfter, ResetAfter: b.RetryAfter, LockedOut: true, Source: sourceLockout}, 0, nil
 	}
 	d, _, err := lk.fallback.decide(ctx, a)
 	if err != nil || d.Cause != nil || a.cost == 0 {
@@ -48,6 +48,7 @@ func (lk *lockout) decide(ctx context.Context, a ask) (Decision, uint64, error) 
 			d.RetryAfter = max(d.RetryAfter, lk.block)
 		}
 		d.ResetAfter = max(d.ResetAfter, lk.block)
+		d.LockedOut = true
 	}
 	return d, 0, nil
 }

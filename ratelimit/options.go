@@ -61,9 +61,15 @@ func WithFallback(f Fallback) Option {
 }
 
 // WithHook calls h after every decision, on the caller's goroutine, for
-// logs and metrics.
+// logs and metrics. It may be given several times: each hook is called,
+// in the order given, with the same Event. A nil h adds none.
 func WithHook(h func(ctx context.Context, e Event)) Option {
-	return func(l *Limiter) error { l.hook = h; return nil }
+	return func(l *Limiter) error {
+		if h != nil {
+			l.hooks = append(l.hooks, h)
+		}
+		return nil
+	}
 }
 
 // WithDenyCache keeps up to size recent denials in this process and

@@ -182,7 +182,8 @@ func StreamServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) g
 // DeniedStatus is the default status of a denied call: codes.ResourceExhausted
 // with an errdetails.QuotaFailure naming each limit that denied and, unless
 // the call can never pass, an errdetails.RetryInfo with the exact wait
-// (the Decision's RetryAfter); or codes.Unavailable when only limits that
+// (the Decision's RetryAfter), its message saying "locked out" for a
+// lockout's denial (Decision.LockedOut); or codes.Unavailable when only limits that
 // fail closed denied it, because Redis could not be asked (as
 // httplimit.ProblemFor answers 503).
 func DeniedStatus(d ratelimit.Decision) *status.Status {
@@ -199,9 +200,27 @@ func DeniedStatus(d ratelimit.Decision) *status.Status {
 		s, _ := status.New(codes.ResourceExhausted, "rate limit "+by+" exceeded: the call costs more than the limit lets through at once, so it can never pass").WithDetails(qf)
 		return s
 	}
-	s, _ := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit %s exceeded: retry in %s", by, d.RetryAfter.Round(time.Millisecond))).
+	what := "exceeded"
+	if lockedOut(d) {
+		what = "locked out"
+	}
+	s, _ := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit %s %s: retry in %s", by, what, d.RetryAfter.Round(time.Millisecond))).
 		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d.RetryAfter)}, qf)
 	return s
+}
+
+// lockedOut reports whether a lockout (ratelimit.WithLockout) denied d or
+// one of its parts.
+func lockedOut(d ratelimit.Decision) bool {
+	if d.LockedOut && !d.Allowed {
+		return true
+	}
+	for _, p := range d.Parts {
+		if p.LockedOut && !p.Allowed {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrorStatus is the default status of a call that cannot be decided:

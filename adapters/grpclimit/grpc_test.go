@@ -175,6 +175,25 @@ func TestDenied(t *testing.T) {
 	}
 }
 
+// A lockout's denial says "locked out" rather than "exceeded", alone or
+// as the part of several limits that denied.
+func TestDeniedLockedOut(t *testing.T) {
+	login := ratelimit.Decision{Name: "login", Limit: ratelimit.PerMinute(5), RetryAfter: time.Hour, ResetAfter: time.Hour, LockedOut: true, Source: "lockout"}
+	api := ratelimit.Decision{Allowed: true, Name: "api", Limit: ratelimit.PerMinute(100), Remaining: 99, ResetAfter: time.Second}
+	both := login
+	both.Parts = []ratelimit.Decision{api, login}
+	for _, d := range []ratelimit.Decision{login, both} {
+		s := grpclimit.DeniedStatus(d)
+		if want := "rate limit login locked out: retry in 1h0m0s"; s.Code() != codes.ResourceExhausted || s.Message() != want {
+			t.Errorf("%v: %v %q, want %q", d, s.Code(), s.Message(), want)
+		}
+	}
+	login.LockedOut = false
+	if s := grpclimit.DeniedStatus(login); !strings.Contains(s.Message(), "login exceeded") {
+		t.Errorf("not locked out: %q", s.Message())
+	}
+}
+
 func TestKeysAndRules(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
 	defer rdb.Close()

@@ -16,9 +16,10 @@
 // Each has redlimit.limiter (the limiter's name), redlimit.operation
 // ("allow", or "peek" for a Peek: httplimit.WithCountIf makes one before
 // the handler, then an "allow" when the request counts), redlimit.result
-// ("allowed", "denied" or "error") and redlimit.source, who decided, in
-// ratelimit's words: "redis", "deny-cache" (WithDenyCache), or the
-// fallback's (Fallback.String: "fail-open", "fail-closed", "fail-local").
+// ("allowed", "denied" or "error") and redlimit.source, who decided:
+// ratelimit.Decision.Source, "redis", "redis-batch" (coalesced),
+// "deny-cache" (WithDenyCache), "lockout" (WithLockout), or the fallback's
+// word ("fail-open", "fail-closed", "fail-local").
 // A failed decision has error.type instead of a source: "unavailable",
 // "invalid", "wrong_type", "bad_state" or "other".
 package otellimit
@@ -110,16 +111,7 @@ func labelsOf(e ratelimit.Event) labels {
 	case !e.Decision.Allowed:
 		l.result = "denied"
 	}
-	// Who decided, in the words of ratelimit.Decision.String: the
-	// fallback's own (Fallback.String) when Redis could not be asked.
-	switch {
-	case e.Decision.Cached:
-		l.source = "deny-cache"
-	case e.Decision.Cause == nil:
-		l.source = "redis"
-	default:
-		l.source = e.Decision.Fallback.String()
-	}
+	l.source = e.Decision.Source
 	return l
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
@@ -102,6 +103,9 @@ func TestHook(t *testing.T) {
 	api.Peek(ctx, "other")
 	rdb.HSet(ctx, testredis.Key("rl:api:", "hash"), "f", "v") // foreign data under the key
 	api.Allow(ctx, "hash")
+	guard := newL(rdb, "guard", ratelimit.PerMinute(1), ratelimit.WithLockout(time.Hour))
+	guard.Allow(ctx, "k") // allowed by Redis, and starts a lockout
+	guard.Allow(ctx, "k") // denied by the lockout
 	newL(down, "down", ratelimit.PerMinute(2)).Allow(ctx, "k")
 	newL(down, "open", ratelimit.PerMinute(2), ratelimit.WithFallback(ratelimit.FailOpen)).Allow(ctx, "k")
 	newL(down, "closed", ratelimit.PerMinute(2), ratelimit.WithFallback(ratelimit.FailClosed)).Allow(ctx, "k")
@@ -115,6 +119,8 @@ func TestHook(t *testing.T) {
 		"redlimit.limiter=api,redlimit.operation=allow,redlimit.result=denied,redlimit.source=redis":          1,
 		"redlimit.limiter=api,redlimit.operation=allow,redlimit.result=denied,redlimit.source=deny-cache":     1,
 		"redlimit.limiter=api,redlimit.operation=peek,redlimit.result=allowed,redlimit.source=redis":          1,
+		"redlimit.limiter=guard,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=redis":       1,
+		"redlimit.limiter=guard,redlimit.operation=allow,redlimit.result=denied,redlimit.source=lockout":      1,
 		"error.type=wrong_type,redlimit.limiter=api,redlimit.operation=allow,redlimit.result=error":           1,
 		"error.type=unavailable,redlimit.limiter=down,redlimit.operation=allow,redlimit.result=error":         1,
 		"redlimit.limiter=open,redlimit.operation=allow,redlimit.result=allowed,redlimit.source=fail-open":    1,

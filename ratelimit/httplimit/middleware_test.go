@@ -386,3 +386,34 @@ func TestWriteError(t *testing.T) {
 		}
 	}
 }
+
+// A key locked out (ratelimit.WithLockout) gets a 429 whose problem says
+// "locked out", with the lockout's Retry-After; a key merely over its
+// limit keeps "Retry in".
+func TestMiddlewareLockedOut(t *testing.T) {
+	f := newFrozen(t)
+	guard, _ := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(2), ratelimit.WithLockout(time.Hour))
+	h := httplimit.Middleware(guard, httplimit.ByClientIP())(okHandler)
+	for i := 0; i < 2; i++ { // the second uses up the limit and starts the lockout
+		if rec := serve(h, get("192.0.2.1:1")); rec.Code != 200 {
+			t.Fatalf("request %d: %d", i, rec.Code)
+		}
+	}
+	f.advance(2 * time.Minute) // the limit is full again; the lockout holds
+	rec := serve(h, get("192.0.2.1:1"))
+	p := problemOf(t, rec)
+	if rec.Code != 429 || !strings.Contains(p.Detail, "Locked out") || !strings.Contains(p.Detail, "retry in 3480 s") || rec.Header().Get("Retry-After") != "3480" {
+		t.Errorf("locked out: %d, Retry-After %q, problem %+v", rec.Code, rec.Header().Get("Retry-After"), p)
+	}
+	if !cmp.Equal(p.ViolatedPolicies, []string{"login"}) {
+		t.Errorf("violated policies %v", p.ViolatedPolicies)
+	}
+
+	plain, _ := ratelimit.New(f.rdb, "api", ratelimit.PerMinute(1))
+	h = httplimit.Middleware(plain, httplimit.ByClientIP())(okHandler)
+	serve(h, get("192.0.2.1:1"))
+	rec = serve(h, get("192.0.2.1:1"))
+	if p := problemOf(t, rec); rec.Code != 429 || strings.Contains(strings.ToLower(p.Detail), "locked") || p.Detail != "Retry in 60 s." {
+		t.Errorf("over the limit, not locked out: %d, problem %+v", rec.Code, p)
+	}
+}

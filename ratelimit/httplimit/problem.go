@@ -24,8 +24,10 @@ type Problem struct {
 }
 
 // ProblemFor is the default body of a denied request: the RateLimit draft's
-// quota-exceeded problem, status 429, or its temporary-reduced-capacity
-// problem, status 503, when only fallbacks failing closed denied it.
+// quota-exceeded problem, status 429, whose detail says "locked out" when
+// a lockout denied it (Decision.LockedOut), or its
+// temporary-reduced-capacity problem, status 503, when only fallbacks
+// failing closed denied it.
 func ProblemFor(d ratelimit.Decision) Problem {
 	if d.Allowed {
 		return Problem{Type: "about:blank", Title: "OK", Status: http.StatusOK}
@@ -33,10 +35,12 @@ func ProblemFor(d ratelimit.Decision) Problem {
 	ps := parts(d)
 	var violated []string
 	closed := len(ps) > 0
+	lockedOut := false
 	for _, p := range ps {
 		if !p.Allowed {
 			violated = append(violated, p.Name)
 			closed = closed && p.Fallback == ratelimit.FailClosed
+			lockedOut = lockedOut || p.LockedOut
 		}
 	}
 	if closed {
@@ -54,9 +58,14 @@ func ProblemFor(d ratelimit.Decision) Problem {
 		Status:           http.StatusTooManyRequests,
 		ViolatedPolicies: violated,
 	}
-	if retry := retryAfter(ps); retry == ratelimit.Never {
+	// The title is the problem type's, the same for every occurrence
+	// (RFC 9457, 3.1.3); the detail says what happened to this request.
+	switch retry := retryAfter(ps); {
+	case retry == ratelimit.Never:
 		p.Detail = "This request costs more than the quota lets through at once: it can never pass."
-	} else {
+	case lockedOut:
+		p.Detail = fmt.Sprintf("Locked out after the quota was used up: retry in %d s.", ceilSeconds(retry))
+	default:
 		p.Detail = fmt.Sprintf("Retry in %d s.", ceilSeconds(retry))
 	}
 	return p

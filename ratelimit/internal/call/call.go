@@ -172,7 +172,8 @@ func (p Policy) Valid() bool {
 }
 
 // String is the policy's word, the one vocabulary of decisions, hook
-// events and metrics: "fail-open", "fail-closed", "fail-local" or "none".
+// events and metrics: "fail-open", "fail-closed", "fail-local", or "" for
+// None, which decides nothing (a Decision's source says who did).
 func (p Policy) String() string {
 	switch p.Mode {
 	case Open:
@@ -182,7 +183,7 @@ func (p Policy) String() string {
 	case Local:
 		return "fail-local"
 	}
-	return "none"
+	return ""
 }
 
 // PolicyOf reads a ratelimit.Fallback: package ratelimit sets it in its

@@ -90,8 +90,8 @@ func init() {
 		typed[name] = viaRatelimit(sh)
 	}
 	// ratelimit sends one request a call (its coalescer batches callers'):
-	// a step of several, gcra's take at_most, refund or charge, or a deadline of the step's
-	// own, goes through the bindings.
+	// a step of several, gcra's take at_most, refund or charge, or a
+	// deadline of the step's own, goes through the bindings.
 	typed["gcra"] = either(typed["gcra"], viaBatch("gcra"))
 	typed["token_bucket"] = either(typed["token_bucket"], viaBatch("token_bucket"))
 	typed["multi"] = viaMulti

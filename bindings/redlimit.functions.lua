@@ -2794,10 +2794,14 @@ if span(capacity) > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 -- max_debt bounds a debt: the tokens credited in 1e15 µs, and at most
--- 1e15, so every count and every instant stays below 2^53.
-local max_debt = muldiv(1e15, rate, period_us)
-if max_debt > 1e15 then
-  max_debt = 1e15
+-- 1e15, so every count and every instant stays below 2^53. Only a settle
+-- or a state in debt needs it (the product takes muldiv's long way).
+local max_debt
+if settle then
+  max_debt = muldiv(1e15, rate, period_us)
+  if max_debt > 1e15 then
+    max_debt = 1e15
+  end
 end
 
 local server, caller
@@ -2863,8 +2867,16 @@ if stored then
     return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens> or -<ts>-<debt>; it is left untouched')
   end
   -- A debt counts at most max_debt of the current limit.
-  if tokens < -max_debt then
-    tokens = -max_debt
+  if tokens < 0 then
+    if not max_debt then
+      max_debt = muldiv(1e15, rate, period_us)
+      if max_debt > 1e15 then
+        max_debt = 1e15
+      end
+    end
+    if tokens < -max_debt then
+      tokens = -max_debt
+    end
   end
 end
 

@@ -18,7 +18,7 @@ var TokenBucketScript = valkey.NewLuaScript(tokenBucketSource)
 func TokenBucketSource() string { return tokenBucketSource }
 
 // TokenBucketHash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const TokenBucketHash = "2c6b6a28852fa0454d4946c2fa575aa5f2be01e2"
+const TokenBucketHash = "8cd27e71281756ea7e7d6684bbf06f219ad4140a"
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", source: tokenBucketSource, hash: TokenBucketHash}
 
@@ -453,10 +453,14 @@ if span(capacity) > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
 -- max_debt bounds a debt: the tokens credited in 1e15 µs, and at most
--- 1e15, so every count and every instant stays below 2^53.
-local max_debt = muldiv(1e15, rate, period_us)
-if max_debt > 1e15 then
-  max_debt = 1e15
+-- 1e15, so every count and every instant stays below 2^53. Only a settle
+-- or a state in debt needs it (the product takes muldiv's long way).
+local max_debt
+if settle then
+  max_debt = muldiv(1e15, rate, period_us)
+  if max_debt > 1e15 then
+    max_debt = 1e15
+  end
 end
 
 local server, caller
@@ -522,8 +526,16 @@ if stored then
     return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens> or -<ts>-<debt>; it is left untouched')
   end
   -- A debt counts at most max_debt of the current limit.
-  if tokens < -max_debt then
-    tokens = -max_debt
+  if tokens < 0 then
+    if not max_debt then
+      max_debt = muldiv(1e15, rate, period_us)
+      if max_debt > 1e15 then
+        max_debt = 1e15
+      end
+    end
+    if tokens < -max_debt then
+      tokens = -max_debt
+    end
   end
 end
 

@@ -270,7 +270,7 @@ func TestBatchReplyShape(t *testing.T) {
 	}{
 		{"no record", []any{}, "token_bucket.lua: reply element 1 (decisions): want a count in [1..64], got 0"},
 		{"a part record", []any{int64(1), int64(0), int64(0), int64(0), int64(1)}, "token_bucket.lua: reply element 1 (decisions): want whole records of 4 elements, got 5 elements"},
-		{"allowed above 1", []any{int64(2), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply element 1 (allowed): want an int in [0..1] or -1, got int64 2"},
+		{"allowed above 1e9", []any{int64(1000000001), int64(0), int64(0), int64(0)}, "token_bucket.lua: reply element 1 (allowed): want an int in [0..1000000000] or -1, got int64 1000000001"},
 		{"retry below never", []any{int64(0), int64(0), int64(-2), int64(0)}, "token_bucket.lua: reply element 3 (retry_after): want an int in [0..] or -1, got int64 -2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,9 +110,9 @@ type GCRAResult struct {
 // limit: the TAT moves to the later of it and the instant, plus cost
 // intervals, past the burst if need be (debt: takes are denied until it
 // drains); a key with no state is charged from the instant. Neither is
-// ever denied, and neither counts past a debt of 1e15 µs (31 years) past
-// a full burst: a charge takes at most that, and allowed says how much it
-// took. Both use the current limit's interval, whatever the reservation
+// ever denied. A charge takes at most what keeps the debt within 1e15 µs
+// (31 years) past a full burst, and allowed says how much it took. Both
+// use the current limit's interval, whatever the reservation
 // was made under. A cost of 0 moves nothing and writes nothing. Their
 // reply: allowed, the units refunded or charged; remaining, whole requests
 // that pass now; retry_after, until a request of 1 passes (0: now);
@@ -152,7 +152,8 @@ type GCRAResult struct {
 // TAT as 16 digits, the interval, the TAT's whole lead on its write's
 // clock and the part of that lead past the writing limit's full burst
 // (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
-// the charge's; the rest at most 1e15 µs too). A state
+// the charge's; the rest at most 1e15 µs too); earlier versions refuse
+// it. A state
 // whose write's clock is more than 60 s past TIME was not written by this
 // script. Anything else at the key, of any type, is an error and the key is
 // left untouched (value and TTL); that includes the untagged states of
@@ -241,9 +242,9 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- limit: the TAT moves to the later of it and the instant, plus cost
 --- intervals, past the burst if need be (debt: takes are denied until it
 --- drains); a key with no state is charged from the instant. Neither is
---- ever denied, and neither counts past a debt of 1e15 µs (31 years) past
---- a full burst: a charge takes at most that, and allowed says how much it
---- took. Both use the current limit's interval, whatever the reservation
+--- ever denied. A charge takes at most what keeps the debt within 1e15 µs
+--- (31 years) past a full burst, and allowed says how much it took. Both
+--- use the current limit's interval, whatever the reservation
 --- was made under. A cost of 0 moves nothing and writes nothing. Their
 --- reply: allowed, the units refunded or charged; remaining, whole requests
 --- that pass now; retry_after, until a request of 1 passes (0: now);
@@ -283,7 +284,8 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- TAT as 16 digits, the interval, the TAT's whole lead on its write's
 --- clock and the part of that lead past the writing limit's full burst
 --- (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
---- the charge's; the rest at most 1e15 µs too). A state
+--- the charge's; the rest at most 1e15 µs too); earlier versions refuse
+--- it. A state
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of

@@ -49,6 +49,9 @@ func TestBatchIsItsCallsInARow(t *testing.T) {
 						// take all, at_most, refund and charge alike.
 						c.lim[3] = [...]string{"all", "at_most", "refund", "charge"}[rng.Intn(4)]
 					}
+					if script == "token_bucket" && rng.Intn(2) == 0 {
+						c.lim[3] += [...]string{"_refund", "_charge"}[rng.Intn(2)]
+					}
 					most, _ := strconv.ParseInt(c.lim[0], 10, 64)
 					n := 1 + rng.Intn(8)
 					if rng.Intn(10) == 0 {
@@ -59,7 +62,7 @@ func TestBatchIsItsCallsInARow(t *testing.T) {
 						if rng.Intn(3) == 0 {
 							cost = rng.Int63n(3)
 						}
-						if c.lim[3] == "charge" && rng.Intn(40) == 0 {
+						if strings.HasSuffix(c.lim[3], "charge") && rng.Intn(40) == 0 {
 							cost = 1e9 // a debt as far as a charge takes it
 						}
 						deadline := "0"
@@ -158,6 +161,8 @@ var batchStates = map[string][]string{
 	"token_bucket": {"",
 		"string\t" + scenario.TokenBucketState(scenario.T0, 0),
 		"string\t" + scenario.TokenBucketState(scenario.T0+30000000, 7),
+		// A charge's debt.
+		"string\t" + scenario.TokenBucketState(scenario.T0, -12),
 		"string\t" + scenario.GCRAShortState(scenario.T0+100000, 100000),
 		"zset\t1\talice"},
 }

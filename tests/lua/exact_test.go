@@ -182,6 +182,10 @@ func runExact(w *twin, rng *rand.Rand, cfg config, all []config) int {
 			c = append(config(nil), c...)
 			c[3] = [...]string{"refund", "charge"}[rng.Intn(2)]
 		}
+		if w.script == "token_bucket" && rng.Intn(4) == 0 {
+			c = append(config(nil), c...)
+			c[3] += [...]string{"_refund", "_charge"}[rng.Intn(2)]
+		}
 		// Now and then a deadline the server's TIME has just reached, or not.
 		deadline := func() string {
 			if rng.Intn(8) == 0 {

@@ -212,6 +212,20 @@ type fuzzAdmit struct {
 	take               bool
 }
 
+// settling reports whether a batch script's word settles a reservation
+// (gcra's take refund or charge, token_bucket's refill *_refund or
+// *_charge), whether it charges, and the word of a take under the same
+// limit.
+func settling(script, word string) (settle, charge bool, take string) {
+	switch {
+	case script == "gcra" && (word == "refund" || word == "charge"):
+		return true, word == "charge", "all"
+	case script == "token_bucket" && (strings.HasSuffix(word, "_refund") || strings.HasSuffix(word, "_charge")):
+		return true, strings.HasSuffix(word, "_charge"), strings.Split(word, "_")[0]
+	}
+	return false, false, word
+}
+
 // maxDebt is the most debt gcra.lua keeps past a full burst: a charge's
 // 1e15 µs, measured from a refund's clock that lags the charge's.
 const maxDebt = 1e15 + 2*maxSkew
@@ -239,7 +253,8 @@ func (fz *fuzzRun) preset(state string) bool {
 		}
 	case "string":
 		v.str = strings.Join(f[1:], "\t")
-		fz.debt = strings.Contains(v.str, "=")
+		// GCRA's settled form, or a token bucket in debt: either may hold a debt.
+		fz.debt = strings.Contains(v.str, "=") || strings.Count(v.str, "-") >= 2
 	case "list":
 	default:
 		return true
@@ -260,7 +275,8 @@ func (fz *fuzzRun) advance(d int64) {
 func ints(argv []string) ([]int64, bool) {
 	var out []int64
 	for _, a := range argv {
-		if a == "smooth" || a == "interval" || a == "all" || a == "at_most" || a == "refund" || a == "charge" {
+		if a == "smooth" || a == "interval" || a == "all" || a == "at_most" || a == "refund" || a == "charge" ||
+			strings.HasSuffix(a, "_refund") || strings.HasSuffix(a, "_charge") {
 			continue
 		}
 		v, ok := decimal(a, 0, 1<<53)
@@ -283,8 +299,11 @@ func (fz *fuzzRun) call(keys, argv []string) {
 	atMost := shaped && isBatch(fz.script) && c.lim[3] == "at_most"
 	// gcra's take refund and take charge are never denied: allowed is the
 	// units moved, retry_after when a request of 1 passes.
-	settle := shaped && fz.script == "gcra" && (c.lim[3] == "refund" || c.lim[3] == "charge")
-	if settle && c.lim[3] == "charge" {
+	var settle, charge bool
+	if shaped && isBatch(fz.script) {
+		settle, charge, _ = settling(fz.script, c.lim[3])
+	}
+	if charge {
 		fz.debt = true
 	}
 	// A request writes when it counts something: allowed 1 for a cost
@@ -365,7 +384,7 @@ func (fz *fuzzRun) call(keys, argv []string) {
 		if atMost || settle {
 			taken = allowed
 		}
-		if settle && c.lim[3] == "refund" {
+		if settle && !charge {
 			taken = -allowed
 		}
 		fz.latest = max(fz.latest, own)
@@ -396,7 +415,11 @@ func (fz *fuzzRun) probeRetry(pre *Redis, keys []string, c callArgs, i int, retr
 	t := fz.t
 	t.Helper()
 	// A refund or a charge is judged on the state it left, itself included.
-	settle := fz.script == "gcra" && (c.lim[3] == "refund" || c.lim[3] == "charge")
+	var settle bool
+	var take string
+	if isBatch(fz.script) {
+		settle, _, take = settling(fz.script, c.lim[3])
+	}
 	upto := i
 	if settle {
 		upto = i + 1
@@ -423,7 +446,7 @@ func (fz *fuzzRun) probeRetry(pre *Redis, keys []string, c callArgs, i int, retr
 		a := oneCall(fz.script, c.lim, c.reqs[i].cost, now, "0")
 		if settle {
 			lim := append([]string(nil), c.lim...)
-			lim[3] = "all"
+			lim[3] = take
 			a = oneCall(fz.script, lim, "1", now, "0")
 		}
 		lives := r.get("k") != nil
@@ -493,9 +516,16 @@ func (fz *fuzzRun) random(rng *rand.Rand, n int) {
 			}
 			if fz.script == "gcra" {
 				c.lim[3] = [...]string{"all", "all", "all", "at_most", "refund", "charge"}[rng.Intn(6)]
-				if c.lim[3] == "charge" && rng.Intn(20) == 0 {
-					c.reqs[0].cost = "1000000000"
+			}
+			if fz.script == "token_bucket" {
+				if refill := strings.Split(c.lim[3], "_")[0]; rng.Intn(3) == 0 {
+					c.lim[3] = refill + [...]string{"_refund", "_charge"}[rng.Intn(2)]
+				} else {
+					c.lim[3] = refill
 				}
+			}
+			if _, charge, _ := settling(fz.script, c.lim[3]); charge && rng.Intn(20) == 0 {
+				c.reqs[0].cost = "1000000000"
 			}
 		}
 		if rng.Intn(25) == 0 {

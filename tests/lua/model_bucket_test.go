@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/redlimit/redlimit/tests/scenario"
 )
@@ -17,18 +18,27 @@ func init() {
 // The scripts' string states, as patterns: the script's tag, a time as a
 // fixed number of digits, then numbers without leading zeros.
 var (
-	tokenBucketState = regexp.MustCompile(`^-([0-9]{16})(0|[1-9][0-9]*)$`)
+	tokenBucketState = regexp.MustCompile(`^-([0-9]{16})(0|[1-9][0-9]*|-[1-9][0-9]*)$`)
 	leakyBucketState = regexp.MustCompile(`^l([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 )
 
 func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	b, err := readBatch(keys, argv, "bucket", [3]string{"capacity", "rate", "period"}, "refill",
-		"BADARG refill must be 'smooth' or 'interval' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)", "smooth", "interval")
+		"BADARG refill must be 'smooth', 'interval', 'smooth_refund', 'smooth_charge', 'interval_refund' or 'interval_charge' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)",
+		"smooth", "interval", "smooth_refund", "smooth_charge", "interval_refund", "interval_charge")
 	if err != nil {
 		return nil, err
 	}
 	capacity, rate, period := b.lim[0], b.lim[1], b.lim[2]
-	smooth := b.word == "smooth"
+	smooth := strings.HasPrefix(b.word, "smooth")
+	// settle is -1 for a refund, 1 for a charge, 0 for a take.
+	var settle int64
+	switch {
+	case strings.HasSuffix(b.word, "_refund"):
+		settle = -1
+	case strings.HasSuffix(b.word, "_charge"):
+		settle = 1
+	}
 	p := period * 1000
 	// at is the instant a bucket holding have tokens, credited up to mark,
 	// holds n: whole tokens are credited rate per p µs (smooth), or rate at
@@ -42,11 +52,17 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	if at(0, 0, capacity) > 1e15 {
 		return nil, ErrorReply("BADARG capacity/rate*period must be at most 1e15 µs (31 years)")
 	}
+	// The most debt: the tokens credited in 1e15 µs, at most 1e15.
+	maxDebt, _, fits := mulDiv(1e15, rate, p)
+	if !fits || maxDebt > 1e15 {
+		maxDebt = 1e15
+	}
 	return b.each(r, func(cost, now int64, caller bool) ([]int64, error) {
 		// '-<ts><tokens>': ts as 16 digits, tokens without a leading zero.
-		st, err := stringState(r, keys[0], tokenBucketState, badState("a token bucket -<ts><tokens>"))
-		if err == nil && st != nil && (st[0] > latest(r) || st[1] > 1e9) {
-			err = ErrorReply(badState("a token bucket -<ts><tokens>"))
+		bad := badState("a token bucket -<ts><tokens> or -<ts>-<debt>")
+		st, err := stringState(r, keys[0], tokenBucketState, bad)
+		if err == nil && st != nil && (st[0] > latest(r) || st[1] > 1e9 || st[1] < -1e15) {
+			err = ErrorReply(bad)
 		}
 		if err != nil {
 			return nil, err
@@ -55,7 +71,8 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 		// caller's clock and the server's.
 		tokens, ts := capacity, max(now, r.now)
 		if st != nil {
-			ts, tokens = st[0], st[1]
+			// A debt counts at most the current limit's most.
+			ts, tokens = st[0], max(st[1], -maxDebt)
 		}
 		own := now
 		now = max(now, ts)
@@ -74,12 +91,37 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 		if have < capacity && at(have, ts, capacity) > now {
 			reset = at(have, ts, capacity) - own
 		}
+		if settle != 0 {
+			// Never denied: count is the tokens moved, a refund up to
+			// capacity, a charge down to the most debt.
+			var count int64
+			if settle < 0 && held < capacity {
+				count = min(cost, capacity-held)
+			} else if settle > 0 && held+maxDebt > 0 {
+				count = min(cost, held+maxDebt)
+			}
+			if count > 0 {
+				held -= settle * count
+				ts, tokens = mark, held
+				writeString(r, keys[0], ttl(r, at(held, mark, capacity), caller), fmt.Sprintf("-%016d%d", mark, held))
+			}
+			have = min(tokens, capacity)
+			var retry int64
+			reset = 0
+			if have < capacity && at(have, ts, capacity) > now {
+				reset = at(have, ts, capacity) - own
+			}
+			if have < 1 && at(have, ts, 1) > now {
+				retry = ms(at(have, ts, 1) - own)
+			}
+			return []int64{count, max(0, held), retry, ms(reset)}, nil
+		}
 		want := max(cost, 1)
 		switch {
 		case want > capacity:
-			return []int64{0, held, -1, ms(reset)}, nil
+			return []int64{0, max(0, held), -1, ms(reset)}, nil
 		case have < want && at(have, ts, want) > now:
-			return []int64{0, held, ms(at(have, ts, want) - own), ms(reset)}, nil
+			return []int64{0, max(0, held), ms(at(have, ts, want) - own), ms(reset)}, nil
 		case cost == 0:
 			return []int64{1, held, 0, ms(reset)}, nil
 		}

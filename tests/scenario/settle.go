@@ -180,4 +180,104 @@ func init() {
 			},
 		},
 	)
+
+	// token_bucket.lua's refill *_refund and *_charge: the same settling,
+	// in tokens (capacity 5, 10 a second: 100 ms a token, smooth).
+	register(Spec{Script: "token_bucket"},
+		Scenario{
+			Name: "token bucket: a refund adds tokens back, up to capacity",
+			Keys: []string{"settle:{tb-a}"},
+			Steps: []Step{
+				{At: 0, Args: s(5, 10, sec, "smooth", 3), Want: R(true, 2, 0, 300), TTL: []int64{300}},
+				{At: 0, Args: s(5, 10, sec, "smooth_refund", 2), Want: U(2, 4, 0, 100), TTL: []int64{100}},
+				{At: 0, Args: s(5, 10, sec, "smooth_refund", 5), Want: U(1, 5, 0, 0), TTL: []int64{1}},
+				// Full: nothing to give back, nothing written.
+				{At: 0, Args: s(5, 10, sec, "smooth_refund", 1), Want: U(0, 5, 0, 0), TTL: []int64{1}},
+			},
+		},
+		Scenario{
+			Name: "token bucket: refund and charge on a key with no state",
+			Keys: []string{"settle:{tb-b}"},
+			Steps: []Step{
+				{At: 0, Args: s(5, 10, sec, "smooth_refund", 3), Want: U(0, 5, 0, 0), TTL: []int64{NoKey}},
+				{At: 0, Args: s(5, 10, sec, "smooth_charge", 0), Want: U(0, 5, 0, 0), TTL: []int64{NoKey}},
+				// Charged from full: 2 below zero, a take of 1 waits 300 ms.
+				{At: 0, Args: s(5, 10, sec, "smooth_charge", 7), Want: U(7, 0, 300, 700), TTL: []int64{700}},
+			},
+		},
+		Scenario{
+			Name: "token bucket: a charge into debt denies takes until the refill covers them",
+			Keys: []string{"settle:{tb-c}"},
+			Steps: []Step{
+				{At: 0, Args: s(5, 10, sec, "smooth", 4), Want: R(true, 1, 0, 400), TTL: []int64{400}},
+				{At: 0, Args: s(5, 10, sec, "smooth_charge", 4), Want: U(4, 0, 400, 800), TTL: []int64{800}},
+				{At: 100 * ms, Args: s(5, 10, sec, "smooth", 1), Want: R(false, 0, 300, 700), TTL: []int64{700}},
+				{At: 399 * ms, Args: s(5, 10, sec, "smooth", 0), Want: R(false, 0, 1, 401), TTL: []int64{401}},
+				{At: 400 * ms, Args: s(5, 10, sec, "smooth", 1), Want: R(true, 0, 0, 500), TTL: []int64{500}},
+				{At: 900 * ms, Args: s(5, 10, sec, "smooth", 0), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
+			},
+		},
+		Scenario{
+			Name: "token bucket: interval refill, refund and charge between its steps",
+			Keys: []string{"settle:{tb-d}"},
+			// 5 tokens at once per whole second.
+			Steps: []Step{
+				{At: 0, Args: s(5, 5, sec, "interval", 5), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
+				{At: 500 * ms, Args: s(5, 5, sec, "interval_refund", 2), Want: U(2, 2, 0, 500), TTL: []int64{500}},
+				// 4 below zero: the step at 1 s brings 1, the one at 2 s fills.
+				{At: 500 * ms, Args: s(5, 5, sec, "interval_charge", 6), Want: U(6, 0, 500, 1500), TTL: []int64{1500}},
+				{At: 1000 * ms, Args: s(5, 5, sec, "interval", 1), Want: R(true, 0, 0, 1000), TTL: []int64{1000}},
+			},
+		},
+		Scenario{
+			Name: "token bucket: a debt is at most the tokens 1e15 µs credit, at the current limit",
+			Keys: []string{"settle:{tb-e}"},
+			// 2 tokens per 1e14 µs: at most 20 below zero.
+			Steps: []Step{
+				{At: 0, Args: s(1, 2, 100000000000*ms, "smooth_charge", 1000000000), Want: U(21, 0, 1050000000000, 1050000000000), TTL: []int64{1050000000000}},
+				// At 1 per 1e14 µs the debt counts 10, which take 1.1e15 µs.
+				{At: 0, Args: s(1, 1, 100000000000*ms, "smooth", 0), Want: R(false, 0, 1100000000000, 1100000000000), TTL: []int64{1050000000000}},
+			},
+		},
+		Scenario{
+			Name: "token bucket: a refund or a charge past its deadline answers expired and changes nothing",
+			Keys: []string{"settle:{tb-f}"},
+			Steps: []Step{
+				{At: 0, Args: s(5, 10, sec, "smooth", 3), Want: R(true, 2, 0, 300), TTL: []int64{300}},
+				{At: 0, Args: s(5, 10, sec, "smooth_refund", 3), DeadlineIn: -sec, Want: X(), TTL: []int64{300}},
+				{At: 0, Args: s(5, 10, sec, "interval_charge", 3), DeadlineIn: -time.Microsecond, Want: X(), TTL: []int64{300}},
+			},
+		},
+		Scenario{
+			Name: "token bucket: batches of refunds are their calls in a row",
+			Keys: []string{"settle:{tb-g}"},
+			Steps: []Step{
+				{At: 0, Args: s(5, 10, sec, "smooth", 5), Want: R(true, 0, 0, 500), TTL: []int64{500}},
+				{At: 0, Args: s(5, 10, sec, "smooth_refund", 1, 2, 0, 5), Want: Batch(
+					U(1, 1, 0, 400), U(2, 3, 0, 200), U(0, 3, 0, 200), U(2, 5, 0, 0)),
+					TTL: []int64{1}},
+			},
+		},
+		Scenario{
+			Name:        "token bucket: refund and charge with a caller clock",
+			Keys:        []string{"settle:{tb-h}"},
+			CallerClock: true,
+			Steps: []Step{
+				{At: 10 * sec, Args: s(2, 1, sec, "smooth", 2), Want: R(true, 0, 0, 2000), TTL: []int64{Grace + 2000}},
+				{At: 10 * sec, Args: s(2, 1, sec, "smooth_refund", 1), Want: U(1, 1, 0, 1000), TTL: []int64{Grace + 1000}},
+				// Stamped 9 s, judged at the stored 10 s; waits from 9 s.
+				{At: 9 * sec, Args: s(2, 1, sec, "smooth_charge", 2), Want: U(2, 0, 3000, 4000), TTL: []int64{Grace + 3000}},
+			},
+		},
+		Scenario{
+			Name:    "token bucket: bad words and foreign state are errors and change nothing",
+			Keys:    []string{"settle:{tb-i}"},
+			Strings: map[string]string{"settle:{tb-i}": GCRAShortState(T0+100000, 100000)},
+			Steps: []Step{
+				{Args: s(5, 10, sec, "smooth_settle", 1), Err: "BADARG refill must be"},
+				{Args: s(5, 10, sec, "refund", 1), Err: "BADARG refill must be"},
+				{Args: s(5, 10, sec, "smooth_refund", 1), Err: "BADSTATE", TTL: []int64{-1}},
+			},
+		},
+	)
 }

@@ -120,7 +120,7 @@ func init() {
 				{Args: Args(5, 0, 1000, "smooth", 1), Err: "BADARG rate"},
 				{Args: Args(5, 1, 0, "smooth", 1), Err: "BADARG period must be an integer from 1 to 100000000000, got '0'"},
 				{Args: Args(5, 1, "0.5", "smooth", 1), Err: "BADARG period"},
-				{Args: Args(5, 1, 1000, "fast", 1), Err: "BADARG refill must be 'smooth' or 'interval'"},
+				{Args: Args(5, 1, 1000, "fast", 1), Err: "BADARG refill must be 'smooth', 'interval', 'smooth_refund', 'smooth_charge', 'interval_refund' or 'interval_charge'"},
 				{Args: Args(5, 1, 1000, "smooth", -1), Err: "BADARG cost"},
 				{Args: Args(5, 1, 1000, "smooth", 0.5), Err: "BADARG cost"},
 				{Args: tb(5, 1, sec, "smooth", 1), Now: "-1", Err: "BADARG now"},

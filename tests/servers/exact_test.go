@@ -103,9 +103,9 @@ func (d *differ) call(argv ...string) []any {
 // server and wants every reply and every stored state to equal the
 // gopher-lua tier's (which tests/lua holds to big-integer models): the
 // largest limits, rates that do not divide their periods, day-long
-// periods, callers early and late, limits that change; and the token
-// bucket's credit instants that a product's last digit decides, 1 µs before
-// and at them.
+// periods, callers early and late, limits that change, refunds and charges
+// (gcra's, the token bucket's); and the token bucket's credit instants that a product's last
+// digit decides, 1 µs before and at them.
 func TestRealServersAreExact(t *testing.T) {
 	c := standalone(t, 3)
 	ctx := context.Background()
@@ -148,6 +148,13 @@ func TestRealServersAreExact(t *testing.T) {
 				if rng.Intn(8) == 0 {
 					other := lims[rng.Intn(len(lims))] // the limit changes
 					argv = scenario.OneCall(script, other, s(cost), s(now), "0")
+				}
+				if script == "gcra" && rng.Intn(4) == 0 {
+					// A reservation settled: a refund, or a charge into debt.
+					argv[4] = []string{"refund", "charge"}[rng.Intn(2)]
+				}
+				if script == "token_bucket" && rng.Intn(4) == 0 {
+					argv[4] += []string{"_refund", "_charge"}[rng.Intn(2)]
 				}
 				d.call(argv...)
 				calls++

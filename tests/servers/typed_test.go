@@ -41,12 +41,14 @@ func TestRatelimitRefusesBadArgs(t *testing.T) {
 			// their own: the typed API cannot send them at all. A lease id is
 			// a string the bindings send as it is; ratelimit makes its own
 			// (its tests hold them to the script's rule).
-			// gcra's take at_most and a batch of several requests have no
-			// ratelimit call: their typed path is the bindings', which check
+			// A word tier.BindingsWord names (gcra's take at_most, refund and
+			// charge, token_bucket's settling refills) and a batch of several
+			// requests have no ratelimit call: their typed path is the
+			// bindings', which check
 			// each argument's bounds but leave a bound across arguments to
 			// the script.
 			argv := sc.Argv(st)
-			bindingsOnly := scenario.SpecOf(sc.Script).Batch && len(argv) >= 7 && (argv[4] == "at_most" || argv[4] == "refund" || argv[4] == "charge" || len(argv) > 7)
+			bindingsOnly := scenario.SpecOf(sc.Script).Batch && len(argv) >= 7 && (tier.BindingsWord(argv[4]) || len(argv) > 7)
 			if !strings.HasPrefix(st.Err, "BADARG") || strings.HasPrefix(st.Err, "BADARG now must be 0") || !tier.Canonical(argv) ||
 				strings.HasPrefix(st.Err, "BADARG lease") || bindingsOnly {
 				continue

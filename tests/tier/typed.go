@@ -90,19 +90,26 @@ func init() {
 		typed[name] = viaRatelimit(sh)
 	}
 	// ratelimit sends one request a call (its coalescer batches callers'):
-	// a step of several, gcra's take at_most, refund or charge, or a deadline of the step's
-	// own, goes through the bindings.
+	// a step of several, a word BindingsWord names, or a deadline of the
+	// step's own, goes through the bindings.
 	typed["gcra"] = either(typed["gcra"], viaBatch("gcra"))
 	typed["token_bucket"] = either(typed["token_bucket"], viaBatch("token_bucket"))
 	typed["multi"] = viaMulti
 	typed["concurrency"] = viaLeases
 }
 
+// BindingsWord reports whether a batch script's word has no ratelimit call
+// of its own: gcra's take at_most, refund and charge, token_bucket's
+// refills that refund or charge.
+func BindingsWord(w string) bool {
+	return w == "at_most" || w == "refund" || w == "charge" || strings.HasSuffix(w, "_refund") || strings.HasSuffix(w, "_charge")
+}
+
 // either is a, ratelimit, for one request that takes all with no deadline
 // of its own, and b for any other call of a batch script.
 func either(a, b typedCall) typedCall {
 	return func(ctx context.Context, c redis.Scripter, keys []string, args *rawArgs) ([]any, error) {
-		if v := args.vals; len(v) == 7 && v[4] != "at_most" && v[4] != "refund" && v[4] != "charge" && v[6] == "0" {
+		if v := args.vals; len(v) == 7 && !BindingsWord(v[4]) && v[6] == "0" {
 			return a(ctx, c, keys, args)
 		}
 		return b(ctx, c, keys, args)

@@ -18,7 +18,7 @@ var GCRAScript = rueidis.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "635dab9987a4e3830774b16a25248ba7f199cdb0"
+const GCRAHash = "db02365ecfd34ba290dff4626de860a64cc76996"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -113,9 +113,9 @@ type GCRAResult struct {
 // limit: the TAT moves to the later of it and the instant, plus cost
 // intervals, past the burst if need be (debt: takes are denied until it
 // drains); a key with no state is charged from the instant. Neither is
-// ever denied, and neither counts past a debt of 1e15 µs (31 years) past
-// a full burst: a charge takes at most that, and allowed says how much it
-// took. Both use the current limit's interval, whatever the reservation
+// ever denied. A charge takes at most what keeps the debt within 1e15 µs
+// (31 years) past a full burst, and allowed says how much it took. Both
+// use the current limit's interval, whatever the reservation
 // was made under. A cost of 0 moves nothing and writes nothing. Their
 // reply: allowed, the units refunded or charged; remaining, whole requests
 // that pass now; retry_after, until a request of 1 passes (0: now);
@@ -155,7 +155,8 @@ type GCRAResult struct {
 // TAT as 16 digits, the interval, the TAT's whole lead on its write's
 // clock and the part of that lead past the writing limit's full burst
 // (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
-// the charge's; the rest at most 1e15 µs too). A state
+// the charge's; the rest at most 1e15 µs too); earlier versions refuse
+// it. A state
 // whose write's clock is more than 60 s past TIME was not written by this
 // script. Anything else at the key, of any type, is an error and the key is
 // left untouched (value and TTL); that includes the untagged states of
@@ -244,9 +245,9 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- limit: the TAT moves to the later of it and the instant, plus cost
 --- intervals, past the burst if need be (debt: takes are denied until it
 --- drains); a key with no state is charged from the instant. Neither is
---- ever denied, and neither counts past a debt of 1e15 µs (31 years) past
---- a full burst: a charge takes at most that, and allowed says how much it
---- took. Both use the current limit's interval, whatever the reservation
+--- ever denied. A charge takes at most what keeps the debt within 1e15 µs
+--- (31 years) past a full burst, and allowed says how much it took. Both
+--- use the current limit's interval, whatever the reservation
 --- was made under. A cost of 0 moves nothing and writes nothing. Their
 --- reply: allowed, the units refunded or charged; remaining, whole requests
 --- that pass now; retry_after, until a request of 1 passes (0: now);
@@ -286,7 +287,8 @@ const gcraSource = `--- GCRA, the generic cell rate algorithm in its virtual-sch
 --- TAT as 16 digits, the interval, the TAT's whole lead on its write's
 --- clock and the part of that lead past the writing limit's full burst
 --- (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
---- the charge's; the rest at most 1e15 µs too). A state
+--- the charge's; the rest at most 1e15 µs too); earlier versions refuse
+--- it. A state
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of

@@ -18,17 +18,21 @@ var TokenBucketScript = valkey.NewLuaScript(tokenBucketSource)
 func TokenBucketSource() string { return tokenBucketSource }
 
 // TokenBucketHash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const TokenBucketHash = "3d91bb50610e021d2713c443dcfef20b5747e006"
+const TokenBucketHash = "8cd27e71281756ea7e7d6684bbf06f219ad4140a"
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", source: tokenBucketSource, hash: TokenBucketHash}
 
-// TokenBucketRefill is the refill of token_bucket.lua: one of "smooth", "interval".
+// TokenBucketRefill is the refill of token_bucket.lua: one of "smooth", "interval", "smooth_refund", "smooth_charge", "interval_refund", "interval_charge".
 type TokenBucketRefill string
 
 // The values of TokenBucketRefill.
 const (
-	TokenBucketRefillSmooth   TokenBucketRefill = "smooth"
-	TokenBucketRefillInterval TokenBucketRefill = "interval"
+	TokenBucketRefillSmooth         TokenBucketRefill = "smooth"
+	TokenBucketRefillInterval       TokenBucketRefill = "interval"
+	TokenBucketRefillSmoothRefund   TokenBucketRefill = "smooth_refund"
+	TokenBucketRefillSmoothCharge   TokenBucketRefill = "smooth_charge"
+	TokenBucketRefillIntervalRefund TokenBucketRefill = "interval_refund"
+	TokenBucketRefillIntervalCharge TokenBucketRefill = "interval_charge"
 )
 
 // TokenBucketRequest is one record of @arg requests of token_bucket.lua: its fields travel in this order, record after record.
@@ -41,7 +45,7 @@ type TokenBucketRequest struct {
 
 // TokenBucketDecision is one record of @return decisions of token_bucket.lua: its fields travel in this order, record after record.
 type TokenBucketDecision struct {
-	// Allowed is field 1 of each record, [0..1], or TokenBucketDecisionAllowedExpired.
+	// Allowed is field 1 of each record, [0..1e9], or TokenBucketDecisionAllowedExpired.
 	Allowed int64
 	// Remaining is field 2 of each record, [0..].
 	Remaining int64
@@ -68,15 +72,15 @@ type TokenBucketParams struct {
 	Period time.Duration
 	// Now (ARGV[4], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (server clock), [1..2^52]): caller clock of every request, within 60 s of the server's TIME
 	Now time.Time
-	// Refill (ARGV[5]): how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
+	// Refill (ARGV[5]): how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period; _refund: each cost comes back, up to capacity; _charge: each cost is taken, into debt if need be
 	Refill TokenBucketRefill
-	// Requests (ARGV[6] onwards, [1..64] of them): decided in turn: cost, tokens to take (0 only peeks); deadline, when the caller stops waiting (0: none)
+	// Requests (ARGV[6] onwards, [1..64] of them): decided in turn: cost, tokens to take (0 only peeks; _refund, _charge: tokens to move); deadline, when the caller stops waiting (0: none)
 	Requests []TokenBucketRequest
 }
 
 // TokenBucketResult is the reply of token_bucket.lua.
 type TokenBucketResult struct {
-	// Decisions (reply element 1 onwards, [1..64] of them): per request in turn: allowed, expired with zeros for a request run at or after its deadline; remaining, tokens left; retry_after, 0 when it passed, never when its cost exceeds capacity; reset_after, until the bucket is full again
+	// Decisions (reply element 1 onwards, [1..64] of them): per request in turn: allowed, 1 or 0 (_refund, _charge: the tokens moved), expired with zeros for a request run at or after its deadline; remaining, tokens left (0 in debt); retry_after, 0 when it passed (_refund, _charge: until a take of 1 passes), never when its cost exceeds capacity; reset_after, until the bucket is full again
 	Decisions []TokenBucketDecision
 }
 
@@ -93,6 +97,23 @@ type TokenBucketResult struct {
 // Denied requests change nothing. A request the server runs at or after its
 // deadline answers expired (-1) and counts nothing. Arithmetic is exact for
 // every accepted input (products that could pass 2^53 go through muldiv).
+// Settling a reservation (a take, then its final cost): refill
+// smooth_refund or interval_refund (the refill named first) adds cost
+// tokens back after the refill to the instant, up to capacity: a key with
+// no state (never used, expired or reset) is full and gets nothing back,
+// and nothing is written. smooth_charge or interval_charge takes cost
+// tokens whatever is left, below zero if need be (debt: takes are denied
+// until the refill brings the bucket back above their cost); a key with no
+// state is charged from full. Neither is ever denied, and no debt passes
+// the tokens the current limit credits in 1e15 µs (31 years), nor 1e15
+// tokens: a charge takes at most that, and allowed says how many it took
+// (a changed limit's smaller bound caps a stored debt too). Both count at
+// the current limit. A cost of 0 moves nothing and writes nothing. Their
+// reply: allowed, the tokens moved; remaining, tokens left (0 in debt);
+// retry_after, until a take of 1 passes (0: now); reset_after, until the
+// bucket is full. The debt is the one state that makes a call wait, or a
+// key live, past the bounds below: by the time it takes to refill, no
+// more.
 // Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 // caller clock (now > 0) is refused with BADARG when it is more than 60 s
 // from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -114,8 +135,10 @@ type TokenBucketResult struct {
 // every script's state starts with its own, see docs/scripts.md), ts, the
 // instant tokens were credited up to, as exactly 16 digits of µs, then
 // tokens (0..1e9) without leading zeros. Redis keeps it as an integer (16
-// bytes) while tokens has at most 3 digits. A ts more than 60 s past TIME
-// was not written by this script. Anything else at the key, of any type,
+// bytes) while tokens has at most 3 digits. A charge's debt is written
+// '-<ts>-<debt>': the tokens below zero (1..1e15) after a '-', which
+// earlier versions refuse. A ts more than 60 s past TIME was not written
+// by this script. Anything else at the key, of any type,
 // is an error and the key is left untouched (value and TTL); that includes
 // the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
 // versions of this script. The 7-argument layout of earlier versions
@@ -126,7 +149,7 @@ type TokenBucketResult struct {
 // them in a Batch.
 //
 // Keys:
-//   - bucket: string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
+//   - bucket: string '-<ts><tokens>' or, in debt, '-<ts>-<debt>': tokens credited up to ts (µs); expires once full
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
 //   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
@@ -147,7 +170,7 @@ func tokenBucketCall(bucket string, p TokenBucketParams) *call {
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
 	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
-	e.enum("refill", string(p.Refill), "smooth", "interval")
+	e.enum("refill", string(p.Refill), "smooth", "interval", "smooth_refund", "smooth_charge", "interval_refund", "interval_charge")
 	e.count("requests", "records", len(p.Requests), between(1, 64))
 	for _, v := range p.Requests {
 		e.int("cost", v.Cost, between(0, 1000000000))
@@ -160,7 +183,7 @@ func tokenBucketDecode(v any) (TokenBucketResult, error) {
 	d := newDecoder(tokenBucketInfo, v, 0, true)
 	r := TokenBucketResult{
 		Decisions: rest(&d, 0, 4, "decisions", between(1, 64), func(i int) TokenBucketDecision {
-			return TokenBucketDecision{Allowed: d.int(i, "allowed", between(0, 1).or(-1)), Remaining: d.int(i+1, "remaining", atLeast(0)), RetryAfter: d.ms(i+2, "retry_after", atLeast(0).or(-1)), ResetAfter: d.ms(i+3, "reset_after", atLeast(0))}
+			return TokenBucketDecision{Allowed: d.int(i, "allowed", between(0, 1000000000).or(-1)), Remaining: d.int(i+1, "remaining", atLeast(0)), RetryAfter: d.ms(i+2, "retry_after", atLeast(0).or(-1)), ResetAfter: d.ms(i+3, "reset_after", atLeast(0))}
 		}),
 	}
 	if d.err != nil {
@@ -184,6 +207,23 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- Denied requests change nothing. A request the server runs at or after its
 --- deadline answers expired (-1) and counts nothing. Arithmetic is exact for
 --- every accepted input (products that could pass 2^53 go through muldiv).
+--- Settling a reservation (a take, then its final cost): refill
+--- smooth_refund or interval_refund (the refill named first) adds cost
+--- tokens back after the refill to the instant, up to capacity: a key with
+--- no state (never used, expired or reset) is full and gets nothing back,
+--- and nothing is written. smooth_charge or interval_charge takes cost
+--- tokens whatever is left, below zero if need be (debt: takes are denied
+--- until the refill brings the bucket back above their cost); a key with no
+--- state is charged from full. Neither is ever denied, and no debt passes
+--- the tokens the current limit credits in 1e15 µs (31 years), nor 1e15
+--- tokens: a charge takes at most that, and allowed says how many it took
+--- (a changed limit's smaller bound caps a stored debt too). Both count at
+--- the current limit. A cost of 0 moves nothing and writes nothing. Their
+--- reply: allowed, the tokens moved; remaining, tokens left (0 in debt);
+--- retry_after, until a take of 1 passes (0: now); reset_after, until the
+--- bucket is full. The debt is the one state that makes a call wait, or a
+--- key live, past the bounds below: by the time it takes to refill, no
+--- more.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -205,20 +245,22 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- every script's state starts with its own, see docs/scripts.md), ts, the
 --- instant tokens were credited up to, as exactly 16 digits of µs, then
 --- tokens (0..1e9) without leading zeros. Redis keeps it as an integer (16
---- bytes) while tokens has at most 3 digits. A ts more than 60 s past TIME
---- was not written by this script. Anything else at the key, of any type,
+--- bytes) while tokens has at most 3 digits. A charge's debt is written
+--- '-<ts>-<debt>': the tokens below zero (1..1e15) after a '-', which
+--- earlier versions refuse. A ts more than 60 s past TIME was not written
+--- by this script. Anything else at the key, of any type,
 --- is an error and the key is left untouched (value and TTL); that includes
 --- the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
 --- versions of this script. The 7-argument layout of earlier versions
 --- (refill, cost, now, deadline after period) is refused with BADARG.
---- @key    bucket       string '-<ts><tokens>': tokens credited up to ts (µs); expires once full
+--- @key    bucket       string '-<ts><tokens>' or, in debt, '-<ts>-<debt>': tokens credited up to ts (µs); expires once full
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock of every request, within 60 s of the server's TIME
---- @arg    refill       enum(smooth|interval)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period
---- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost, tokens to take (0 only peeks); deadline, when the caller stops waiting (0: none)
---- @return ...decisions[1..64] (allowed int[0..1]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed, expired with zeros for a request run at or after its deadline; remaining, tokens left; retry_after, 0 when it passed, never when its cost exceeds capacity; reset_after, until the bucket is full again
+--- @arg    refill       enum(smooth|interval|smooth_refund|smooth_charge|interval_refund|interval_charge)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period; _refund: each cost comes back, up to capacity; _charge: each cost is taken, into debt if need be
+--- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost, tokens to take (0 only peeks; _refund, _charge: tokens to move); deadline, when the caller stops waiting (0: none)
+--- @return ...decisions[1..64] (allowed int[0..1e9]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed, 1 or 0 (_refund, _charge: the tokens moved), expired with zeros for a request run at or after its deadline; remaining, tokens left (0 in debt); retry_after, 0 when it passed (_refund, _charge: until a take of 1 passes), never when its cost exceeds capacity; reset_after, until the bucket is full again
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -342,8 +384,20 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local now      = int(ARGV[4], 'now', 0, 2^52)
 local refill   = ARGV[5]
 local smooth = refill == 'smooth'
+-- settle is -1 for a refund, 1 for a charge, nil for a take.
+local settle
 if not smooth and refill ~= 'interval' then
-  bad = bad or "BADARG refill must be 'smooth' or 'interval' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)"
+  if refill == 'smooth_refund' then
+    smooth, settle = true, -1
+  elseif refill == 'smooth_charge' then
+    smooth, settle = true, 1
+  elseif refill == 'interval_refund' then
+    settle = -1
+  elseif refill == 'interval_charge' then
+    settle = 1
+  else
+    bad = bad or "BADARG refill must be 'smooth', 'interval', 'smooth_refund', 'smooth_charge', 'interval_refund' or 'interval_charge' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)"
+  end
 end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
 local n = (#ARGV - 5) / 2
@@ -398,6 +452,16 @@ end
 if span(capacity) > 1e15 then
   return redis.error_reply('BADARG capacity/rate*period must be at most 1e15 µs (31 years)')
 end
+-- max_debt bounds a debt: the tokens credited in 1e15 µs, and at most
+-- 1e15, so every count and every instant stays below 2^53. Only a settle
+-- or a state in debt needs it (the product takes muldiv's long way).
+local max_debt
+if settle then
+  max_debt = muldiv(1e15, rate, period_us)
+  if max_debt > 1e15 then
+    max_debt = 1e15
+  end
+end
 
 local server, caller
 now, server, caller = clock(now, 0)
@@ -446,11 +510,32 @@ if stored then
     ts, tokens = tonumber(a), b + 0
   else
     a = nil
+    -- A debt a charge left: the tokens below zero, after a '-'.
+    if #stored <= 34 then
+      a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)%-([1-9]%d*)$')
+    end
+    if a and #b <= 16 then
+      ts, tokens = tonumber(a), -(b + 0)
+    else
+      a = nil
+    end
   end
   -- No write credits a bucket past its clock, never more than max_skew
   -- past TIME.
-  if not a or ts > server + max_skew or tokens > 1e9 then
-    return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens>; it is left untouched')
+  if not a or ts > server + max_skew or tokens > 1e9 or tokens < -1e15 then
+    return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens> or -<ts>-<debt>; it is left untouched')
+  end
+  -- A debt counts at most max_debt of the current limit.
+  if tokens < 0 then
+    if not max_debt then
+      max_debt = muldiv(1e15, rate, period_us)
+      if max_debt > 1e15 then
+        max_debt = 1e15
+      end
+    end
+    if tokens < -max_debt then
+      tokens = -max_debt
+    end
   end
 end
 
@@ -501,28 +586,67 @@ for i = 1, n do
       reset = full_at - own + 999
       reset = (reset - reset % 1000) / 1000
     end
-    local want = cost > 0 and cost or 1
-    local wait = 0
-    if have < want and want <= capacity then
-      wait = ts + span(want - have)
-    end
-    if want > capacity then
-      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, -1, reset
-      same, same_cost = j, cost
-    elseif wait > at then
-      wait = wait - own + 999
-      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held, (wait - wait % 1000) / 1000, reset
-      same, same_cost = j, cost
-    elseif cost == 0 then
-      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
-      same, same_cost = j, cost
+    if settle then
+      -- A refund or a charge, never denied: count is the tokens it moves.
+      -- A refund adds them back up to capacity (a key with no state is
+      -- full: nothing); a charge takes them below zero if need be, to a
+      -- debt of max_debt.
+      local count = 0
+      if settle < 0 then
+        if held < capacity then
+          count = cost < capacity - held and cost or capacity - held
+        end
+      elseif held + max_debt > 0 then
+        count = cost < held + max_debt and cost or held + max_debt
+      end
+      if count > 0 then
+        held = held - settle * count
+        full_at = mark + span(capacity - held)
+        ts, tokens, last = mark, held, full_at
+      end
+      reset = 0
+      if full_at > at then
+        reset = full_at - own + 999
+        reset = (reset - reset % 1000) / 1000
+      end
+      -- retry_after: until a take of 1 passes, from the state as it is now.
+      local wait = 0
+      have = tokens < capacity and tokens or capacity
+      if have < 1 then
+        wait = ts + span(1 - have)
+        if wait > at then
+          wait = wait - own + 999
+          wait = (wait - wait % 1000) / 1000
+        else
+          wait = 0
+        end
+      end
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = count, held > 0 and held or 0, wait, reset
     else
-      held = held - cost
-      full_at = mark + span(capacity - held)
-      ts, tokens, last = mark, held, full_at
-      reset = full_at - own + 999
-      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
-      same_cost = nil
+      local want = cost > 0 and cost or 1
+      local wait = 0
+      if have < want and want <= capacity then
+        wait = ts + span(want - have)
+      end
+      -- A denial in debt (held below 0) answers 0 left.
+      if want > capacity then
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held > 0 and held or 0, -1, reset
+        same, same_cost = j, cost
+      elseif wait > at then
+        wait = wait - own + 999
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held > 0 and held or 0, (wait - wait % 1000) / 1000, reset
+        same, same_cost = j, cost
+      elseif cost == 0 then
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
+        same, same_cost = j, cost
+      else
+        held = held - cost
+        full_at = mark + span(capacity - held)
+        ts, tokens, last = mark, held, full_at
+        reset = full_at - own + 999
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
+        same_cost = nil
+      end
     end
   end
 end

@@ -5,7 +5,8 @@ package ratelimit
 // used). AllowN is a reservation settled at once. The count happens first,
 // as AllowN's does, so callers that come together cannot all pass a peek;
 // the settle is a script of its own, atomic with the state it changes
-// (gcra.lua's take refund and take charge).
+// (gcra.lua's take refund and take charge, token_bucket.lua's refill
+// words of the same names).
 
 import (
 	"context"
@@ -36,13 +37,13 @@ type Reservation struct {
 // Reserve counts n requests (1 to 1e9) for key if they pass, all or none,
 // as AllowN does, and keeps them open: Settle sets their final cost. It
 // refuses with ErrInvalid, before Redis, a limiter whose algorithm cannot
-// settle (GCRA alone can) and one with a lockout.
+// settle (GCRA and the token buckets can) and one with a lockout.
 func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
 	if l == nil {
 		return nil, errNilLimiter
 	}
 	if scripts[l.alg].settle == nil || l.block > 0 {
-		return nil, fmt.Errorf("%w: limiter %q cannot settle a reservation: Reserve takes GCRA limiters without a lockout (%v)", ErrInvalid, l.name, l.alg)
+		return nil, fmt.Errorf("%w: limiter %q cannot settle a reservation: Reserve takes GCRA and token bucket limiters without a lockout (%v)", ErrInvalid, l.name, l.alg)
 	}
 	d, err := l.AllowN(ctx, key, n)
 	r := &Reservation{Decision: d, l: l, key: key, n: n, until: time.Now().Add(l.settleWithin)}

@@ -125,7 +125,7 @@ func TestReserveRefuses(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
 	for _, alg := range ratelimit.Algorithms() {
-		if alg == ratelimit.GCRA {
+		if alg == ratelimit.GCRA || alg == ratelimit.TokenBucket || alg == ratelimit.TokenBucketInterval {
 			continue
 		}
 		l := newLimiter(t, f.rdb, alg)
@@ -201,5 +201,43 @@ func TestBruteForceReserve(t *testing.T) {
 		if d.Remaining != 0 {
 			t.Fatalf("run %d: after the attack %d attempts are left, want 0", run, d.Remaining)
 		}
+	}
+}
+
+// Every algorithm that settles gives back and charges alike: a refund
+// frees what it gives back, a charge past the limit leaves the key in
+// debt.
+func TestReserveSettleEveryAlgorithm(t *testing.T) {
+	ctx := context.Background()
+	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval} {
+		t.Run(alg.String(), func(t *testing.T) {
+			f := newFrozen(t)
+			l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := l.Reserve(ctx, "k", 6)
+			if err != nil || !r.Decision.Allowed || r.Decision.Remaining != 4 {
+				t.Fatalf("Reserve(6) of 10 = %v, %v; want allowed, 4 left", r.Decision, err)
+			}
+			if err := r.Settle(ctx, 2); err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := l.Peek(ctx, "k"); d.Remaining != 8 {
+				t.Errorf("after Settle(2) of 6: %d left, want 8", d.Remaining)
+			}
+			r, _ = l.Reserve(ctx, "k", 1)
+			if err := r.Settle(ctx, 30); err != nil {
+				t.Fatal(err)
+			}
+			d, err := l.Allow(ctx, "k")
+			if err != nil || d.Allowed || d.Remaining != 0 {
+				t.Errorf("after a charge of 30 with 8 left: %v, %v; want denied, in debt", d, err)
+			}
+			// 22 over the limit, paid at 10 a minute: more than two minutes.
+			if d.RetryAfter < 2*time.Minute {
+				t.Errorf("in debt of 22 at 10 a minute: RetryAfter %v, want more than 2m", d.RetryAfter)
+			}
+		})
 	}
 }

@@ -69,12 +69,14 @@ var scripts = [...]script{
 	GCRA: settles(batched(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, now time.Time, reqs []bindings.GCRARequest) bindings.GCRAParams {
 		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: bindings.GCRATakeAll, Requests: reqs}
 	}, func(r bindings.GCRAResult) []bindings.GCRADecision { return r.Decisions }), settleGCRA),
-	TokenBucket: batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
+	TokenBucket: settles(batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
 		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillSmooth, Requests: reqs}
 	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
-	TokenBucketInterval: batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
+		settleTokenBucket(bindings.TokenBucketRefillSmoothRefund, bindings.TokenBucketRefillSmoothCharge)),
+	TokenBucketInterval: settles(batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
 		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillInterval, Requests: reqs}
 	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
+		settleTokenBucket(bindings.TokenBucketRefillIntervalRefund, bindings.TokenBucketRefillIntervalCharge)),
 	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now, due time.Time) bindings.LeakyBucketParams {
 		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
@@ -151,13 +153,32 @@ func settleGCRA(ctx context.Context, c redis.Scripter, key string, l Limit, delt
 	}
 	reqs := [1]bindings.GCRARequest{{Cost: n, Deadline: call.Deadline(ctx)}}
 	r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: take, Requests: reqs[:]})
+	return oneSettled(ctx, r.Decisions, err)
+}
+
+// settleTokenBucket is token_bucket.lua's settle with the refill words of
+// one way of refilling: refund (delta < 0) or charge (delta > 0).
+func settleTokenBucket(refund, charge bindings.TokenBucketRefill) func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error) {
+	return func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error) {
+		refill, n := charge, delta
+		if delta < 0 {
+			refill, n = refund, -delta
+		}
+		reqs := [1]bindings.TokenBucketRequest{{Cost: n, Deadline: call.Deadline(ctx)}}
+		r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: refill, Requests: reqs[:]})
+		return oneSettled(ctx, r.Decisions, err)
+	}
+}
+
+// oneSettled reads a settle's one decision.
+func oneSettled[D decisionOf](ctx context.Context, ds []D, err error) (reply, error) {
 	if err != nil {
 		return reply{}, call.ClockRefused(ctx, err)
 	}
-	if len(r.Decisions) != 1 {
-		return reply{}, countError(1, len(r.Decisions))
+	if len(ds) != 1 {
+		return reply{}, countError(1, len(ds))
 	}
-	o := outcomeOf(r.Decisions[0])
+	o := outcomeOf(ds[0])
 	if o.err != nil {
 		return reply{}, call.ClockRefused(ctx, o.err)
 	}

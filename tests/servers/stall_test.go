@@ -351,17 +351,22 @@ func TestStallReleasesRaceFailedAcquires(t *testing.T) {
 
 // acquireAll takes n leases on key, trying each until Redis grants it (on
 // a loaded machine one can run into the limiter's timeout).
+//
+// Under load an acquire can meet the limiter's timeout, and one whose dial
+// it cut opens the node's breaker: calls then fail at once until a probe,
+// 100 ms on, gets through. So each lease is tried again 10 ms apart for up
+// to 10 s (a count of tries, failing fast, was spent in microseconds).
 func acquireAll(t *testing.T, l *inflight.Limiter, key string, n int) []*inflight.Lease {
 	t.Helper()
 	var leases []*inflight.Lease
 	for i := 0; i < n; i++ {
-		for try := 0; ; try++ {
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			lease, d, err := l.Acquire(context.Background(), key)
 			if err == nil && d.Allowed && lease != nil {
 				leases = append(leases, lease)
 				break
 			}
-			if try == 100 {
+			if time.Now().After(end) {
 				t.Fatalf("acquire %d: %v %v", i, d, err)
 			}
 		}

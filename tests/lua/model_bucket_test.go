@@ -253,7 +253,15 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 			} else {
 				keep = min(tolerance, units*interval+mulDivCeil(keep-units*was, interval, was))
 			}
-			theo = max(now, at+keep+min(1e15, mulDivCeil(debt, interval, was)))
+			// The script carries a state over only when the limit changed
+			// or the lead passes a full burst; otherwise the debt stands as
+			// written (a charge with a lagging clock may write up to 120 s
+			// past 1e15 µs), capped at 1e15 µs only when carried over.
+			owed := mulDivCeil(debt, interval, was)
+			if was != interval || lead-debt > tolerance {
+				owed = min(1e15, owed)
+			}
+			theo = max(now, at+keep+owed)
 		}
 		ahead := theo - now
 		left := func(d int64) int64 { return max(0, burst-ceilDiv(d, interval)) }

@@ -28,6 +28,7 @@ type Reservation struct {
 	l     *Limiter
 	key   string
 	n     int64
+	at    time.Time // the caller clock it was counted by; zero for the server's
 	until time.Time // no settle after
 
 	mu      sync.Mutex
@@ -45,8 +46,25 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservatio
 	if scripts[l.alg].settle == nil || l.block > 0 {
 		return nil, fmt.Errorf("%w: limiter %q cannot settle a reservation: Reserve takes GCRA and token bucket limiters without a lockout (%v)", ErrInvalid, l.name, l.alg)
 	}
-	d, err := l.AllowN(ctx, key, n)
-	r := &Reservation{Decision: d, l: l, key: key, n: n, until: time.Now().Add(l.settleWithin)}
+	if err := checkCost(n); err != nil {
+		return nil, err
+	}
+	a := l.ask(key, n)
+	if scripts[l.alg].settleAt {
+		// Counted on this process's clock, so that Settle can name the
+		// window that counted it; the scripts take a clock within 60 s
+		// of the server's.
+		now, err := call.Clock(l.clock)
+		if err != nil {
+			return nil, err
+		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		a.now = now
+	}
+	d, err := l.path.decide(ctx, a)
+	r := &Reservation{Decision: d, l: l, key: key, n: n, at: a.now, until: time.Now().Add(l.settleWithin)}
 	return r, err
 }
 
@@ -77,22 +95,23 @@ func (r *Reservation) Settle(ctx context.Context, m int64) error {
 	if m == r.n {
 		return nil
 	}
-	return r.l.settle(ctx, r.key, m-r.n)
+	return r.l.settle(ctx, r.key, m-r.n, r.at)
 }
 
 // Cancel gives the whole reservation back: Settle(ctx, 0).
 func (r *Reservation) Cancel(ctx context.Context) error { return r.Settle(ctx, 0) }
 
-// settle gives back (delta < 0) or counts (delta > 0) units for key in
-// one script call within the limiter's timeout. No fallback decides over
-// its failure: a settle that Redis did not make is returned as an error.
-func (l *Limiter) settle(ctx context.Context, key string, delta int64) error {
+// settle gives back (delta < 0) or counts (delta > 0) units for key,
+// reserved at the instant at, in one script call within the limiter's
+// timeout. No fallback decides over its failure: a settle that Redis did
+// not make is returned as an error.
+func (l *Limiter) settle(ctx context.Context, key string, delta int64, at time.Time) error {
 	now, err := call.Clock(l.clock)
 	if err != nil {
 		return err
 	}
 	_, err = call.WithTimeout(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-		return scripts[l.alg].settle(ctx, l.rdb, l.redisKey(key), l.limit, delta, now)
+		return scripts[l.alg].settle(ctx, l.rdb, l.redisKey(key), l.limit, delta, now, at)
 	})
 	if err != nil {
 		return call.Classify(ctx, err)

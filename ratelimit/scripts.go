@@ -47,8 +47,14 @@ type script struct {
 	batch func(ctx context.Context, c redis.Scripter, key string, l Limit, now time.Time, reqs []request) ([]outcome, error)
 	check func(l Limit) *limitError
 	// settle gives back (delta < 0) or counts (delta > 0) units of a
-	// reservation (reserve.go); nil for a script that cannot.
-	settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error)
+	// reservation (reserve.go) counted at the instant at; nil for a script
+	// that cannot.
+	settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error)
+	// settleAt is set for a script whose settle must know which window
+	// counted the reservation: Reserve counts on this process's clock (a
+	// caller clock the scripts take within 60 s of TIME), and at is that
+	// instant. A state script (GCRA, the buckets) ignores at.
+	settleAt bool
 }
 
 // request is one request of a batch: its cost and the instant its caller
@@ -138,7 +144,7 @@ func bind[P any, R result](
 }
 
 // settles is s with its settle.
-func settles(s script, settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error)) script {
+func settles(s script, settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error)) script {
 	s.settle = settle
 	return s
 }
@@ -146,7 +152,7 @@ func settles(s script, settle func(ctx context.Context, c redis.Scripter, key st
 // settleGCRA is gcra.lua's take refund (delta < 0) or take charge (delta >
 // 0), one request. Its reply's Allowed is whether any unit moved:
 // Remaining counts what passes now, RetryAfter the wait for one.
-func settleGCRA(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error) {
+func settleGCRA(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, _ time.Time) (reply, error) {
 	take, n := bindings.GCRATakeCharge, delta
 	if delta < 0 {
 		take, n = bindings.GCRATakeRefund, -delta
@@ -158,8 +164,8 @@ func settleGCRA(ctx context.Context, c redis.Scripter, key string, l Limit, delt
 
 // settleTokenBucket is token_bucket.lua's settle with the refill words of
 // one way of refilling: refund (delta < 0) or charge (delta > 0).
-func settleTokenBucket(refund, charge bindings.TokenBucketRefill) func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error) {
-	return func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now time.Time) (reply, error) {
+func settleTokenBucket(refund, charge bindings.TokenBucketRefill) func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error) {
+	return func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, _ time.Time) (reply, error) {
 		refill, n := charge, delta
 		if delta < 0 {
 			refill, n = refund, -delta

@@ -27,10 +27,14 @@ func (v *validate) decide(ctx context.Context, a ask) (Decision, error) {
 	return v.cache.decide(ctx, a)
 }
 
-// check refuses an empty key and sets a's clock.
+// check refuses an empty key and sets a's clock, unless the caller set
+// it (Reserve, for a script that settles by the reservation's instant).
 func (v *validate) check(a ask) (ask, error) {
 	if a.key == "" {
 		return a, fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	if !a.now.IsZero() {
+		return a, nil
 	}
 	now, err := call.Clock(v.clock)
 	a.now = now

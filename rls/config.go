@@ -23,7 +23,7 @@ var validKeys = map[string]bool{
 	"unlimited": true, "shadow_mode": true, "quota_mode": true, "name": true,
 	"replaces": true, "detailed_metric": true, "value_to_metric": true,
 	"share_threshold": true,
-	"algorithm":       true, "burst": true, // this server's extension
+	"algorithm":       true, "burst": true, "unit_multiplier": true, // this server's extensions
 }
 
 // A ConfigError is a configuration refused: the file, the line (0 when it
@@ -55,6 +55,8 @@ type yamlRule struct {
 	algorithmLine   int
 	burst           int64
 	burstLine       int
+	multiplier      uint32 // unit_multiplier; 0 when absent
+	multiplierLine  int
 }
 
 // yamlDescriptor is one entry of a descriptors list.
@@ -263,6 +265,15 @@ func (f *yamlFile) rule(m *yaml.Node) (*yamlRule, error) {
 		"algorithm": func(n *yaml.Node) (err error) {
 			r.algorithmLine = n.Line
 			r.algorithm, err = f.str(n)
+			return err
+		},
+		"unit_multiplier": func(n *yaml.Node) error {
+			r.multiplierLine = n.Line
+			v, err := f.uint(n, 32)
+			if err == nil && v == 0 {
+				err = f.errf(n, "unit_multiplier 0: a multiplier must be at least 1 (leave it out for one unit)")
+			}
+			r.multiplier = uint32(v)
 			return err
 		},
 		"burst": func(n *yaml.Node) error {

@@ -133,6 +133,9 @@ var refusals = []struct {
 	{"the sliding log above its size", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 20000\n      algorithm: sliding_window_log\n", "at most 10000", 4, false},
 	{"GCRA faster than a µs", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 2000000\n      algorithm: gcra\n", "one per µs", 4, false},
 	{"an unlimited with an algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      algorithm: gcra\n", "takes no algorithm", 6, false},
+	{"a unit_multiplier of 0", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n      requests_per_unit: 5\n      unit_multiplier: 0\n", "unit_multiplier 0", 7, false},
+	{"a unit_multiplier past the scripts' period", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: year\n      requests_per_unit: 5\n      unit_multiplier: 4\n", "longer than the scripts take", 7, false},
+	{"an unlimited with a unit_multiplier", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      unit_multiplier: 5\n", "takes no unit_multiplier", 6, false},
 	{"above the scripts' range", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 2000000000\n", "Rate must be from 1 to 1e9", 4, true},
 }
 

@@ -136,6 +136,7 @@ func override(domain string, d *rlcommon.RateLimitDescriptor, o *rlcommon.RateLi
 	if !ok {
 		return nil, fmt.Errorf("the limit override's unit %v is not a unit (want SECOND to YEAR)", o.GetUnit())
 	}
+	var mult uint32
 	if m := o.GetUnitMultiplier(); m != nil {
 		if m.GetValue() == 0 {
 			return nil, fmt.Errorf("the limit override's unit_multiplier is 0")
@@ -144,6 +145,7 @@ func override(domain string, d *rlcommon.RateLimitDescriptor, o *rlcommon.RateLi
 			return nil, fmt.Errorf("the limit override's unit_multiplier %d makes a period longer than the scripts take (1e11 ms)", m.GetValue())
 		}
 		period *= time.Duration(m.GetValue())
+		mult = m.GetValue()
 	}
 	var key strings.Builder
 	m := &match{values: make([]string, len(d.Entries))}
@@ -158,6 +160,6 @@ func override(domain string, d *rlcommon.RateLimitDescriptor, o *rlcommon.RateLi
 		m.values[i] = e.Value
 	}
 	m.statKey = domain + "." + key.String()
-	m.rule = &Rule{FullKey: m.statKey, Unit: unit, Period: period, RequestsPerUnit: o.GetRequestsPerUnit(), Algorithm: Algorithms[0], sent: true}
+	m.rule = &Rule{FullKey: m.statKey, Unit: unit, Period: period, RequestsPerUnit: o.GetRequestsPerUnit(), UnitMultiplier: mult, Algorithm: Algorithms[0], sent: true}
 	return m, nil
 }

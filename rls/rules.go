@@ -18,8 +18,11 @@ type Rule struct {
 	Name            string
 	Replaces        []string
 	Unit            rlpb.RateLimitResponse_RateLimit_Unit
-	Period          time.Duration // the unit (times an override's multiplier)
+	Period          time.Duration // the unit times UnitMultiplier
 	RequestsPerUnit uint32
+	// UnitMultiplier is the rule's unit_multiplier (5 with unit minute:
+	// 5 minutes), or an override's; 0 when it names none (one unit).
+	UnitMultiplier uint32
 	// Algorithm is one of Algorithms; Burst is 0 when the rule names none.
 	Algorithm      string
 	Burst          int64
@@ -196,6 +199,16 @@ func newRule(f *yamlFile, d yamlDescriptor, fullKey string) (*Rule, error) {
 	}
 	r.Unit = rlpb.RateLimitResponse_RateLimit_Unit(unit)
 	r.Period = unitPeriods[r.Unit]
+	if m := y.multiplier; m != 0 {
+		switch {
+		case y.unlimited:
+			return nil, &ConfigError{f.name, y.multiplierLine, "an unlimited rate_limit takes no unit_multiplier"}
+		case uint64(m) > uint64(maxPeriod/r.Period):
+			return nil, &ConfigError{f.name, y.multiplierLine, fmt.Sprintf("unit_multiplier %d makes a period of %d %ss, longer than the scripts take (1e11 ms)", m, m, strings.ToLower(r.Unit.String()))}
+		}
+		r.UnitMultiplier = m
+		r.Period *= time.Duration(m)
+	}
 	for _, name := range y.replaces {
 		if name == "" {
 			return nil, &ConfigError{f.name, y.replacesLine, "should not have an empty replaces entry"}
@@ -235,6 +248,9 @@ func (c *Config) Dump() string {
 			line := r.FullKey + ": unlimited"
 			if !r.Unlimited {
 				line = fmt.Sprintf("%s: unit=%s requests_per_unit=%d algorithm=%s", r.FullKey, r.Unit, r.RequestsPerUnit, r.Algorithm)
+				if r.UnitMultiplier != 0 {
+					line += fmt.Sprintf(" unit_multiplier=%d", r.UnitMultiplier)
+				}
 				if r.Burst != 0 {
 					line += fmt.Sprintf(" burst=%d", r.Burst)
 				}

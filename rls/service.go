@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // A Service answers Envoy's RateLimitService (RLS v3) from the Config it
@@ -177,6 +178,9 @@ func (s *Service) status(r *Rule, o outcome, now time.Time) *rlpb.RateLimitRespo
 		return st // Redis said nothing: no limit to report
 	}
 	st.CurrentLimit = &rlpb.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit}
+	if r.UnitMultiplier != 0 {
+		st.CurrentLimit.UnitMultiplier = wrapperspb.UInt32(r.UnitMultiplier)
+	}
 	st.LimitRemaining = uint32(min(o.remaining, math.MaxUint32))
 	st.DurationUntilReset = &durationpb.Duration{Seconds: resetSeconds(r, o, now)}
 	return st

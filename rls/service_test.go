@@ -3,8 +3,10 @@ package rls
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlpb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -43,6 +45,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 1}
   - key: g
     rate_limit: {unit: minute, requests_per_unit: 60, algorithm: gcra, burst: 2}
+  - key: five
+    rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
 `
 
 // codes of a response's statuses, then its overall code.
@@ -291,6 +295,49 @@ func TestResponseHeaders(t *testing.T) {
 	}
 	if strings.Join(order[:3], ",") != "RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset" {
 		t.Errorf("order %v: want the reference's three first", order)
+	}
+}
+
+// TestUnitMultiplier: unit_multiplier 5 with unit minute is one window of
+// 5 minutes (envoyproxy/envoy#47307): 2 pass in it, the third waits for
+// its end, and the answer names the multiplier and the 300 s window.
+func TestUnitMultiplier(t *testing.T) {
+	mr := miniRedis(t)
+	// 10 s into the last 5-minute window of the epoch, on the server's
+	// TIME: in the past, so no call passes its deadline by that clock.
+	t0 := time.Now().Truncate(5 * time.Minute).Add(-5*time.Minute + 10*time.Second)
+	mr.SetTime(t0)
+	ts := startServer(t, mr.Addr(), map[string]string{"svc.yaml": serviceConfig}, map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true"})
+	var got []rlpb.RateLimitResponse_Code
+	var last *rlpb.RateLimitResponse
+	for range 3 {
+		last = ts.call(t, req("svc", []string{"five", "x"}))
+		got = append(got, last.Statuses[0].Code)
+	}
+	if want := []rlpb.RateLimitResponse_Code{ok, ok, over}; !slices.Equal(got, want) {
+		t.Fatalf("codes %v, want %v", got, want)
+	}
+	st := last.Statuses[0]
+	if l := st.CurrentLimit; l.GetUnit() != rlpb.RateLimitResponse_RateLimit_MINUTE || l.GetUnitMultiplier().GetValue() != 5 || l.GetRequestsPerUnit() != 2 {
+		t.Errorf("current limit %v, want 2 per 5 minutes", l)
+	}
+	if s := st.DurationUntilReset.GetSeconds(); s != 290 {
+		t.Errorf("duration_until_reset %ds, want 290 (10 s into a 5-minute window)", s)
+	}
+	for _, h := range last.ResponseHeadersToAdd {
+		if h.Key == "RateLimit-Policy" && h.Value != `"svc.five";q=2;w=300` {
+			t.Errorf("RateLimit-Policy %q, want a 300 s window", h.Value)
+		}
+	}
+	// The window is 5 minutes: a minute on the key is still spent; at the
+	// next window's start it passes again.
+	mr.SetTime(t0.Add(time.Minute))
+	if c := ts.call(t, req("svc", []string{"five", "x"})).Statuses[0].Code; c != over {
+		t.Errorf("a minute on: %v, want OVER_LIMIT (one window of 5 minutes)", c)
+	}
+	mr.SetTime(t0.Add(290 * time.Second))
+	if c := ts.call(t, req("svc", []string{"five", "x"})).Statuses[0].Code; c != ok {
+		t.Errorf("at the next window: %v, want OK", c)
 	}
 }
 

@@ -133,9 +133,16 @@ func TestReserveRefuses(t *testing.T) {
 			t.Errorf("%v: Reserve = %v, want ErrInvalid", alg, err)
 		}
 	}
-	locked, _ := ratelimit.New(f.rdb, "locked", ratelimit.PerMinute(5), ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(time.Minute))
-	if _, err := locked.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("with a lockout: Reserve = %v, want ErrInvalid", err)
+	// All refuses before any of its rules counts; Select when it chooses.
+	gcra, _ := ratelimit.New(f.rdb, "gcra", ratelimit.PerMinute(5))
+	window := newLimiter(t, f.rdb, ratelimit.SlidingWindowLog)
+	both, _ := ratelimit.All(gcra, window)
+	if _, err := both.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("All with a sliding log: Reserve = %v, want ErrInvalid", err)
+	}
+	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
+	if _, err := chosen.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("Select of a sliding log: Reserve = %v, want ErrInvalid", err)
 	}
 	if n := f.rdb.DBSize(ctx).Val(); n != 0 {
 		t.Errorf("refused reservations wrote %d keys", n)

@@ -169,7 +169,7 @@ func TestReserveRefuses(t *testing.T) {
 // wrong passwords for one user at once, on a real Redis. Each attempt
 // reserves 1 before the password check and gives it back when the
 // password is right (TestReserveSettle), so at most 5 reach the check. (Peeking first and
-// counting after the check, as httplimit.WithCountIf does, let 47-48 of
+// counting after the check, as httplimit.WithCountIf did, let 47-48 of
 // 200 through.)
 func TestBruteForceReserve(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})

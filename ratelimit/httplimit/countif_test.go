@@ -18,7 +18,8 @@ import (
 // "At most 5 failed logins in 15 minutes" through WithCountIf, on a real
 // Redis: 200 wrong passwords for one address at once, 10 times over. Each
 // request reserves 1 before the handler, so at most 5 reach it (peeking
-// before the handler and counting after it let 47-48 of 200 through), and
+// before the handler and counting after it let 191 of 200 through here,
+// 200 with a lockout), and
 // with a lockout the fifth failure starts it. A right password gives its
 // unit back.
 func TestCountIfBruteForceConcurrent(t *testing.T) {

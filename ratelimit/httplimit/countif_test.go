@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,5 +89,39 @@ func TestCountIfBruteForceConcurrent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Under WithCountIf a request All denies runs no handler and counts
+// nowhere: what All counted in its other rules is given back. A Select
+// whose choice cannot settle is a 500 that says so.
+func TestCountIfGivesBack(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	wide, _ := ratelimit.New(f.rdb, "wide", ratelimit.PerMinute(10))
+	narrow, _ := ratelimit.New(f.rdb, "narrow", ratelimit.PerMinute(1))
+	both, err := ratelimit.All(wide, narrow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := httplimit.WithCountIf(func(status int) bool { return status == http.StatusUnauthorized })
+	var ran int
+	h := httplimit.Middleware(both, httplimit.ByClientIP(), failed)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran++
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	codes := []int{serve(h, get("192.0.2.1:1")).Code, serve(h, get("192.0.2.1:1")).Code}
+	if codes[0] != 401 || codes[1] != 429 || ran != 1 {
+		t.Fatalf("two failures under 1 a minute: %v, the handler ran %d times; want [401 429], once", codes, ran)
+	}
+	if d, _ := wide.Peek(ctx, "ip:192.0.2.1"); d.Remaining != 9 {
+		t.Errorf("wide has %d left, want 9: the denied request was given back", d.Remaining)
+	}
+
+	window, _ := ratelimit.New(f.rdb, "window", ratelimit.PerMinute(1), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
+	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
+	rec := serve(httplimit.Middleware(chosen, httplimit.ByClientIP(), failed)(http.NotFoundHandler()), get("192.0.2.1:1"))
+	if p := problemOf(t, rec); rec.Code != 500 || !strings.Contains(p.Detail, "cannot settle") {
+		t.Errorf("a Select choosing a sliding log: %d %+v, want 500 saying it cannot settle", rec.Code, p)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // All returns a Rule that asks every one of rules on its own: a request
 // passes when every rule lets it, and the Decision's Parts hold each
 // limit's answer. It is not atomic: a request one rule denies still counts
-// in the others (use Atomic for all or nothing). Limiters on one client
+// in the others, and its Reserve holds those counts (use Atomic for all or
+// nothing). Limiters on one client
 // share one round trip. All refuses no rules, a nil one, and two limiters
 // with one prefix on one client with ErrInvalid.
 func All(rules ...Rule) (Rule, error) {

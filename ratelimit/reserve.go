@@ -51,7 +51,8 @@ type held struct {
 // Reserve counts n requests (1 to 1e9) for key if they pass, all or none,
 // as AllowN does, and keeps them open: Settle sets their final cost. It
 // refuses with ErrInvalid, before Redis, a limiter whose algorithm cannot
-// settle (GCRA and the token buckets can).
+// settle (GCRA and the token buckets can). With a lockout, the reservation
+// that uses the limit up starts it, and giving any of it back lifts it.
 func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
 	if l == nil {
 		return nil, errNilLimiter

@@ -14,9 +14,9 @@ import (
 // passes when every rule lets it, and the Decision's Parts hold each
 // limit's answer. It is not atomic: a request one rule denies still counts
 // in the others, and its Reserve holds those counts (use Atomic for all or
-// nothing). Limiters on one client
-// share one round trip. All refuses no rules, a nil one, and two limiters
-// with one prefix on one client with ErrInvalid.
+// nothing). Limiters on one client share one round trip. All refuses no
+// rules, a nil one, and two limiters with one prefix on one client with
+// ErrInvalid.
 func All(rules ...Rule) (Rule, error) {
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("%w: All needs at least one rule", ErrInvalid)

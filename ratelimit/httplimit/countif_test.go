@@ -118,6 +118,16 @@ func TestCountIfGivesBack(t *testing.T) {
 		t.Errorf("wide has %d left, want 9: the denied request was given back", d.Remaining)
 	}
 
+	// A response given back shows the limit as it stands after the give-back.
+	login, _ := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3))
+	ok := httplimit.Middleware(login, httplimit.ByClientIP(), failed)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for i := 0; i < 2; i++ {
+		rec := serve(ok, get("192.0.2.1:1"))
+		if got := rec.Result().Header.Get("X-RateLimit-Remaining"); rec.Code != 200 || got != "3" {
+			t.Errorf("success %d: %d, X-RateLimit-Remaining %q; want 200 and 3 (given back)", i+1, rec.Code, got)
+		}
+	}
+
 	window, _ := ratelimit.New(f.rdb, "window", ratelimit.PerMinute(1), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
 	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
 	rec := serve(httplimit.Middleware(chosen, httplimit.ByClientIP(), failed)(http.NotFoundHandler()), get("192.0.2.1:1"))

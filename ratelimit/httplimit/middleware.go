@@ -158,25 +158,47 @@ func (m *middleware) serveReserved(w http.ResponseWriter, r *http.Request, next 
 		m.fail(w, r, err)
 		return
 	}
-	giveBack := func() {
+	giveBack := func() error {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 		defer cancel()
-		_ = res.Cancel(ctx) // a failed give-back leaves the request counted, the safe side
+		return res.Cancel(ctx) // a failed give-back leaves the request counted, the safe side
 	}
 	d := res.Decision
 	writeHeaders(w.Header(), d, m.now())
 	if !d.Allowed {
-		giveBack() // what All counted in its other rules: a denial counts nothing
+		_ = giveBack() // what All counted in its other rules: a denial counts nothing
 		m.denied(w, r, d)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, commit: func(status int) {
-		if !m.countIf(status) {
-			giveBack()
+		if !m.countIf(status) && giveBack() == nil {
+			clearHeaders(w.Header())
+			writeHeaders(w.Header(), givenBack(d, n), m.now())
 		}
 	}}
 	defer sw.settle(http.StatusOK)
 	next.ServeHTTP(sw, r)
+}
+
+// givenBack is d once the n it counted are given back: each limit that
+// counted has n more left, up to its burst. (Its reset is left as counted:
+// later, never earlier, than the key's.)
+func givenBack(d ratelimit.Decision, n int64) ratelimit.Decision {
+	back := func(p ratelimit.Decision) ratelimit.Decision {
+		if p.Allowed && p.Cause == nil {
+			p.Remaining = min(p.Remaining+n, max(p.Limit.Burst, p.Remaining))
+		}
+		return p
+	}
+	d = back(d)
+	if len(d.Parts) > 0 {
+		parts := make([]ratelimit.Decision, len(d.Parts))
+		for i, p := range d.Parts {
+			parts[i] = back(p)
+		}
+		d.Parts = parts
+	}
+	return d
 }
 
 // statusWriter hands the final status a handler answers to commit, once,

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/reserving"
 )
 
 // All returns a Rule that asks every one of rules on its own: a request
 // passes when every rule lets it, and the Decision's Parts hold each
 // limit's answer. It is not atomic: a request one rule denies still counts
-// in the others (use Atomic for all or nothing). Limiters on one client
-// share one round trip. All refuses no rules, a nil one, and two limiters
-// with one prefix on one client with ErrInvalid.
+// in the others, and its Reserve holds those counts (use Atomic for all or
+// nothing). Limiters on one client share one round trip. All refuses no
+// rules, a nil one, and two limiters with one prefix on one client with
+// ErrInvalid.
 func All(rules ...Rule) (Rule, error) {
 	if len(rules) == 0 {
 		return nil, fmt.Errorf("%w: All needs at least one rule", ErrInvalid)
@@ -55,6 +57,30 @@ func (a *all) AllowN(ctx context.Context, key string, n int64) (Decision, error)
 		return Decision{}, err
 	}
 	return a.decide(ctx, key, n)
+}
+
+// Reserve asks every rule's Reserve in turn, each on its own round trip.
+// As with AllowN, a request one rule denies still counts in the others:
+// the reservation, allowed or denied, holds what every rule counted, and
+// Settle settles those parts one by one. It refuses, before Redis, rules
+// whose algorithms cannot settle.
+func (a *all) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
+	if err := checkCost(n); err != nil {
+		return nil, err
+	}
+	if err := canSettle(a); err != nil {
+		return nil, err
+	}
+	rs := make([]*Reservation, len(a.rules))
+	ds := make([]Decision, len(a.rules))
+	errs := make([]error, len(a.rules))
+	for i, r := range a.rules {
+		rs[i], errs[i] = r.Reserve(ctx, key, n)
+		if rs[i] != nil {
+			ds[i] = rs[i].Decision
+		}
+	}
+	return reservationOf(combine(ds), rs), firstError(errs)
 }
 
 func (a *all) Peek(ctx context.Context, key string) (Decision, error) { return a.decide(ctx, key, 0) }
@@ -188,3 +214,33 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 }
 
 var errNoPipeline = errors.New("ratelimit: the client cannot pipeline")
+
+// canSettle reports whether Reserve would refuse rule before Redis for
+// its algorithms: a Select's choice is known only per request, and a Rule
+// of another package answers for itself.
+func canSettle(rule Rule) error {
+	switch r := rule.(type) {
+	case *Limiter:
+		if r == nil {
+			return errNilLimiter
+		}
+		return r.canSettle()
+	case *multi:
+		for _, l := range r.limiters {
+			if err := l.canSettle(); err != nil {
+				return err
+			}
+		}
+	case *all:
+		for _, sub := range r.rules {
+			if err := canSettle(sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func init() {
+	reserving.Check = func(rule any) error { return canSettle(rule.(Rule)) }
+}

@@ -71,6 +71,30 @@ func (m *multi) AllowN(ctx context.Context, key string, n int64) (Decision, erro
 	return m.decide(ctx, key, n)
 }
 
+// Reserve counts n against every limiter, all or nothing, as AllowN does;
+// a denied reservation holds nothing. Settle settles each limiter with a
+// call of its own (gcra.lua's take refund or take charge), one by one.
+func (m *multi) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
+	if err := checkCost(n); err != nil {
+		return nil, err
+	}
+	d, ds, err := m.decideParts(ctx, key, n)
+	r := &Reservation{Decision: d}
+	if !d.Allowed || err != nil {
+		return r, err
+	}
+	for i, l := range m.limiters {
+		if ds[i].Cause != nil {
+			continue // a fallback's: nothing counted in Redis
+		}
+		r.parts = append(r.parts, held{l: l, key: key, n: n})
+		if until := time.Now().Add(l.settleWithin); r.until.IsZero() || until.Before(r.until) {
+			r.until = until
+		}
+	}
+	return r, nil
+}
+
 func (m *multi) Peek(ctx context.Context, key string) (Decision, error) {
 	return m.decide(ctx, key, 0)
 }
@@ -79,6 +103,12 @@ func (m *multi) Peek(ctx context.Context, key string) (Decision, error) {
 // with its own fallback stage; the in-memory ones (FailLocal) decide
 // together, all or nothing like the script.
 func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, error) {
+	d, _, err := m.decideParts(ctx, key, cost)
+	return d, err
+}
+
+// decideParts is decide, with each limiter's Decision.
+func (m *multi) decideParts(ctx context.Context, key string, cost int64) (Decision, []Decision, error) {
 	var start time.Time
 	if m.hooked {
 		start = time.Now()
@@ -136,5 +166,5 @@ func (m *multi) decide(ctx context.Context, key string, cost int64) (Decision, e
 	for i, l := range m.limiters {
 		l.path.tell(ctx, asks[i], ds[i], errs[i], start)
 	}
-	return combine(ds), firstError(errs)
+	return combine(ds), ds, firstError(errs)
 }

@@ -69,3 +69,44 @@ func ExampleReservation_Settle() {
 	// allowed, 6000 of 10000 left, full in 24s
 	// allowed, 8800 of 10000 left, full in 7.2s
 }
+
+// LLM tokens per minute and requests per day for each API key, together:
+// the day counts a request as 1 whatever its tokens, so each limit
+// reserves its own cost, and a request the tokens deny gives its day's
+// request back. (Atomic counts one cost in every limit.)
+func Example_llmTokens() {
+	rdb := exampleRedis()
+	ctx := context.Background()
+	tokens, _ := ratelimit.New(rdb, "tokens", ratelimit.PerMinute(10_000))
+	requests, _ := ratelimit.New(rdb, "requests", ratelimit.Per(1_000, 24*time.Hour))
+	complete := func(key string, maxTokens int64) string {
+		req, err := requests.Reserve(ctx, key, 1)
+		if err != nil {
+			return "503: " + err.Error()
+		}
+		if !req.Decision.Allowed {
+			return fmt.Sprintf("429: try again in %v", req.Decision.RetryAfter)
+		}
+		tok, err := tokens.Reserve(ctx, key, maxTokens)
+		if err != nil || !tok.Decision.Allowed {
+			_ = req.Cancel(ctx) // no tokens, no request
+			if err != nil {
+				return "503: " + err.Error()
+			}
+			return fmt.Sprintf("429: try again in %v", tok.Decision.RetryAfter)
+		}
+		used := maxTokens / 4 // ... the model answers; its usage says how many tokens
+		if err := tok.Settle(ctx, used); err != nil {
+			return "settle: " + err.Error()
+		}
+		return fmt.Sprint("200: used ", used)
+	}
+	fmt.Println(complete("api-key-1", 8_000))
+	fmt.Println(complete("api-key-1", 9_000))
+	d, _ := requests.Peek(ctx, "api-key-1")
+	fmt.Println(d.Remaining, "requests left today")
+	// Output:
+	// 200: used 2000
+	// 429: try again in 6s
+	// 999 requests left today
+}

@@ -27,7 +27,10 @@ var face = []struct {
 	// and Cancel, WithSettleWithin. Hooks that say where a decision came
 	// from add none: WithHook may be given several times, and the source
 	// and a lockout are fields (Decision.Source, a string of documented
-	// words, and Decision.LockedOut), not a type with constants.
+	// words, and Decision.LockedOut), not a type with constants. Reserving
+	// with any rule adds none: Rule gained Reserve (an interface's methods
+	// are not counted), and httplimit asks whether a rule can settle
+	// through an internal package.
 	{".", 55},
 	{"clientip", 0},
 	{"httplimit", 0},

@@ -56,7 +56,11 @@ func (lk *lockout) decide(ctx context.Context, a ask) (Decision, uint64, error) 
 // askBlock peeks (cost 0) or starts (cost 1) a's key's lockout. A fallback
 // decides over its failure as over the limit's, by the limit.
 func (lk *lockout) askBlock(ctx context.Context, a ask, cost int64) (Decision, error) {
-	a.alg, a.prefix, a.sends, a.cost = GCRA, lk.prefix, Limit{Rate: 1, Period: lk.block, Burst: 1}, cost
+	a.alg, a.prefix, a.sends, a.cost = GCRA, lk.prefix, lk.limit(), cost
 	d, _, err := lk.fallback.decide(ctx, a)
 	return d, err
 }
+
+// limit is the lockout's GCRA limit: one request per lockout, so that the
+// one request taken is the lockout, and giving it back lifts it.
+func (lk *lockout) limit() Limit { return Limit{Rate: 1, Period: lk.block, Burst: 1} }

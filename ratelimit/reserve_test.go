@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -133,9 +134,16 @@ func TestReserveRefuses(t *testing.T) {
 			t.Errorf("%v: Reserve = %v, want ErrInvalid", alg, err)
 		}
 	}
-	locked, _ := ratelimit.New(f.rdb, "locked", ratelimit.PerMinute(5), ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(time.Minute))
-	if _, err := locked.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("with a lockout: Reserve = %v, want ErrInvalid", err)
+	// All refuses before any of its rules counts; Select when it chooses.
+	gcra, _ := ratelimit.New(f.rdb, "gcra", ratelimit.PerMinute(5))
+	window := newLimiter(t, f.rdb, ratelimit.SlidingWindowLog)
+	both, _ := ratelimit.All(gcra, window)
+	if _, err := both.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("All with a sliding log: Reserve = %v, want ErrInvalid", err)
+	}
+	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
+	if _, err := chosen.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
+		t.Errorf("Select of a sliding log: Reserve = %v, want ErrInvalid", err)
 	}
 	if n := f.rdb.DBSize(ctx).Val(); n != 0 {
 		t.Errorf("refused reservations wrote %d keys", n)
@@ -161,45 +169,125 @@ func TestReserveRefuses(t *testing.T) {
 // wrong passwords for one user at once, on a real Redis. Each attempt
 // reserves 1 before the password check and gives it back when the
 // password is right (TestReserveSettle), so at most 5 reach the check. (Peeking first and
-// counting after the check, as httplimit.WithCountIf does, let 47-48 of
+// counting after the check, as httplimit.WithCountIf did, let 47-48 of
 // 200 through.)
 func TestBruteForceReserve(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
 	defer rdb.Close()
 	ctx := context.Background()
-	for run := 0; run < 10; run++ {
-		logins, err := ratelimit.New(rdb, "logins", ratelimit.Per(5, 15*time.Minute))
+	for _, tt := range []struct {
+		name string
+		opts []ratelimit.Option
+	}{
+		{"limit", nil},
+		// The lockout counts through the reservation: the fifth starts it.
+		{"lockout", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(time.Hour)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logins, err := ratelimit.New(rdb, "logins-"+tt.name, ratelimit.Per(5, 15*time.Minute), tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for run := 0; run < 10; run++ {
+				user := "alice"
+				if err := logins.Reset(ctx, user); err != nil {
+					t.Fatal(err)
+				}
+				var checked, started atomic.Int64
+				var wg sync.WaitGroup
+				for i := 0; i < 200; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						r, err := logins.Reserve(ctx, user, 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if !r.Decision.Allowed {
+							return // 429
+						}
+						checked.Add(1) // the password is wrong: the reservation stands
+						if r.Decision.LockedOut {
+							started.Add(1)
+						}
+					}()
+				}
+				wg.Wait()
+				if n := checked.Load(); n > 5 {
+					t.Fatalf("run %d: %d of 200 wrong passwords reached the password check, want at most 5", run, n)
+				}
+				d, _ := logins.Peek(ctx, user)
+				if d.Remaining != 0 {
+					t.Fatalf("run %d: after the attack %d attempts are left, want 0", run, d.Remaining)
+				}
+				if locked := tt.opts != nil; d.LockedOut != locked || started.Load() != map[bool]int64{true: 1}[locked] {
+					t.Fatalf("run %d: locked out %v, started by %d allowed attempts; want %v, by the fifth alone", run, d.LockedOut, started.Load(), locked)
+				}
+			}
+		})
+	}
+}
+
+// The LLM recipe (Example_llmTokens) on a real Redis: 100 requests at
+// once, each reserving 1 of 20 requests a day and its max_tokens, 1 000,
+// of 5 000 tokens a minute, then settling at the 200 it used. A request
+// the tokens deny gives its day's request back, so the day counts exactly
+// the requests that ran and the tokens exactly what they used. The
+// caller's clock stands still, so that nothing refills meanwhile, a second
+// ahead of the server's (a new key is judged at the later of the two).
+func TestLLMTokensReserve(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
+	defer rdb.Close()
+	ctx := context.Background()
+	for run := 0; run < 5; run++ {
+		now := time.Now().Add(time.Second)
+		clock := ratelimit.WithClock(func() time.Time { return now })
+		tokens, err := ratelimit.New(rdb, "tokens", ratelimit.PerMinute(5_000), clock)
 		if err != nil {
 			t.Fatal(err)
 		}
-		user := "alice"
-		if err := logins.Reset(ctx, user); err != nil {
+		requests, err := ratelimit.New(rdb, "requests", ratelimit.Per(20, 24*time.Hour), clock)
+		if err != nil {
 			t.Fatal(err)
 		}
-		var checked atomic.Int64
+		key := fmt.Sprintf("api-key-%d", run)
+		var ran atomic.Int64
 		var wg sync.WaitGroup
-		for i := 0; i < 200; i++ {
+		for i := 0; i < 100; i++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := logins.Reserve(ctx, user, 1)
-				if err != nil {
-					t.Error(err)
+				req, err := requests.Reserve(ctx, key, 1)
+				if err != nil || !req.Decision.Allowed {
+					if err != nil {
+						t.Error(err)
+					}
 					return
 				}
-				if !r.Decision.Allowed {
-					return // 429
+				tok, err := tokens.Reserve(ctx, key, 1_000)
+				if err != nil || !tok.Decision.Allowed {
+					if err := req.Cancel(ctx); err != nil {
+						t.Error(err)
+					}
+					return
 				}
-				checked.Add(1) // the password is wrong: the reservation stands
+				ran.Add(1)
+				if err := tok.Settle(ctx, 200); err != nil {
+					t.Error(err)
+				}
 			}()
 		}
 		wg.Wait()
-		if n := checked.Load(); n > 5 {
-			t.Fatalf("run %d: %d of 200 wrong passwords reached the password check, want at most 5", run, n)
+		n := ran.Load()
+		if n < 5 || n > 20 {
+			t.Fatalf("run %d: %d of 100 requests ran, want 5 to 20 (5 000 tokens hold 5 reservations of 1 000; 20 a day)", run, n)
 		}
-		d, _ := logins.Peek(ctx, user)
-		if d.Remaining != 0 {
-			t.Fatalf("run %d: after the attack %d attempts are left, want 0", run, d.Remaining)
+		if d, _ := requests.Peek(ctx, key); d.Remaining != 20-n {
+			t.Errorf("run %d: %d requests ran, %d of 20 left today; want %d (the denied gave theirs back)", run, n, d.Remaining, 20-n)
+		}
+		if d, _ := tokens.Peek(ctx, key); d.Remaining != 5_000-200*n {
+			t.Errorf("run %d: %d requests used 200 tokens each, %d of 5000 left; want %d", run, n, d.Remaining, 5_000-200*n)
 		}
 	}
 }

@@ -7,11 +7,13 @@ import (
 
 // A Rule decides requests for keys: a *Limiter, or a rule made by All,
 // Atomic or Select, or Unlimited. AllowN counts a request of cost n (1 to
-// 1e9) if it passes; Peek reports what one of cost 1 would get, counting
-// nothing. A rule that holds other rules keeps their atomicity.
+// 1e9) if it passes; Reserve counts it as AllowN does and keeps it open to
+// be settled (Limiter.Reserve); Peek reports what one of cost 1 would get,
+// counting nothing. A rule that holds other rules keeps their atomicity.
 type Rule interface {
 	Allow(ctx context.Context, key string) (Decision, error)
 	AllowN(ctx context.Context, key string, n int64) (Decision, error)
+	Reserve(ctx context.Context, key string, n int64) (*Reservation, error)
 	Peek(ctx context.Context, key string) (Decision, error)
 }
 
@@ -31,6 +33,11 @@ func (unlimited) AllowN(_ context.Context, key string, n int64) (Decision, error
 		return Decision{}, err
 	}
 	return unlimitedFor(key)
+}
+
+func (u unlimited) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
+	d, err := u.AllowN(ctx, key, n)
+	return &Reservation{Decision: d}, err
 }
 
 func (unlimited) Peek(_ context.Context, key string) (Decision, error) { return unlimitedFor(key) }
@@ -70,6 +77,14 @@ func (s selectRule) AllowN(ctx context.Context, key string, n int64) (Decision, 
 		return Decision{}, err
 	}
 	return r.AllowN(ctx, key, n)
+}
+
+func (s selectRule) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
+	r, err := s.rule(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return r.Reserve(ctx, key, n)
 }
 
 func (s selectRule) Peek(ctx context.Context, key string) (Decision, error) {

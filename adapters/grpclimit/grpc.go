@@ -129,11 +129,12 @@ func WithCost(cost func(ctx context.Context, fullMethod string) int64) Option {
 }
 
 // WithCountIf counts a call only when count is true of the code its
-// handler returned, such as codes.Unauthenticated for failed logins. Before
-// the handler the rule is peeked, so a key over its limit or locked out
-// (ratelimit.WithLockout) is denied without running it; a unary call that
-// counts gets the count's metadata. As with httplimit.WithCountIf, calls
-// that pass the peek at the same moment all run.
+// handler returned, such as codes.Unauthenticated for failed logins. As
+// httplimit.WithCountIf, the rule reserves the call before the handler
+// (ratelimit.Rule.Reserve), so calls that come together cannot pass a
+// used-up limit, and gives back one that does not count. A rule Reserve
+// refuses (ErrInvalid: an algorithm that cannot settle) is peeked before
+// the handler and counted after it.
 func WithCountIf(count func(code codes.Code) bool) Option {
 	return func(i *interceptor) { i.countIf = count }
 }
@@ -273,10 +274,11 @@ func newInterceptor(rule ratelimit.Rule, key KeyFunc, opts []Option) *intercepto
 }
 
 // call decides one call or stream, sets the rate-limit metadata with
-// setHeader, and runs handle if it passes. A unary call's header goes out
-// with its response, so a counted one (WithCountIf) gets the metadata of
-// the count; a stream's may go out with its first message, so it gets the
-// peek's.
+// setHeader, and runs handle if it passes. With WithCountIf the metadata
+// is the reservation's; for a rule that cannot settle, a unary call's
+// header goes out with its response, so a counted one gets the metadata of
+// the count, and a stream's, which may go out with its first message, gets
+// the peek's.
 func (i *interceptor) call(ctx context.Context, method string, unary bool, setHeader func(metadata.MD) error, handle func() error) error {
 	if i.skip != nil && i.skip(ctx, method) {
 		return handle()
@@ -290,26 +292,52 @@ func (i *interceptor) call(ctx context.Context, method string, unary bool, setHe
 		n = i.cost(ctx, method)
 	}
 	var d ratelimit.Decision
-	if i.countIf != nil {
-		d, err = i.rule.Peek(ctx, key)
-	} else {
+	var res *ratelimit.Reservation
+	peeked := false
+	switch {
+	case i.countIf == nil:
 		d, err = i.rule.AllowN(ctx, key, n)
+	default:
+		if res, err = i.rule.Reserve(ctx, key, n); err == nil {
+			d = res.Decision
+			break
+		}
+		if !errors.Is(err, ratelimit.ErrInvalid) {
+			break
+		}
+		// A rule that cannot settle: peek now, count after.
+		d, err = i.rule.Peek(ctx, key)
+		peeked = true
 	}
 	if err != nil {
 		return i.fail(ctx, err)
 	}
-	later := unary && i.countIf != nil && d.Allowed
+	giveBack := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = res.Cancel(cctx) // a failed give-back leaves the call counted, the safe side
+	}
+	later := unary && peeked && d.Allowed
 	if md := headerMD(d); md != nil && !later {
 		_ = setHeader(md) // fails only once headers are sent, which they cannot be yet
 	}
 	if !d.Allowed {
+		if res != nil {
+			giveBack() // what ratelimit.All counted in its other rules
+		}
 		return i.denied(ctx, d)
 	}
 	if i.countIf == nil {
 		return handle()
 	}
 	err = handle()
-	if i.countIf(status.Code(err)) {
+	counts := i.countIf(status.Code(err))
+	switch {
+	case !peeked:
+		if !counts {
+			giveBack()
+		}
+	case counts:
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if counted, cerr := i.rule.AllowN(cctx, key, n); cerr == nil { // else the rule's hook sees the error

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,5 +349,50 @@ func TestFallback(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Brute force through WithCountIf on a real Redis: 200 wrong passwords
+// from one peer at once, 10 times over, and at most 5 reach the handler
+// (each call reserves before it; peeking before and counting after let
+// most of them through). A right password gives its unit back.
+func TestCountIfConcurrent(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
+	defer rdb.Close()
+	ctx := context.Background()
+	l := newLimiter(t, rdb, "login", ratelimit.Per(5, 15*time.Minute))
+	const key = "login"
+	byName := func(context.Context, string) (string, error) { return key, nil }
+	c := serve(t, l, byName, true, grpclimit.WithCountIf(func(code codes.Code) bool { return code == codes.Unauthenticated }))
+	for run := 0; run < 10; run++ {
+		if err := l.Reset(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := check(c, "password", "right"); err != nil {
+			t.Fatalf("run %d: the right password: %v", run, err)
+		}
+		if d, err := l.Peek(ctx, key); err != nil || d.Remaining != 5 {
+			t.Fatalf("run %d: after a success %d left (%v), want 5", run, d.Remaining, err)
+		}
+		var reached, denied atomic.Int64
+		var wg sync.WaitGroup
+		for i := 0; i < 200; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				switch _, err := check(c, "password", "wrong"); status.Code(err) {
+				case codes.Unauthenticated:
+					reached.Add(1)
+				case codes.ResourceExhausted:
+					denied.Add(1)
+				default:
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := reached.Load(); n != 5 || denied.Load() != 195 {
+			t.Fatalf("run %d: %d of 200 wrong passwords reached the handler and %d were denied, want 5 and 195", run, n, denied.Load())
+		}
 	}
 }

@@ -14,8 +14,8 @@
 //     round trip included (s), with buckets from 100 µs to 1 s.
 //
 // Each has redlimit.limiter (the limiter's name), redlimit.operation
-// ("allow", or "peek" for a Peek: httplimit.WithCountIf makes one before
-// the handler, then an "allow" when the request counts), redlimit.result
+// ("allow" for AllowN and Reserve, "peek" for a Peek; a Reservation's
+// Settle is not a decision and records none), redlimit.result
 // ("allowed", "denied" or "error") and redlimit.source, who decided:
 // ratelimit.Decision.Source, "redis", "redis-batch" (coalesced),
 // "deny-cache" (WithDenyCache), "lockout" (WithLockout), or the fallback's

@@ -400,6 +400,11 @@ func (fixed) Peek(context.Context, string) (ratelimit.Decision, error) { return 
 
 func (fixed) Allow(context.Context, string) (ratelimit.Decision, error) { return fixedDecision, nil }
 
+// Reserve holds nothing in Redis, so its Settle does nothing.
+func (fixed) Reserve(context.Context, string, int64) (*ratelimit.Reservation, error) {
+	return &ratelimit.Reservation{Decision: fixedDecision}, nil
+}
+
 // Bench serves GET /users/1 through bare (the framework's router alone)
 // and limited (the same with the adapter over Fixed, keyed by route and
 // client address), so the difference is what the adapter costs a request;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit"
@@ -132,4 +133,40 @@ func ExampleWithCountIf() {
 	}
 	fmt.Println(codes)
 	// Output: [200 200 401 401 401 401 401 429]
+}
+
+// Brute force, exact: each login is reserved before the handler, so 200
+// wrong passwords at once let 5 reach it, and the fifth starts the
+// lockout. A right password gives its attempt back. (GCRA settles; a
+// lockout's default, the sliding log, does not yet.)
+func ExampleWithCountIf_atOnce() {
+	rdb := exampleRedis()
+	guard, _ := ratelimit.New(rdb, "login", ratelimit.Per(5, 15*time.Minute),
+		ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(24*time.Hour))
+	var mu sync.Mutex
+	reached := 0
+	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached++
+		mu.Unlock()
+		if r.Header.Get("X-Password") != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	})
+	failed := httplimit.WithCountIf(func(status int) bool { return status == http.StatusUnauthorized })
+	h := httplimit.Middleware(guard, httplimit.ByClientIP(), failed)(login)
+
+	fmt.Println(call(h, "POST", "/login", "X-Password", "s3cret"), call(h, "POST", "/login", "X-Password", "s3cret"))
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); call(h, "POST", "/login", "X-Password", "guess") }()
+	}
+	wg.Wait()
+	fmt.Println(reached-2, "of 200 guesses reached the handler")
+	fmt.Println(call(h, "POST", "/login", "X-Password", "s3cret"))
+	// Output:
+	// 200 200
+	// 5 of 200 guesses reached the handler
+	// 429
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/clientip"
+	"github.com/redlimit/redlimit/ratelimit/internal/reserving"
 )
 
 // Middleware limits an http.Handler: key says who a request counts against
@@ -33,6 +34,7 @@ func Middleware(rule ratelimit.Rule, key KeyFunc, opts ...Option) func(http.Hand
 	for _, o := range opts {
 		o(m)
 	}
+	m.reserve = m.countIf != nil && reserving.Check(rule) == nil
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.serve(w, r, next)
@@ -70,9 +72,10 @@ func WithSkip(skip func(r *http.Request) bool) Option {
 
 // WithCountIf counts a request only when count is true of the status its
 // handler answers, such as 401 for failed logins. Before the handler the
-// rule is peeked, so a key over its limit or locked out is denied without
-// running it; a request that counts is charged once its status is known,
-// and its fields show the decision after counting.
+// rule reserves the request (Rule.Reserve), so requests that come together
+// cannot pass a used-up limit; one that does not count is given back
+// (Cancel) once its status is known. A rule whose algorithm cannot settle
+// is peeked before the handler and counted after it (docs/http.md).
 func WithCountIf(count func(status int) bool) Option {
 	return func(m *middleware) { m.countIf = count }
 }
@@ -85,6 +88,7 @@ type middleware struct {
 	fail    func(http.ResponseWriter, *http.Request, error)
 	skip    func(*http.Request) bool
 	countIf func(int) bool
+	reserve bool // countIf, by a reservation: the rule can settle
 	now     func() time.Time
 }
 
@@ -101,6 +105,10 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	n := int64(1)
 	if m.cost != nil {
 		n = m.cost(r)
+	}
+	if m.reserve {
+		m.serveReserved(w, r, next, key, n)
+		return
 	}
 	var d ratelimit.Decision
 	if m.countIf != nil {
@@ -139,6 +147,58 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	// failure, still counts.
 	defer sw.settle(http.StatusOK)
 	next.ServeHTTP(sw, r)
+}
+
+// serveReserved is WithCountIf by a reservation: counted before the
+// handler, so that at most the limit's requests reach it, and given back
+// when its status does not count.
+func (m *middleware) serveReserved(w http.ResponseWriter, r *http.Request, next http.Handler, key string, n int64) {
+	res, err := m.rule.Reserve(r.Context(), key, n)
+	if err != nil {
+		m.fail(w, r, err)
+		return
+	}
+	giveBack := func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+		defer cancel()
+		return res.Cancel(ctx) // a failed give-back leaves the request counted, the safe side
+	}
+	d := res.Decision
+	writeHeaders(w.Header(), d, m.now())
+	if !d.Allowed {
+		_ = giveBack() // what All counted in its other rules: a denial counts nothing
+		m.denied(w, r, d)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w, commit: func(status int) {
+		if !m.countIf(status) && giveBack() == nil {
+			clearHeaders(w.Header())
+			writeHeaders(w.Header(), givenBack(d, n), m.now())
+		}
+	}}
+	defer sw.settle(http.StatusOK)
+	next.ServeHTTP(sw, r)
+}
+
+// givenBack is d once the n it counted are given back: each limit that
+// counted has n more left, up to its burst. (Its reset is left as counted:
+// later, never earlier, than the key's.)
+func givenBack(d ratelimit.Decision, n int64) ratelimit.Decision {
+	back := func(p ratelimit.Decision) ratelimit.Decision {
+		if p.Allowed && p.Cause == nil {
+			p.Remaining = min(p.Remaining+n, max(p.Limit.Burst, p.Remaining))
+		}
+		return p
+	}
+	d = back(d)
+	if len(d.Parts) > 0 {
+		parts := make([]ratelimit.Decision, len(d.Parts))
+		for i, p := range d.Parts {
+			parts[i] = back(p)
+		}
+		d.Parts = parts
+	}
+	return d
 }
 
 // statusWriter hands the final status a handler answers to commit, once,

@@ -45,6 +45,10 @@ func (r *scriptedRule) Peek(context.Context, string) (ratelimit.Decision, error)
 	panic("the transport never peeks")
 }
 
+func (r *scriptedRule) Reserve(context.Context, string, int64) (*ratelimit.Reservation, error) {
+	panic("the transport never reserves")
+}
+
 func (r *scriptedRule) times() []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -244,7 +244,7 @@ func TestFailLocalAcrossKill(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	var local, localAllowed, fromRedisAfter, lateLocal int
+	var local, localAllowed, fromRedisAfter, lateLocal, lateTimeouts int
 	var first, last time.Time
 	for _, s := range samples {
 		if s.err != nil {
@@ -270,9 +270,16 @@ func TestFailLocalAcrossKill(t *testing.T) {
 			}
 		}
 		if s.start.After(upAt.Add(time.Second)) {
-			if s.d.Cause != nil {
+			switch {
+			case s.d.Cause != nil && s.end.Sub(s.start) >= 150*time.Millisecond:
+				// The call's own 150 ms timeout ran out (a loaded
+				// machine): Redis was asked, and was late once.
+				lateTimeouts++
+			case s.d.Cause != nil:
+				// Decided at once without Redis: the breaker still
+				// open a second after the restart.
 				lateLocal++
-			} else {
+			default:
 				fromRedisAfter++
 			}
 		}
@@ -282,15 +289,15 @@ func TestFailLocalAcrossKill(t *testing.T) {
 	}
 	span := last.Sub(first)
 	bound := 25 + int(25*span.Seconds()) + 1
-	t.Logf("while down (%v of local decisions): %d decisions, %d allowed (bound %d: 25 at once + 25/s); after: %d from Redis, %d local",
-		span.Round(time.Millisecond), local, localAllowed, bound, fromRedisAfter, lateLocal)
+	t.Logf("while down (%v of local decisions): %d decisions, %d allowed (bound %d: 25 at once + 25/s); after: %d from Redis, %d local, %d past the timeout",
+		span.Round(time.Millisecond), local, localAllowed, bound, fromRedisAfter, lateLocal, lateTimeouts)
 	if localAllowed > bound {
 		t.Errorf("%d allowed in memory over %v, more than the share's %d", localAllowed, span, bound)
 	}
 	if localAllowed < min(25, local) {
 		t.Errorf("%d of %d local decisions allowed: the share's burst of 25 must pass", localAllowed, local)
 	}
-	if local == 0 || fromRedisAfter == 0 || lateLocal > 0 {
+	if local == 0 || fromRedisAfter == 0 || lateLocal > 0 || lateTimeouts > fromRedisAfter/100 {
 		t.Errorf("%d local decisions, %d from Redis a second after the restart, %d local then", local, fromRedisAfter, lateLocal)
 	}
 	srv.Stop()

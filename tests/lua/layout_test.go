@@ -36,6 +36,12 @@ func (c callArgs) argv(script string) []string {
 	return append(append([]string(nil), c.lim...), q.cost, c.now, q.deadline)
 }
 
+// settlesAfter reports whether script takes a settle after its deadline
+// (leaky_bucket's word, the windows' word and instant).
+func settlesAfter(script string) bool {
+	return script == "leaky_bucket" || script == "sliding_window_counter" || script == "sliding_window_log"
+}
+
 // splitArgv reads argv as script's ARGV; ok is false when it has not the
 // shape of one (too short, a request without its deadline).
 func splitArgv(script string, argv []string) (c callArgs, ok bool) {

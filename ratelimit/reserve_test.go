@@ -3,6 +3,8 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -258,6 +260,110 @@ func TestReserveSettleEveryAlgorithm(t *testing.T) {
 			}
 			if d.RetryAfter < debt[alg] {
 				t.Errorf("in debt of 22: RetryAfter %v, want at least %v", d.RetryAfter, debt[alg])
+			}
+		})
+	}
+}
+
+// On a real Redis, reservations and settles leave every algorithm's state
+// where a sequential model puts it: at one instant nothing drains, so the
+// model is the units counted (used), which a Reserve of n adds when used+n
+// fits the limit and a Settle of m moves by m−n (into debt past the
+// limit). First in turn, checking each decision and the Peek after it, then
+// from 8 goroutines at once, checking the sum. The caller clock stands 30 s
+// ahead of the server's TIME (the scripts take 60 s), so that every call is
+// judged at it for as long as the test can take: the instant a window
+// settles by (a caller behind TIME on an empty key counts at TIME instead;
+// the scripts' headers say what its settle finds then).
+func TestReserveSettleMatchesModelOnRedis(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 16})
+	defer rdb.Close()
+	ctx := context.Background()
+	const limit = 100
+	at := time.Now().Add(30 * time.Second)
+	clock := ratelimit.WithClock(func() time.Time { return at })
+	for _, alg := range settling {
+		t.Run(alg.String(), func(t *testing.T) {
+			l, err := ratelimit.New(rdb, "model-"+alg.String(), ratelimit.PerMinute(limit), ratelimit.WithAlgorithm(alg), clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, used int64) {
+				t.Helper()
+				d, err := l.Peek(ctx, "seq")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := max(0, limit-used); d.Remaining != want || d.Allowed != (used+1 <= limit) {
+					t.Fatalf("%s: Peek %v, want %d left (%d used)", what, d, want, used)
+				}
+			}
+			rng := rand.New(rand.NewSource(int64(alg)))
+			var used int64
+			var open []*ratelimit.Reservation
+			var ns []int64
+			for i := 0; i < 60; i++ {
+				if len(open) == 0 || rng.Intn(2) == 0 {
+					n := 1 + rng.Int63n(30)
+					r, err := l.Reserve(ctx, "seq", n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.Decision.Allowed != (used+n <= limit) {
+						t.Fatalf("step %d: Reserve(%d) with %d used: %v", i, n, used, r.Decision)
+					}
+					if r.Decision.Allowed {
+						used += n
+						open, ns = append(open, r), append(ns, n)
+					}
+					check(fmt.Sprintf("step %d: Reserve(%d)", i, n), used)
+					continue
+				}
+				j := rng.Intn(len(open))
+				m := rng.Int63n(2 * ns[j])
+				if err := open[j].Settle(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+				used += m - ns[j]
+				check(fmt.Sprintf("step %d: Settle(%d) of %d", i, m, ns[j]), used)
+				open, ns = append(open[:j], open[j+1:]...), append(ns[:j], ns[j+1:]...)
+			}
+
+			// At once: whatever the order, the units counted are the final
+			// costs of the reservations that passed.
+			var sum atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func(seed int64) {
+					defer wg.Done()
+					rng := rand.New(rand.NewSource(seed))
+					for i := 0; i < 10; i++ {
+						n := 1 + rng.Int63n(5)
+						r, err := l.Reserve(ctx, "many", n)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if !r.Decision.Allowed {
+							continue
+						}
+						m := rng.Int63n(2 * n)
+						if err := r.Settle(ctx, m); err != nil {
+							t.Error(err)
+							return
+						}
+						sum.Add(m)
+					}
+				}(int64(g))
+			}
+			wg.Wait()
+			d, err := l.Peek(ctx, "many")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := max(0, limit-sum.Load()); d.Remaining != want {
+				t.Errorf("after settles at once: %d left, want %d (%d counted)", d.Remaining, want, sum.Load())
 			}
 		})
 	}

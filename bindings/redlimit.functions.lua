@@ -2005,22 +2005,23 @@ redis.register_function{
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
 --- Settling a reservation (an admit, then its final cost), with two more
---- arguments, the word and at, the caller clock the reservation was
---- counted at (no more than 60 s past TIME); the call is judged at the later
---- of its clock and at. refund gives cost back from the count of the window
---- (of the current length) that holds at, the current or the previous one,
---- never below 0 and never from another window; once that window has slid
---- out of the estimate (or the key was reset or expired) nothing comes back
---- and nothing is written. charge counts cost in that window whatever the
---- limit (debt: the counts may pass it, and admits wait until the estimate
---- falls back); once that window has slid out it counts in the current one,
---- so no charge is lost. A count is at most 1e15 (a previous one 2e15): a
---- charge takes what fits that. A reservation that a caller with a later
---- clock had judged in a later window was counted there; its refund still
---- comes from at's window, never a later one. After a changed window, at's
---- window is the one of the new length that holds at; a changed limit
---- changes no count. Neither is ever denied. A cost of 0 moves nothing and
---- writes nothing. Their reply: allowed, whether any unit moved;
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock and at. refund gives cost back from the count of the window (of the
+--- current length) that holds at, the current or the previous one, never
+--- below 0 and never from another window; once that window has slid out of
+--- the estimate (or the key was reset or expired) nothing comes back and
+--- nothing is written. charge counts cost in that window whatever the limit
+--- (debt: the counts may pass it, and admits wait until the estimate falls
+--- back); once that window has slid out it counts in the current one, so no
+--- charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
+--- takes what fits that. A reservation judged in a later window than at's (a
+--- caller with a later clock had counted there, or the key was empty and the
+--- server's TIME had passed into the next window) was counted there; its
+--- refund still comes from at's window, never a later one. After a changed
+--- window, at's window is the one of the new length that holds at; a changed
+--- limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+--- and writes nothing. Their reply: allowed, whether any unit moved;
 --- remaining, most cost admitted now; retry_after, until a cost of 1 is
 --- admitted (0: now); reset_after, until both counts weigh 0.
 --- State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
@@ -2407,15 +2408,14 @@ redis.register_function{
 --- members plus its cost fit within limit. There is no boundary burst and no
 --- approximation, at a price: memory and work per call grow with limit. The
 --- set holds no more than limit members (a charge may pass it, never 10000),
---- so limit is capped at 10000. At
---- the cap a key takes about 1.3 MB (about 130 bytes a member), and an
---- admit of cost 10000 keeps Redis busy 13 to 22 ms (Redis 7.0, MEMORY USAGE
---- and INFO commandstats on a 2-core machine); an admit of cost c adds c members
---- and removes those that left. Where that matters, use
---- sliding_window_counter. A cost of 0 peeks: it
---- answers for a cost of 1 and writes nothing. A cost above limit can never
---- pass: it is denied with retry_after -1. Denied calls change nothing:
---- expired members are removed only by an admit.
+--- so limit is capped at 10000. At the cap a key takes about 1.3 MB (about
+--- 130 bytes a member), and an admit of cost 10000 keeps Redis busy 13 to 22
+--- ms (Redis 7.0, MEMORY USAGE and INFO commandstats on a 2-core machine); an
+--- admit of cost c adds c members and removes those that left. Where that
+--- matters, use sliding_window_counter. A cost of 0 peeks: it answers for a
+--- cost of 1 and writes nothing. A cost above limit can never pass: it is
+--- denied with retry_after -1. Denied calls change nothing: expired members
+--- are removed only by an admit.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -2431,24 +2431,26 @@ redis.register_function{
 --- limit or window applies to them at once (lowered: denied until enough
 --- members leave; raised: the difference passes).
 --- Settling a reservation (an admit, then its final cost), with two more
---- arguments, the word and at, the caller clock the reservation was
---- counted at (no more than 60 s past TIME); the call is judged at the later
---- of its clock, at and the newest member. The reservation's members are
---- those at at. refund removes up to cost members at at, never one at
---- another instant; members at one instant are alike (two reservations at
---- one µs share them, and removing either's is the same log). Once at has
---- left the window (or the key was reset or expired) nothing comes back and
---- nothing is written. A reservation a caller with a later clock had
---- judged at a later instant was logged there, and its refund finds less
---- at at, never more. charge logs cost members at at whatever the limit
---- (debt: admits wait until enough leave), or at the instant of the call
---- once at has left the window, so no charge is lost; one that would leave
---- more than the 10000 members a log holds is refused with BADARG and
---- changes nothing. A changed limit or window applies to the log as it
---- stands. Neither is ever denied otherwise. A cost of 0 moves nothing and
---- writes nothing. Their reply: allowed, whether any unit moved;
---- remaining, units that fit now; retry_after, until a cost of 1 fits (0:
---- now); reset_after, until the newest member leaves the window.
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock, at and the newest member. The reservation's members are those at
+--- at. refund removes up to cost members at at, never one at another instant;
+--- members at one instant are alike (two reservations at one µs share them,
+--- and removing either's is the same log). Once at has left the window (or
+--- the key was reset or expired) nothing comes back and nothing is written. A
+--- reservation judged later than at (behind another caller's newest member,
+--- or on an empty key behind the server's TIME) was logged at that later
+--- instant, and its refund finds less at at, never more: ratelimit's Reserve
+--- sends its own clock, and a clock behind TIME meets the empty-key case on a
+--- key's first reservation. charge logs cost members at at whatever the limit
+--- (debt: admits wait until enough leave), or at the instant of the call once
+--- at has left the window, so no charge is lost; one that would leave more
+--- than the 10000 members a log holds is refused with BADARG and changes
+--- nothing. A changed limit or window applies to the log as it stands.
+--- Neither is ever denied otherwise. A cost of 0 moves nothing and writes
+--- nothing. Their reply: allowed, whether any unit moved; remaining, units
+--- that fit now; retry_after, until a cost of 1 fits (0: now); reset_after,
+--- until the newest member leaves the window.
 --- State: a sorted set of at most 10000 members '<us>:<n>', each scored by
 --- its <us>, numbered 1, 2, ... within one µs (a refund removes the
 --- highest numbers, so they stay 1 to the count; the ':' keeps them apart

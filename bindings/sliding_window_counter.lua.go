@@ -102,22 +102,23 @@ type SlidingWindowCounterResult struct {
 // never forgets them (no free burst); a shorter one may count them once
 // more than it would have (never over two windows).
 // Settling a reservation (an admit, then its final cost), with two more
-// arguments, the word and at, the caller clock the reservation was
-// counted at (no more than 60 s past TIME); the call is judged at the later
-// of its clock and at. refund gives cost back from the count of the window
-// (of the current length) that holds at, the current or the previous one,
-// never below 0 and never from another window; once that window has slid
-// out of the estimate (or the key was reset or expired) nothing comes back
-// and nothing is written. charge counts cost in that window whatever the
-// limit (debt: the counts may pass it, and admits wait until the estimate
-// falls back); once that window has slid out it counts in the current one,
-// so no charge is lost. A count is at most 1e15 (a previous one 2e15): a
-// charge takes what fits that. A reservation that a caller with a later
-// clock had judged in a later window was counted there; its refund still
-// comes from at's window, never a later one. After a changed window, at's
-// window is the one of the new length that holds at; a changed limit
-// changes no count. Neither is ever denied. A cost of 0 moves nothing and
-// writes nothing. Their reply: allowed, whether any unit moved;
+// arguments, the word and at, the caller clock the reservation was counted
+// at (no more than 60 s past TIME); the call is judged at the later of its
+// clock and at. refund gives cost back from the count of the window (of the
+// current length) that holds at, the current or the previous one, never
+// below 0 and never from another window; once that window has slid out of
+// the estimate (or the key was reset or expired) nothing comes back and
+// nothing is written. charge counts cost in that window whatever the limit
+// (debt: the counts may pass it, and admits wait until the estimate falls
+// back); once that window has slid out it counts in the current one, so no
+// charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
+// takes what fits that. A reservation judged in a later window than at's (a
+// caller with a later clock had counted there, or the key was empty and the
+// server's TIME had passed into the next window) was counted there; its
+// refund still comes from at's window, never a later one. After a changed
+// window, at's window is the one of the new length that holds at; a changed
+// limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+// and writes nothing. Their reply: allowed, whether any unit moved;
 // remaining, most cost admitted now; retry_after, until a cost of 1 is
 // admitted (0: now); reset_after, until both counts weigh 0.
 // State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
@@ -224,22 +225,23 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
 --- Settling a reservation (an admit, then its final cost), with two more
---- arguments, the word and at, the caller clock the reservation was
---- counted at (no more than 60 s past TIME); the call is judged at the later
---- of its clock and at. refund gives cost back from the count of the window
---- (of the current length) that holds at, the current or the previous one,
---- never below 0 and never from another window; once that window has slid
---- out of the estimate (or the key was reset or expired) nothing comes back
---- and nothing is written. charge counts cost in that window whatever the
---- limit (debt: the counts may pass it, and admits wait until the estimate
---- falls back); once that window has slid out it counts in the current one,
---- so no charge is lost. A count is at most 1e15 (a previous one 2e15): a
---- charge takes what fits that. A reservation that a caller with a later
---- clock had judged in a later window was counted there; its refund still
---- comes from at's window, never a later one. After a changed window, at's
---- window is the one of the new length that holds at; a changed limit
---- changes no count. Neither is ever denied. A cost of 0 moves nothing and
---- writes nothing. Their reply: allowed, whether any unit moved;
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock and at. refund gives cost back from the count of the window (of the
+--- current length) that holds at, the current or the previous one, never
+--- below 0 and never from another window; once that window has slid out of
+--- the estimate (or the key was reset or expired) nothing comes back and
+--- nothing is written. charge counts cost in that window whatever the limit
+--- (debt: the counts may pass it, and admits wait until the estimate falls
+--- back); once that window has slid out it counts in the current one, so no
+--- charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
+--- takes what fits that. A reservation judged in a later window than at's (a
+--- caller with a later clock had counted there, or the key was empty and the
+--- server's TIME had passed into the next window) was counted there; its
+--- refund still comes from at's window, never a later one. After a changed
+--- window, at's window is the one of the new length that holds at; a changed
+--- limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+--- and writes nothing. Their reply: allowed, whether any unit moved;
 --- remaining, most cost admitted now; retry_after, until a cost of 1 is
 --- admitted (0: now); reset_after, until both counts weigh 0.
 --- State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -366,5 +367,28 @@ func TestReserveSettleMatchesModelOnRedis(t *testing.T) {
 				t.Errorf("after settles at once: %d left, want %d (%d counted)", d.Remaining, want, sum.Load())
 			}
 		})
+	}
+}
+
+// A sliding window log holds at most 10000 entries: a charge that would
+// pass that is refused with ErrInvalid, nothing changes, and the
+// reservation stands at n.
+func TestReserveSettleLogBound(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog),
+		ratelimit.WithClock(func() time.Time { return f.Now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Reserve(ctx, "k", 2)
+	if err != nil || !r.Decision.Allowed {
+		t.Fatalf("Reserve(2): %v, %v", r.Decision, err)
+	}
+	if err := r.Settle(ctx, 10001); !errors.Is(err, ratelimit.ErrInvalid) || !strings.Contains(err.Error(), "10000") {
+		t.Fatalf("Settle(10001) of 2: %v, want ErrInvalid naming the 10000 entries", err)
+	}
+	if d, _ := l.Peek(ctx, "k"); d.Remaining != 8 {
+		t.Errorf("after a refused charge: %d left, want 8 (the reservation stands)", d.Remaining)
 	}
 }

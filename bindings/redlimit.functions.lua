@@ -1189,33 +1189,57 @@ redis.register_function{
 --- and waits count from the caller's own clock. A caller clock behind the
 --- stored state is judged at the stored time, so out-of-order calls never
 --- drain the same time twice.
+--- Settling a reservation (a pour, then its final cost), with one more
+--- argument: refund gives cost units back, lowering the water by cost
+--- units but never below empty, so no more than what has not drained comes
+--- back; a key with no state (never used, expired or reset) or already
+--- empty gets nothing back and nothing is written. charge pours cost units
+--- whatever the limit: past a full bucket if need be (debt: pours are
+--- denied until it drains), at most what keeps the debt within 1e15 µs
+--- (31 years) past a full bucket; a key with no state is charged from the
+--- instant. Neither is ever denied, and both use the current limit's unit,
+--- whatever the reservation was made under. The bucket has no windows:
+--- a settle after a limit change moves the water as the change left it, and
+--- after a reset a refund finds nothing and a charge starts the bucket
+--- afresh. A cost of 0 moves nothing and writes nothing. Their reply:
+--- allowed, whether any unit moved; remaining, whole units that fit now;
+--- retry_after, until a pour of 1 fits (0: now); reset_after, until the
+--- bucket is empty. The debt is the one state that makes a call wait, or a
+--- key live, past the bounds below: by the debt it holds, no more.
 --- Changed limits apply from the last pour: the water then is counted in
 --- units of the new rate and period, rounding up (a lower rate frees no
 --- room, a higher one frees what it drains), capped at a full bucket of the
 --- new capacity (a lowered capacity is full, never locked out), and drains
---- at the new rate since.
---- State: a string 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
+--- at the new rate since. A debt is counted in units of the new rate too,
+--- rounding up, and is not capped by the capacity (to at most 1e15 µs).
+--- State: a string in one of two forms, all in µs, numbers without
+--- leading zeros. 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
 --- every script's state starts with its own, see docs/scripts.md), ts, the
 --- last time water was poured, as exactly 16 digits of µs, then the µs per
 --- unit it was poured at (1..1e14) and, after the '/', the µs of water then
---- (1..1e15) less one unit (0 after one unit poured into an empty bucket),
---- numbers without leading zeros. A ts more than 60 s past TIME was not
---- written by this script. Anything else at the key, of any type, is an
---- error and the key is left untouched (value and TTL); that includes the
---- untagged states and the hash {level, ts, unit} of earlier versions of
---- this script.
---- @key    bucket       string 'l<ts><unit>/<more>': µs of water at ts, the last time water was poured; expires once empty
+--- (1..1e15) less one unit (0 after one unit poured into an empty bucket).
+--- The settled one, 'l<ts><unit>=<water>+<debt>', which only a refund or a
+--- charge writes, for water below one unit or past a full bucket: the water
+--- in full and the part of it past the writing limit's full bucket (the
+--- debt, at most 1e15 µs; the rest at most 1e15 µs too); earlier versions
+--- refuse it, and multi.lua reads only gcra.lua's states. A ts more than
+--- 60 s past TIME was not written by this script. Anything else at the key,
+--- of any type, is an error and the key is left untouched (value and TTL);
+--- that includes the untagged states and the hash {level, ts, unit} of
+--- earlier versions of this script.
+--- @key    bucket       string 'l<ts><unit>/<more>' or 'l<ts><unit>=<water>+<debt>': µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int[1..1e9]       units the bucket holds
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...settle[0..1] enum(refund|charge)  none: a pour; refund: cost units come back, up to the water left; charge: cost units are poured, into debt if need be
+--- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          whole units that still fit, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a pour of 1 fits); -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]           until the bucket is empty
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -1339,8 +1363,17 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local cost     = int(ARGV[4], 'cost', 0, 1e9)
 local now      = int(ARGV[5], 'now', 0, 2^52)
 local deadline = int(ARGV[6], 'deadline', 0, 2^52)
+-- settle is -1 for refund, 1 for charge, nil for a pour (no 7th argument).
+local settle
+if ARGV[7] == 'refund' then
+  settle = -1
+elseif ARGV[7] == 'charge' then
+  settle = 1
+elseif ARGV[7] ~= nil then
+  bad = bad or "BADARG settle must be 'refund' or 'charge' (or absent, for a pour)"
+end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 6)
+exactly(1, settle and 7 or 6)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -1388,20 +1421,32 @@ else
   -- exactly, and a number of more than one digit that sorts below '1' (all
   -- digits) has a leading zero. No write dates ts more than max_skew past
   -- TIME.
-  local ts, was, more
+  local ts, was, more, level
+  local owed = 0
   if #stored <= 49 then
     ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
   end
-  local level
   if ts and (#more == 1 or more >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
     ts, was = tonumber(ts), was + 0
     level = was + more
+  elseif not ts and #stored <= 66 then
+    -- The settled form, which only a refund or a charge writes: the water
+    -- in full and the part of it a charge put past a full bucket.
+    ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+    if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
+      ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
+      if owed > level or owed > 1e15 or level - owed > 1e15 then
+        level = nil
+      end
+    else
+      level = nil
+    end
   end
-  if not level or ts > server + max_skew or was > 1e14 or level > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more>; it is left untouched')
+  if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched')
   end
   if now < ts then
     now = ts
@@ -1411,18 +1456,29 @@ else
   -- unit rounded up) and capped at a full bucket (fewer than capacity
   -- whole units and a part one never pass it). It depends on the stored
   -- state alone, so waits stay exact while denied calls change nothing.
-  if was ~= unit or level > full then
-    local units = level % was
-    units = (level - units) / was
+  -- A debt a charge owes is not capped: it is counted in units of the
+  -- current rate too, rounding up, to at most 1e15 µs.
+  if was ~= unit or level - owed > full then
+    local keep = level - owed
+    local units = keep % was
+    units = (keep - units) / was
     if units >= capacity then
-      level = full
+      keep = full
     else
-      local q, r = muldiv(level - units * was, unit, was)
+      local q, r = muldiv(keep - units * was, unit, was)
       if r > 0 then
         q = q + 1
       end
-      level = units * unit + q
+      keep = units * unit + q
     end
+    if owed > 0 then
+      local q, r = muldiv(owed, unit, was)
+      if r > 0 then
+        q = q + 1
+      end
+      owed = q < 1e15 and q or 1e15
+    end
+    level = keep + owed
   end
   -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is
   -- an exact integer, so every wait below is exact too.
@@ -1432,16 +1488,73 @@ else
   end
 end
 
+-- A refund or a charge, never denied: moved is the units it moves. A
+-- refund lowers the water by cost units, never below empty (a part of a
+-- unit counts as one), and finds nothing on a key with no state; a charge
+-- raises it by cost units, past a full bucket if need be (debt), up to
+-- 1e15 µs past a full bucket (cost * unit can pass 2^53; moved * unit
+-- cannot). Then the call answers as a peek would, and writes what moved.
+local moved = 0
+if settle then
+  if settle < 0 then
+    if stored and water > 0 then
+      local used = water % unit
+      used = (water - used) / unit + (used > 0 and 1 or 0)
+      if cost < used then
+        moved, water = cost, water - cost * unit
+      else
+        moved, water = used, 0
+      end
+    end
+  else
+    local room = full + 1e15 - water
+    if room > 0 then
+      room = (room - room % unit) / unit
+      moved = cost < room and cost or room
+      water = water + moved * unit
+    end
+  end
+  cost = 0
+end
+
 -- Waits are whole ms rounded up, counted from the caller's own clock:
 -- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local remaining = (full - water) % unit
-remaining = (full - water - remaining) / unit
+local remaining = 0
+if water < full then
+  remaining = (full - water) % unit
+  remaining = (full - water - remaining) / unit
+end
 local reset = 0
 if water > 0 then
   reset = now + water - own + 999
   reset = (reset - reset % 1000) / 1000
 end
 local want = cost > 0 and cost or 1
+if moved > 0 then
+  -- Keys expire by the server's clock, max_skew later for a caller's
+  -- write (as a pour's below). Water below one unit or past a full bucket
+  -- takes the settled form.
+  local ttl = now + water - server + 999
+  if caller then
+    ttl = ttl + max_skew
+  end
+  ttl = (ttl - ttl % 1000) / 1000
+  local state
+  if water >= unit and water <= full then
+    state = format('l%016d%d/%d', now, unit, water - unit)
+  else
+    state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
+  end
+  redis.call('SET', bucket, state, 'PX', format('%d', ttl > 1 and ttl or 1))
+end
+if settle then
+  local wait = 0
+  if water + unit > full then
+    wait = now + water + unit - full - own + 999
+    wait = (wait - wait % 1000) / 1000
+  end
+  return {moved > 0 and 1 or 0, remaining, wait, reset}
+end
 if want > capacity then
   return {0, remaining, -1, reset}
 elseif water + want * unit > full then
@@ -1891,13 +2004,35 @@ redis.register_function{
 --- counted in whichever window of the new length holds them. A longer window
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
+--- Settling a reservation (an admit, then its final cost), with two more
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock and at. refund gives cost back from the count of the window (of the
+--- current length) that holds at, the current or the previous one, never
+--- below 0 and never from another window; once that window has slid out of
+--- the estimate (or the key was reset or expired) nothing comes back and
+--- nothing is written. charge counts cost in that window whatever the limit
+--- (debt: the counts may pass it, and admits wait until the estimate falls
+--- back); once that window has slid out it counts in the current one, so no
+--- charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
+--- takes what fits that. A reservation judged in a later window than at's (a
+--- caller with a later clock had counted there, or the key was empty and the
+--- server's TIME had passed into the next window) was counted there; its
+--- refund still comes from at's window, never a later one. After a changed
+--- window, at's window is the one of the new length that holds at; a changed
+--- limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+--- and writes nothing. Their reply: allowed, whether any unit moved;
+--- remaining, most cost admitted now; retry_after, until a cost of 1 is
+--- admitted (0: now); reset_after, until both counts weigh 0.
 --- State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
 --- counter's: every script's state starts with its own, see
 --- docs/scripts.md), s, the start of the current count's window, as
 --- exactly 13 digits of ms (windows are whole ms), then d, the ms from s to
---- its newest call (below 1e11), and the counts cur (1..1e9) and prev
---- (0..2e9: counts from two windows can merge), numbers without leading
---- zeros. A newest call more than 60 s past TIME was not written by this
+--- its newest call (below 1e11), and the counts cur (1..1e15; 0 only
+--- after a refund, which earlier versions refuse) and prev (0..2e15: counts
+--- from two windows can merge), numbers without leading zeros; a count
+--- past 1e9 (2e9) only a charge writes, and earlier versions refuse it too.
+--- A newest call more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key
 --- is left untouched (value and TTL); that includes the untagged states
 --- and the hash {s, t, cur, prev} of earlier versions of this script.
@@ -1907,11 +2042,12 @@ redis.register_function{
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: cost comes back from the window that holds at; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
+--- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          most cost admitted right now, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a cost of 1 is admitted); -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until both counts weigh 0
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge; at more than 60 s past TIME
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -2034,12 +2170,28 @@ local window   = int(ARGV[2], 'window', 1, 1e11)
 local cost     = int(ARGV[3], 'cost', 0, 1e9)
 local now      = int(ARGV[4], 'now', 0, 2^52)
 local deadline = int(ARGV[5], 'deadline', 0, 2^52)
+-- settle is -1 for refund, 1 for charge, nil for an admit (5 arguments);
+-- held is the instant the reservation was counted at.
+local settle, held
+if ARGV[6] == 'refund' then
+  settle = -1
+elseif ARGV[6] == 'charge' then
+  settle = 1
+elseif ARGV[6] ~= nil then
+  bad = bad or "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
+end
+if settle then
+  held = int(ARGV[7], 'at', 1, 2^52)
+end
 if counts == nil then bad = bad or 'BADARG counts key is missing' end
-exactly(1, 5)
+exactly(1, settle and 7 or 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
 now, server, caller = clock(now, deadline)
+if not bad and settle and held > server + max_skew then
+  bad = string.format("BADARG at must be at most %d µs past the server's TIME, got '%d'", max_skew, held)
+end
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -2056,21 +2208,21 @@ if stored then
   -- and t are ms, here in µs; no write dates t more than max_skew past
   -- TIME.
   local a, b, c, e
-  if #stored <= 47 then
-    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
+  if #stored <= 59 then
+    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
   end
   if a then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
     s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
-    if (#b > 1 and t < 10 ^ (#b - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+    if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
       s = nil
     else
       t = s + t * 1000
     end
   end
-  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
+  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
     return redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
   end
 end
@@ -2082,6 +2234,9 @@ local window_us = window * 1000
 -- at is the instant the call is judged at: a late caller is judged at the
 -- start of the newest count's window, so the state never moves back.
 local at = now
+if settle and held > at then
+  at = held
+end
 local c, p = 0, 0
 if not s then
   -- A key that holds nothing counts from the later of the caller's clock
@@ -2110,9 +2265,36 @@ if s then
   elseif ws == start - window_us then
     p = p + prev
   end
-  if p > 2e9 then
-    p = 2e9
+  if p > 2e15 then
+    p = 2e15
   end
+end
+
+-- A refund or a charge, never denied: moved is what it moves, in the
+-- window of the current length that holds held (the current one or the
+-- previous); a charge whose window slid out counts in the current one.
+-- Then the call answers as a peek would, and writes what moved.
+local moved = 0
+if settle then
+  local wh = held - held % window_us
+  if settle < 0 then
+    if wh == start then
+      moved = cost < c and cost or c
+      c = c - moved
+    elseif wh == start - window_us then
+      moved = cost < p and cost or p
+      p = p - moved
+    end
+  elseif wh == start - window_us then
+    moved = 2e15 - p
+    moved = cost < moved and cost or moved
+    p = p + moved
+  else
+    moved = 1e15 - c
+    moved = cost < moved and cost or moved
+    c = c + moved
+  end
+  cost = 0
 end
 local want = cost > 0 and cost or 1
 
@@ -2157,6 +2339,24 @@ elseif p > 0 then
 end
 reset = (reset - reset % 1000) / 1000
 
+-- What a settle moved is written as an admit's count is (below).
+if settle then
+  if moved > 0 then
+    -- held is a caller's clock: the key keeps max_skew more, as a
+    -- caller's write does.
+    local ttl = start + 2 * window_us - server + 999
+    if caller or settle then
+      ttl = ttl + max_skew
+    end
+    ttl = (ttl - ttl % 1000) / 1000
+    if not t or at > t then
+      t = at
+    end
+    t = t - t % 1000
+    redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p),
+      'PX', format('%d', ttl > 1 and ttl or 1))
+  end
+end
 if want > limit then
   return {0, remaining, -1, reset}
 end
@@ -2165,7 +2365,14 @@ end
 local ok_at = first(c, p, start, at)
   or first(0, c, start + window_us, start + window_us)
   or start + 2 * window_us
-if ok_at > at then
+if settle then
+  local wait = 0
+  if ok_at > at then
+    wait = ok_at - now + 999
+    wait = (wait - wait % 1000) / 1000
+  end
+  return {moved > 0 and 1 or 0, remaining, wait, reset}
+elseif ok_at > at then
   local wait = ok_at - now + 999
   return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then
@@ -2200,15 +2407,15 @@ redis.register_function{
 --- its time t satisfies t > now - window; a call is admitted when the live
 --- members plus its cost fit within limit. There is no boundary burst and no
 --- approximation, at a price: memory and work per call grow with limit. The
---- set never holds more than limit members, so limit is capped at 10000. At
---- the cap a key takes about 1.3 MB (about 130 bytes a member), and an
---- admit of cost 10000 keeps Redis busy 13 to 22 ms (Redis 7.0, MEMORY USAGE
---- and INFO commandstats on a 2-core machine); an admit of cost c adds c members
---- and removes those that left. Where that matters, use
---- sliding_window_counter. A cost of 0 peeks: it
---- answers for a cost of 1 and writes nothing. A cost above limit can never
---- pass: it is denied with retry_after -1. Denied calls change nothing:
---- expired members are removed only by an admit.
+--- set holds no more than limit members (a charge may pass it, never 10000),
+--- so limit is capped at 10000. At the cap a key takes about 1.3 MB (about
+--- 130 bytes a member), and an admit of cost 10000 keeps Redis busy 13 to 22
+--- ms (Redis 7.0, MEMORY USAGE and INFO commandstats on a 2-core machine); an
+--- admit of cost c adds c members and removes those that left. Where that
+--- matters, use sliding_window_counter. A cost of 0 peeks: it answers for a
+--- cost of 1 and writes nothing. A cost above limit can never pass: it is
+--- denied with retry_after -1. Denied calls change nothing: expired members
+--- are removed only by an admit.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -2223,8 +2430,30 @@ redis.register_function{
 --- Changed limits are exact: the log holds the times themselves, so a new
 --- limit or window applies to them at once (lowered: denied until enough
 --- members leave; raised: the difference passes).
+--- Settling a reservation (an admit, then its final cost), with two more
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock, at and the newest member. The reservation's members are those at
+--- at. refund removes up to cost members at at, never one at another instant;
+--- members at one instant are alike (two reservations at one µs share them,
+--- and removing either's is the same log). Once at has left the window (or
+--- the key was reset or expired) nothing comes back and nothing is written. A
+--- reservation judged later than at (behind another caller's newest member,
+--- or on an empty key behind the server's TIME) was logged at that later
+--- instant, and its refund finds less at at, never more: ratelimit's Reserve
+--- sends its own clock, and a clock behind TIME meets the empty-key case on a
+--- key's first reservation. charge logs cost members at at whatever the limit
+--- (debt: admits wait until enough leave), or at the instant of the call once
+--- at has left the window, so no charge is lost; one that would leave more
+--- than the 10000 members a log holds is refused with BADARG and changes
+--- nothing. A changed limit or window applies to the log as it stands.
+--- Neither is ever denied otherwise. A cost of 0 moves nothing and writes
+--- nothing. Their reply: allowed, whether any unit moved; remaining, units
+--- that fit now; retry_after, until a cost of 1 fits (0: now); reset_after,
+--- until the newest member leaves the window.
 --- State: a sorted set of at most 10000 members '<us>:<n>', each scored by
---- its <us>, numbered 1, 2, ... within one µs (the ':' keeps them apart
+--- its <us>, numbered 1, 2, ... within one µs (a refund removes the
+--- highest numbers, so they stay 1 to the count; the ':' keeps them apart
 --- from concurrency.lua's lease ids, which cannot hold one; see
 --- docs/scripts.md). A key of another type, a set with more members, or
 --- one whose oldest or newest member is not of that form, or whose newest
@@ -2240,11 +2469,12 @@ redis.register_function{
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: up to cost members at at are removed; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
+--- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          units that still fit in the window, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a cost of 1 fits); -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the newest member leaves the window
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge; at more than 60 s past TIME; a charge that would leave more than 10000 members
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
@@ -2367,12 +2597,28 @@ local window   = int(ARGV[2], 'window', 1, 1e11)
 local cost     = int(ARGV[3], 'cost', 0, 1e9)
 local now      = int(ARGV[4], 'now', 0, 2^52)
 local deadline = int(ARGV[5], 'deadline', 0, 2^52)
+-- settle is -1 for refund, 1 for charge, nil for an admit (5 arguments);
+-- held is the instant the reservation was counted at.
+local settle, held
+if ARGV[6] == 'refund' then
+  settle = -1
+elseif ARGV[6] == 'charge' then
+  settle = 1
+elseif ARGV[6] ~= nil then
+  bad = bad or "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
+end
+if settle then
+  held = int(ARGV[7], 'at', 1, 2^52)
+end
 if log == nil then bad = bad or 'BADARG log key is missing' end
-exactly(1, 5)
+exactly(1, settle and 7 or 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
 now, server, caller = clock(now, deadline)
+if not bad and settle and held > server + max_skew then
+  bad = string.format("BADARG at must be at most %d µs past the server's TIME, got '%d'", max_skew, held)
+end
 if bad then return redis.error_reply(bad) end
 
 -- now (<= 2^52 + 6e7) plus the window (<= 1e14 µs) stays below 2^53, so
@@ -2403,38 +2649,48 @@ local function time(member, score)
   return nil
 end
 
--- ZCARD answers a key of another type with an error table (size.err); a
--- number has no err field.
-local size = redis.pcall('ZCARD', log)
-if type(size) == 'table' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-elseif size > 10000 then
-  return badstate()
-end
--- Members are added at the newest time or later, so the last member holds
--- the newest time and the first the oldest; a late caller is judged at the
--- newest.
-local last, first
-if size > 0 then
-  local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
-  last = time(newest[1], newest[2])
-  if last == nil then
+-- read returns the log's size and the times of its newest and oldest
+-- members (nil for an empty log), or an error reply. ZCARD answers a key
+-- of another type with an error table (size.err); a number has no err
+-- field. Members are sorted by time, so the last member holds the newest
+-- time and the first the oldest.
+local function read()
+  local size = redis.pcall('ZCARD', log)
+  if type(size) == 'table' then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  elseif size > 10000 then
     return badstate()
   end
-  first = last
-  if size > 1 then
-    local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
-    first = time(oldest[1], oldest[2])
-    if first == nil then
+  local last, first
+  if size > 0 then
+    local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
+    last = time(newest[1], newest[2])
+    if last == nil then
       return badstate()
     end
+    first = last
+    if size > 1 then
+      local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
+      first = time(oldest[1], oldest[2])
+      if first == nil then
+        return badstate()
+      end
+    end
   end
+  return size, last, first
 end
--- A late caller is judged at the newest member's time. A key that holds
--- nothing is judged at the later of the caller's clock and the server's: a
--- key the server's clock expired must not let a caller that lags it log in
--- that window again.
+local size, last, first = read()
+if type(size) == 'table' then
+  return size
+end
+-- A late caller is judged at the newest member's time, a settle at the
+-- later of that and held. A key that holds nothing is judged at the later
+-- of the caller's clock and the server's: a key the server's clock expired
+-- must not let a caller that lags it log in that window again.
 local own = now
+if settle and held > now then
+  now = held
+end
 if last then
   if now < last then
     now = last
@@ -2447,13 +2703,117 @@ end
 -- trimming keeps denied calls and peeks free of writes; when the oldest
 -- member is still inside, every member is, and there is nothing to count.
 local gone = now - window_us
-local live = 0
-if last and last > gone then
-  if first > gone then
-    live = size
-  else
-    live = redis.call('ZCOUNT', log, '(' .. format('%d', gone), '+inf')
+local function count()
+  if last and last > gone then
+    if first > gone then
+      return size
+    end
+    return redis.call('ZCOUNT', log, '(' .. format('%d', gone), '+inf')
   end
+  return 0
+end
+local live = count()
+
+-- trim removes the members that left the window, the oldest size - live;
+-- each is read and checked before any is removed, so a member some other
+-- writer put in the set is never deleted (BADSTATE, nothing written).
+local function trim()
+  if first and first <= gone then
+    local old = redis.call('ZRANGE', log, '0', format('%d', size - live - 1), 'WITHSCORES')
+    for i = 1, #old, 2 do
+      if time(old[i], old[i + 1]) == nil then
+        return badstate()
+      end
+    end
+    redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
+  end
+  return nil
+end
+-- add logs k members at the instant us. Members at one time are numbered
+-- 1, 2, ... and all leave together (a refund removes the highest numbers),
+-- so their count is the last number in use. unpack is limited by Lua's C
+-- stack (about 8000 values): add in chunks.
+local function add(us, k)
+  local stamp = format('%d', us)
+  local n = 0
+  if last and us <= last then
+    n = redis.call('ZCOUNT', log, stamp, stamp)
+  end
+  local batch, used = {}, 0
+  for i = 1, k do
+    batch[used + 1] = stamp
+    batch[used + 2] = stamp .. ':' .. format('%d', n + i)
+    used = used + 2
+    if used == 2000 or i == k then
+      redis.call('ZADD', log, unpack(batch, 1, used))
+      used = 0
+    end
+  end
+end
+-- expire keeps the key until its newest member, at us, leaves the window,
+-- by the server's clock; a caller's write (and a settle's, whose members
+-- are at a caller's clock) keeps it max_skew longer, so a call whose clock
+-- lags the server's by up to max_skew still finds it.
+local function expire(us)
+  local ttl = us + window_us - server + 999
+  if caller or settle then
+    ttl = ttl + max_skew
+  end
+  ttl = (ttl - ttl % 1000) / 1000
+  redis.call('PEXPIRE', log, format('%d', ttl > 1 and ttl or 1))
+end
+
+-- A refund or a charge, never denied: moved is the units it moves. A
+-- refund removes up to cost of the members at held, the highest numbers
+-- first (members at one instant are alike: whose they were does not
+-- matter), and none at any other instant; once held has left the window it
+-- finds nothing. A charge logs cost members at held, or at now once held
+-- has left the window, past the limit if need be, but never past the
+-- 10000 members a log holds: one that would is refused. Then the call
+-- answers as a peek would.
+local moved = 0
+if settle and cost > 0 then
+  if settle < 0 then
+    if held > gone then
+      -- The members at held are numbered 1 to k: the highest numbers go,
+      -- each checked first (a member missing, or at another time, is not
+      -- this script's log: BADSTATE, nothing written).
+      local stamp = format('%d', held)
+      local k = redis.call('ZCOUNT', log, stamp, stamp)
+      moved = cost < k and cost or k
+      local drop = {}
+      for i = 1, moved do
+        local name = stamp .. ':' .. format('%d', k - i + 1)
+        local score = redis.call('ZSCORE', log, name)
+        if not score or score + 0 ~= held then
+          return badstate()
+        end
+        drop[i] = name
+      end
+      for i = 1, moved, 1000 do
+        redis.call('ZREM', log, unpack(drop, i, i + 999 < moved and i + 999 or moved))
+      end
+    end
+  else
+    local us = held > gone and held or now
+    if live + cost > 10000 then
+      return redis.error_reply(string.format('BADARG a charge of %d would leave %d members in the log, past the 10000 it holds; nothing changed', cost, live + cost))
+    end
+    local err = trim()
+    if err then
+      return err
+    end
+    add(us, cost)
+    moved = cost
+  end
+  if moved > 0 then
+    size, last, first = read()
+    if last then
+      expire(last)
+    end
+    live = count()
+  end
+  cost = 0
 end
 
 -- Waits are whole ms rounded up, counted from the caller's own clock:
@@ -2466,6 +2826,7 @@ end
 local remaining = limit > live and limit - live or 0
 
 local want = cost > 0 and cost or 1
+local denied, wait = false, 0
 if want > limit then
   return {0, remaining, -1, reset}
 elseif live + want > limit then
@@ -2481,52 +2842,23 @@ elseif live + want > limit then
       return badstate()
     end
   end
-  local wait = us + window_us - own + 999
-  return {0, remaining, (wait - wait % 1000) / 1000, reset}
+  denied, wait = true, us + window_us - own + 999
+  wait = (wait - wait % 1000) / 1000
+end
+if settle then
+  return {moved > 0 and 1 or 0, remaining, wait, reset}
+elseif denied then
+  return {0, remaining, wait, reset}
 elseif cost == 0 then
   return {1, remaining, 0, reset}
 end
 
--- The members that left the window are the oldest size - live; each is
--- read and checked before any is removed, so a member some other writer
--- put in the set is never deleted (BADSTATE, nothing written).
-if first and first <= gone then
-  local old = redis.call('ZRANGE', log, '0', format('%d', size - live - 1), 'WITHSCORES')
-  for i = 1, #old, 2 do
-    if time(old[i], old[i + 1]) == nil then
-      return badstate()
-    end
-  end
-  redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
+local err = trim()
+if err then
+  return err
 end
--- Members at one time are numbered 1, 2, ... and all leave together, so
--- their count is the last number in use.
-local stamp = format('%d', now)
-local n = 0
-if last == now then
-  n = redis.call('ZCOUNT', log, stamp, stamp)
-end
--- unpack is limited by Lua's C stack (about 8000 values): add in chunks.
-local batch, used = {}, 0
-for i = 1, cost do
-  batch[used + 1] = stamp
-  batch[used + 2] = stamp .. ':' .. format('%d', n + i)
-  used = used + 2
-  if used == 2000 or i == cost then
-    redis.call('ZADD', log, unpack(batch, 1, used))
-    used = 0
-  end
-end
--- Keys expire by the server's clock: the log is over once its newest
--- member leaves the window. A caller's write keeps the key max_skew
--- longer, so a call whose clock lags the server's by up to max_skew still
--- finds it.
-local ttl = now + window_us - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
-redis.call('PEXPIRE', log, format('%d', ttl > 1 and ttl or 1))
+add(now, cost)
+expire(now)
 reset = now + window_us - own + 999
 return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 end,

@@ -5,6 +5,7 @@ package bindings
 
 import (
 	"context"
+	"regexp"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,10 +20,20 @@ func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
 
 var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", script: SlidingWindowCounterScript}
 
+// SlidingWindowCounterSettle is one record of @arg settle of sliding_window_counter.lua: its fields travel in this order, record after record.
+type SlidingWindowCounterSettle struct {
+	// Take is field 1 of each record, matching ^(refund|charge)$.
+	Take string
+	// At is field 2 of each record, sent as whole microseconds since the epoch, rounded down; the zero time as 0, [1..2^52].
+	At time.Time
+}
+
 const (
 	// SlidingWindowCounterRetryAfterNever is the SlidingWindowCounterResult.RetryAfter that means never (-1 on the wire).
 	SlidingWindowCounterRetryAfterNever time.Duration = -1 * time.Millisecond
 )
+
+var slidingWindowCounterSettleTakePattern = regexp.MustCompile("^(?:^(refund|charge)$)$")
 
 // SlidingWindowCounterParams holds the arguments (ARGV) of sliding_window_counter.lua.
 type SlidingWindowCounterParams struct {
@@ -36,15 +47,17 @@ type SlidingWindowCounterParams struct {
 	Now time.Time
 	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
+	// Settle (ARGV[6] onwards, [0..1] of them): none: an admit; refund: cost comes back from the window that holds at; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
+	Settle []SlidingWindowCounterSettle
 }
 
 // SlidingWindowCounterResult is the reply of sliding_window_counter.lua.
 type SlidingWindowCounterResult struct {
-	// Allowed is reply element 1.
+	// Allowed (reply element 1): refund, charge: whether any unit moved
 	Allowed bool
 	// Remaining (reply element 2, [0..]): most cost admitted right now, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [0..], or SlidingWindowCounterRetryAfterNever): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [0..], or SlidingWindowCounterRetryAfterNever): 0 when allowed (refund, charge: until a cost of 1 is admitted); -1 when cost exceeds limit
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until both counts weigh 0
 	ResetAfter time.Duration
@@ -88,13 +101,35 @@ type SlidingWindowCounterResult struct {
 // counted in whichever window of the new length holds them. A longer window
 // never forgets them (no free burst); a shorter one may count them once
 // more than it would have (never over two windows).
+// Settling a reservation (an admit, then its final cost), with two more
+// arguments, the word and at, the caller clock the reservation was counted
+// at (no more than 60 s past TIME); the call is judged at the later of its
+// clock and at. refund gives cost back from the count of the window (of the
+// current length) that holds at, the current or the previous one, never
+// below 0 and never from another window; once that window has slid out of
+// the estimate (or the key was reset or expired) nothing comes back and
+// nothing is written. charge counts cost in that window whatever the limit
+// (debt: the counts may pass it, and admits wait until the estimate falls
+// back); once that window has slid out it counts in the current one, so no
+// charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
+// takes what fits that. A reservation judged in a later window than at's (a
+// caller with a later clock had counted there, or the key was empty and the
+// server's TIME had passed into the next window) was counted there; its
+// refund still comes from at's window, never a later one. After a changed
+// window, at's window is the one of the new length that holds at; a changed
+// limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+// and writes nothing. Their reply: allowed, whether any unit moved;
+// remaining, most cost admitted now; retry_after, until a cost of 1 is
+// admitted (0: now); reset_after, until both counts weigh 0.
 // State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
 // counter's: every script's state starts with its own, see
 // docs/scripts.md), s, the start of the current count's window, as
 // exactly 13 digits of ms (windows are whole ms), then d, the ms from s to
-// its newest call (below 1e11), and the counts cur (1..1e9) and prev
-// (0..2e9: counts from two windows can merge), numbers without leading
-// zeros. A newest call more than 60 s past TIME was not written by this
+// its newest call (below 1e11), and the counts cur (1..1e15; 0 only
+// after a refund, which earlier versions refuse) and prev (0..2e15: counts
+// from two windows can merge), numbers without leading zeros; a count
+// past 1e9 (2e9) only a charge writes, and earlier versions refuse it too.
+// A newest call more than 60 s past TIME was not written by this
 // script. Anything else at the key, of any type, is an error and the key
 // is left untouched (value and TTL); that includes the untagged states
 // and the hash {s, t, cur, prev} of earlier versions of this script.
@@ -107,7 +142,7 @@ type SlidingWindowCounterResult struct {
 //   - counts: string 'c<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
+//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge; at more than 60 s past TIME
 //   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
 //   - ErrBadState for BADSTATE: the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -127,6 +162,11 @@ func slidingWindowCounterCall(counts string, p SlidingWindowCounterParams) *call
 	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
 	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
+	e.count("settle", "records", len(p.Settle), between(0, 1))
+	for _, v := range p.Settle {
+		e.pattern("take", v.Take, slidingWindowCounterSettleTakePattern)
+		e.unixUs("at", v.At, between(1, 4503599627370496))
+	}
 	return e.call()
 }
 
@@ -184,13 +224,35 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- counted in whichever window of the new length holds them. A longer window
 --- never forgets them (no free burst); a shorter one may count them once
 --- more than it would have (never over two windows).
+--- Settling a reservation (an admit, then its final cost), with two more
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock and at. refund gives cost back from the count of the window (of the
+--- current length) that holds at, the current or the previous one, never
+--- below 0 and never from another window; once that window has slid out of
+--- the estimate (or the key was reset or expired) nothing comes back and
+--- nothing is written. charge counts cost in that window whatever the limit
+--- (debt: the counts may pass it, and admits wait until the estimate falls
+--- back); once that window has slid out it counts in the current one, so no
+--- charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
+--- takes what fits that. A reservation judged in a later window than at's (a
+--- caller with a later clock had counted there, or the key was empty and the
+--- server's TIME had passed into the next window) was counted there; its
+--- refund still comes from at's window, never a later one. After a changed
+--- window, at's window is the one of the new length that holds at; a changed
+--- limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+--- and writes nothing. Their reply: allowed, whether any unit moved;
+--- remaining, most cost admitted now; retry_after, until a cost of 1 is
+--- admitted (0: now); reset_after, until both counts weigh 0.
 --- State: a string 'c<s><d>/<cur>/<prev>': the tag c (the sliding window
 --- counter's: every script's state starts with its own, see
 --- docs/scripts.md), s, the start of the current count's window, as
 --- exactly 13 digits of ms (windows are whole ms), then d, the ms from s to
---- its newest call (below 1e11), and the counts cur (1..1e9) and prev
---- (0..2e9: counts from two windows can merge), numbers without leading
---- zeros. A newest call more than 60 s past TIME was not written by this
+--- its newest call (below 1e11), and the counts cur (1..1e15; 0 only
+--- after a refund, which earlier versions refuse) and prev (0..2e15: counts
+--- from two windows can merge), numbers without leading zeros; a count
+--- past 1e9 (2e9) only a charge writes, and earlier versions refuse it too.
+--- A newest call more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key
 --- is left untouched (value and TTL); that includes the untagged states
 --- and the hash {s, t, cur, prev} of earlier versions of this script.
@@ -200,11 +262,12 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: cost comes back from the window that holds at; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
+--- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          most cost admitted right now, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a cost of 1 is admitted); -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until both counts weigh 0
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge; at more than 60 s past TIME
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -327,12 +390,28 @@ local window   = int(ARGV[2], 'window', 1, 1e11)
 local cost     = int(ARGV[3], 'cost', 0, 1e9)
 local now      = int(ARGV[4], 'now', 0, 2^52)
 local deadline = int(ARGV[5], 'deadline', 0, 2^52)
+-- settle is -1 for refund, 1 for charge, nil for an admit (5 arguments);
+-- held is the instant the reservation was counted at.
+local settle, held
+if ARGV[6] == 'refund' then
+  settle = -1
+elseif ARGV[6] == 'charge' then
+  settle = 1
+elseif ARGV[6] ~= nil then
+  bad = bad or "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
+end
+if settle then
+  held = int(ARGV[7], 'at', 1, 2^52)
+end
 if counts == nil then bad = bad or 'BADARG counts key is missing' end
-exactly(1, 5)
+exactly(1, settle and 7 or 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
 now, server, caller = clock(now, deadline)
+if not bad and settle and held > server + max_skew then
+  bad = string.format("BADARG at must be at most %d µs past the server's TIME, got '%d'", max_skew, held)
+end
 if bad then return redis.error_reply(bad) end
 
 -- GET answers a key of another type with an error table (stored.err); a
@@ -349,21 +428,21 @@ if stored then
   -- and t are ms, here in µs; no write dates t more than max_skew past
   -- TIME.
   local a, b, c, e
-  if #stored <= 47 then
-    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/([1-9]%d*)/(%d+)$')
+  if #stored <= 59 then
+    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
   end
   if a then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
     s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
-    if (#b > 1 and t < 10 ^ (#b - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+    if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
       s = nil
     else
       t = s + t * 1000
     end
   end
-  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e9 or prev > 2e9 then
+  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
     return redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
   end
 end
@@ -375,6 +454,9 @@ local window_us = window * 1000
 -- at is the instant the call is judged at: a late caller is judged at the
 -- start of the newest count's window, so the state never moves back.
 local at = now
+if settle and held > at then
+  at = held
+end
 local c, p = 0, 0
 if not s then
   -- A key that holds nothing counts from the later of the caller's clock
@@ -403,9 +485,36 @@ if s then
   elseif ws == start - window_us then
     p = p + prev
   end
-  if p > 2e9 then
-    p = 2e9
+  if p > 2e15 then
+    p = 2e15
   end
+end
+
+-- A refund or a charge, never denied: moved is what it moves, in the
+-- window of the current length that holds held (the current one or the
+-- previous); a charge whose window slid out counts in the current one.
+-- Then the call answers as a peek would, and writes what moved.
+local moved = 0
+if settle then
+  local wh = held - held % window_us
+  if settle < 0 then
+    if wh == start then
+      moved = cost < c and cost or c
+      c = c - moved
+    elseif wh == start - window_us then
+      moved = cost < p and cost or p
+      p = p - moved
+    end
+  elseif wh == start - window_us then
+    moved = 2e15 - p
+    moved = cost < moved and cost or moved
+    p = p + moved
+  else
+    moved = 1e15 - c
+    moved = cost < moved and cost or moved
+    c = c + moved
+  end
+  cost = 0
 end
 local want = cost > 0 and cost or 1
 
@@ -450,6 +559,24 @@ elseif p > 0 then
 end
 reset = (reset - reset % 1000) / 1000
 
+-- What a settle moved is written as an admit's count is (below).
+if settle then
+  if moved > 0 then
+    -- held is a caller's clock: the key keeps max_skew more, as a
+    -- caller's write does.
+    local ttl = start + 2 * window_us - server + 999
+    if caller or settle then
+      ttl = ttl + max_skew
+    end
+    ttl = (ttl - ttl % 1000) / 1000
+    if not t or at > t then
+      t = at
+    end
+    t = t - t % 1000
+    redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p),
+      'PX', format('%d', ttl > 1 and ttl or 1))
+  end
+end
 if want > limit then
   return {0, remaining, -1, reset}
 end
@@ -458,7 +585,14 @@ end
 local ok_at = first(c, p, start, at)
   or first(0, c, start + window_us, start + window_us)
   or start + 2 * window_us
-if ok_at > at then
+if settle then
+  local wait = 0
+  if ok_at > at then
+    wait = ok_at - now + 999
+    wait = (wait - wait % 1000) / 1000
+  end
+  return {moved > 0 and 1 or 0, remaining, wait, reset}
+elseif ok_at > at then
   local wait = ok_at - now + 999
   return {0, remaining, (wait - wait % 1000) / 1000, reset}
 elseif cost == 0 then

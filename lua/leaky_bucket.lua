@@ -25,33 +25,57 @@
 --- and waits count from the caller's own clock. A caller clock behind the
 --- stored state is judged at the stored time, so out-of-order calls never
 --- drain the same time twice.
+--- Settling a reservation (a pour, then its final cost), with one more
+--- argument: refund gives cost units back, lowering the water by cost
+--- units but never below empty, so no more than what has not drained comes
+--- back; a key with no state (never used, expired or reset) or already
+--- empty gets nothing back and nothing is written. charge pours cost units
+--- whatever the limit: past a full bucket if need be (debt: pours are
+--- denied until it drains), at most what keeps the debt within 1e15 µs
+--- (31 years) past a full bucket; a key with no state is charged from the
+--- instant. Neither is ever denied, and both use the current limit's unit,
+--- whatever the reservation was made under. The bucket has no windows:
+--- a settle after a limit change moves the water as the change left it, and
+--- after a reset a refund finds nothing and a charge starts the bucket
+--- afresh. A cost of 0 moves nothing and writes nothing. Their reply:
+--- allowed, whether any unit moved; remaining, whole units that fit now;
+--- retry_after, until a pour of 1 fits (0: now); reset_after, until the
+--- bucket is empty. The debt is the one state that makes a call wait, or a
+--- key live, past the bounds below: by the debt it holds, no more.
 --- Changed limits apply from the last pour: the water then is counted in
 --- units of the new rate and period, rounding up (a lower rate frees no
 --- room, a higher one frees what it drains), capped at a full bucket of the
 --- new capacity (a lowered capacity is full, never locked out), and drains
---- at the new rate since.
---- State: a string 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
+--- at the new rate since. A debt is counted in units of the new rate too,
+--- rounding up, and is not capped by the capacity (to at most 1e15 µs).
+--- State: a string in one of two forms, all in µs, numbers without
+--- leading zeros. 'l<ts><unit>/<more>': the tag l (the leaky bucket's:
 --- every script's state starts with its own, see docs/scripts.md), ts, the
 --- last time water was poured, as exactly 16 digits of µs, then the µs per
 --- unit it was poured at (1..1e14) and, after the '/', the µs of water then
---- (1..1e15) less one unit (0 after one unit poured into an empty bucket),
---- numbers without leading zeros. A ts more than 60 s past TIME was not
---- written by this script. Anything else at the key, of any type, is an
---- error and the key is left untouched (value and TTL); that includes the
---- untagged states and the hash {level, ts, unit} of earlier versions of
---- this script.
---- @key    bucket       string 'l<ts><unit>/<more>': µs of water at ts, the last time water was poured; expires once empty
+--- (1..1e15) less one unit (0 after one unit poured into an empty bucket).
+--- The settled one, 'l<ts><unit>=<water>+<debt>', which only a refund or a
+--- charge writes, for water below one unit or past a full bucket: the water
+--- in full and the part of it past the writing limit's full bucket (the
+--- debt, at most 1e15 µs; the rest at most 1e15 µs too); earlier versions
+--- refuse it, and multi.lua reads only gcra.lua's states. A ts more than
+--- 60 s past TIME was not written by this script. Anything else at the key,
+--- of any type, is an error and the key is left untouched (value and TTL);
+--- that includes the untagged states and the hash {level, ts, unit} of
+--- earlier versions of this script.
+--- @key    bucket       string 'l<ts><unit>/<more>' or 'l<ts><unit>=<water>+<debt>': µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int[1..1e9]       units the bucket holds
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
 --- @arg    period       ms[1..1e11]       drain period; capacity*period/rate at most 1e15 µs (31 years)
 --- @arg    cost         int[0..1e9]       units to pour; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...settle[0..1] enum(refund|charge)  none: a pour; refund: cost units come back, up to the water left; charge: cost units are poured, into debt if need be
+--- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          whole units that still fit, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds capacity
+--- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a pour of 1 fits); -1 when cost exceeds capacity
 --- @return reset_after  ms[0..]           until the bucket is empty
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
@@ -175,8 +199,17 @@ local period   = int(ARGV[3], 'period', 1, 1e11)
 local cost     = int(ARGV[4], 'cost', 0, 1e9)
 local now      = int(ARGV[5], 'now', 0, 2^52)
 local deadline = int(ARGV[6], 'deadline', 0, 2^52)
+-- settle is -1 for refund, 1 for charge, nil for a pour (no 7th argument).
+local settle
+if ARGV[7] == 'refund' then
+  settle = -1
+elseif ARGV[7] == 'charge' then
+  settle = 1
+elseif ARGV[7] ~= nil then
+  bad = bad or "BADARG settle must be 'refund' or 'charge' (or absent, for a pour)"
+end
 if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, 6)
+exactly(1, settle and 7 or 6)
 if not bad and rate > period * 1000 then
   bad = 'BADARG rate must be at most one per µs (period*1000)'
 end
@@ -224,20 +257,32 @@ else
   -- exactly, and a number of more than one digit that sorts below '1' (all
   -- digits) has a leading zero. No write dates ts more than max_skew past
   -- TIME.
-  local ts, was, more
+  local ts, was, more, level
+  local owed = 0
   if #stored <= 49 then
     ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
   end
-  local level
   if ts and (#more == 1 or more >= '1') then
     -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
     -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
     -- never does; tonumber is decimal in both.
     ts, was = tonumber(ts), was + 0
     level = was + more
+  elseif not ts and #stored <= 66 then
+    -- The settled form, which only a refund or a charge writes: the water
+    -- in full and the part of it a charge put past a full bucket.
+    ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+    if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
+      ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
+      if owed > level or owed > 1e15 or level - owed > 1e15 then
+        level = nil
+      end
+    else
+      level = nil
+    end
   end
-  if not level or ts > server + max_skew or was > 1e14 or level > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more>; it is left untouched')
+  if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
+    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched')
   end
   if now < ts then
     now = ts
@@ -247,18 +292,29 @@ else
   -- unit rounded up) and capped at a full bucket (fewer than capacity
   -- whole units and a part one never pass it). It depends on the stored
   -- state alone, so waits stay exact while denied calls change nothing.
-  if was ~= unit or level > full then
-    local units = level % was
-    units = (level - units) / was
+  -- A debt a charge owes is not capped: it is counted in units of the
+  -- current rate too, rounding up, to at most 1e15 µs.
+  if was ~= unit or level - owed > full then
+    local keep = level - owed
+    local units = keep % was
+    units = (keep - units) / was
     if units >= capacity then
-      level = full
+      keep = full
     else
-      local q, r = muldiv(level - units * was, unit, was)
+      local q, r = muldiv(keep - units * was, unit, was)
       if r > 0 then
         q = q + 1
       end
-      level = units * unit + q
+      keep = units * unit + q
     end
+    if owed > 0 then
+      local q, r = muldiv(owed, unit, was)
+      if r > 0 then
+        q = q + 1
+      end
+      owed = q < 1e15 and q or 1e15
+    end
+    level = keep + owed
   end
   -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is
   -- an exact integer, so every wait below is exact too.
@@ -268,16 +324,73 @@ else
   end
 end
 
+-- A refund or a charge, never denied: moved is the units it moves. A
+-- refund lowers the water by cost units, never below empty (a part of a
+-- unit counts as one), and finds nothing on a key with no state; a charge
+-- raises it by cost units, past a full bucket if need be (debt), up to
+-- 1e15 µs past a full bucket (cost * unit can pass 2^53; moved * unit
+-- cannot). Then the call answers as a peek would, and writes what moved.
+local moved = 0
+if settle then
+  if settle < 0 then
+    if stored and water > 0 then
+      local used = water % unit
+      used = (water - used) / unit + (used > 0 and 1 or 0)
+      if cost < used then
+        moved, water = cost, water - cost * unit
+      else
+        moved, water = used, 0
+      end
+    end
+  else
+    local room = full + 1e15 - water
+    if room > 0 then
+      room = (room - room % unit) / unit
+      moved = cost < room and cost or room
+      water = water + moved * unit
+    end
+  end
+  cost = 0
+end
+
 -- Waits are whole ms rounded up, counted from the caller's own clock:
 -- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local remaining = (full - water) % unit
-remaining = (full - water - remaining) / unit
+local remaining = 0
+if water < full then
+  remaining = (full - water) % unit
+  remaining = (full - water - remaining) / unit
+end
 local reset = 0
 if water > 0 then
   reset = now + water - own + 999
   reset = (reset - reset % 1000) / 1000
 end
 local want = cost > 0 and cost or 1
+if moved > 0 then
+  -- Keys expire by the server's clock, max_skew later for a caller's
+  -- write (as a pour's below). Water below one unit or past a full bucket
+  -- takes the settled form.
+  local ttl = now + water - server + 999
+  if caller then
+    ttl = ttl + max_skew
+  end
+  ttl = (ttl - ttl % 1000) / 1000
+  local state
+  if water >= unit and water <= full then
+    state = format('l%016d%d/%d', now, unit, water - unit)
+  else
+    state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
+  end
+  redis.call('SET', bucket, state, 'PX', format('%d', ttl > 1 and ttl or 1))
+end
+if settle then
+  local wait = 0
+  if water + unit > full then
+    wait = now + water + unit - full - own + 999
+    wait = (wait - wait % 1000) / 1000
+  end
+  return {moved > 0 and 1 or 0, remaining, wait, reset}
+end
 if want > capacity then
   return {0, remaining, -1, reset}
 elseif water + want * unit > full then

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,21 +105,33 @@ func TestReserveSettle(t *testing.T) {
 	}
 }
 
+// settling is every algorithm whose script settles a reservation.
+var settling = []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval,
+	ratelimit.LeakyBucket, ratelimit.SlidingWindowCounter, ratelimit.SlidingWindowLog}
+
 // A reservation made before a Reset gives back nothing after it: the key
 // holds no state, and none is made.
 func TestReserveSettleAfterReset(t *testing.T) {
 	ctx := context.Background()
-	f := newFrozen(t)
-	l, _ := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10))
-	r, _ := l.Reserve(ctx, "k", 5)
-	if err := l.Reset(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Cancel(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := f.rdb.Exists(ctx, l.RedisKey("k")).Val(); n != 0 {
-		t.Errorf("a refund after Reset wrote state (%d keys)", n)
+	for _, alg := range settling {
+		t.Run(alg.String(), func(t *testing.T) {
+			f := newFrozen(t)
+			l, _ := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg),
+				ratelimit.WithClock(func() time.Time { return f.Now }))
+			r, _ := l.Reserve(ctx, "k", 5)
+			if !r.Decision.Allowed {
+				t.Fatalf("Reserve(5) of 10: %v, want allowed", r.Decision)
+			}
+			if err := l.Reset(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Cancel(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.rdb.Exists(ctx, l.RedisKey("k")).Val(); n != 0 {
+				t.Errorf("a refund after Reset wrote state (%d keys)", n)
+			}
+		})
 	}
 }
 
@@ -126,7 +141,7 @@ func TestReserveRefuses(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
 	for _, alg := range ratelimit.Algorithms() {
-		if alg == ratelimit.GCRA || alg == ratelimit.TokenBucket || alg == ratelimit.TokenBucketInterval {
+		if slices.Contains(settling, alg) {
 			continue
 		}
 		l := newLimiter(t, f.rdb, alg)
@@ -136,14 +151,14 @@ func TestReserveRefuses(t *testing.T) {
 	}
 	// All refuses before any of its rules counts; Select when it chooses.
 	gcra, _ := ratelimit.New(f.rdb, "gcra", ratelimit.PerMinute(5))
-	window := newLimiter(t, f.rdb, ratelimit.SlidingWindowLog)
+	window := newLimiter(t, f.rdb, ratelimit.FixedWindow)
 	both, _ := ratelimit.All(gcra, window)
 	if _, err := both.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("All with a sliding log: Reserve = %v, want ErrInvalid", err)
+		t.Errorf("All with a fixed window: Reserve = %v, want ErrInvalid", err)
 	}
 	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
 	if _, err := chosen.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("Select of a sliding log: Reserve = %v, want ErrInvalid", err)
+		t.Errorf("Select of a fixed window: Reserve = %v, want ErrInvalid", err)
 	}
 	if n := f.rdb.DBSize(ctx).Val(); n != 0 {
 		t.Errorf("refused reservations wrote %d keys", n)
@@ -294,13 +309,22 @@ func TestLLMTokensReserve(t *testing.T) {
 
 // Every algorithm that settles gives back and charges alike: a refund
 // frees what it gives back, a charge past the limit leaves the key in
-// debt.
+// debt. The limiter's clock is the frozen server's: the sliding windows'
+// Reserve counts on the caller's clock.
 func TestReserveSettleEveryAlgorithm(t *testing.T) {
 	ctx := context.Background()
-	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval} {
+	// The wait for one more after the charge, from T0 (a window's start):
+	// the buckets pay 22 over at 10 a minute; the counter's 32 weigh 9 or
+	// less 43.125 s into the next window; the log's 32 entries leave at 60 s.
+	debt := map[ratelimit.Algorithm]time.Duration{
+		ratelimit.GCRA: 2 * time.Minute, ratelimit.TokenBucket: 2 * time.Minute, ratelimit.TokenBucketInterval: 2 * time.Minute,
+		ratelimit.LeakyBucket: 2 * time.Minute, ratelimit.SlidingWindowCounter: 103125 * time.Millisecond, ratelimit.SlidingWindowLog: time.Minute,
+	}
+	for _, alg := range settling {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
-			l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg))
+			l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg),
+				ratelimit.WithClock(func() time.Time { return f.Now }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,10 +346,136 @@ func TestReserveSettleEveryAlgorithm(t *testing.T) {
 			if err != nil || d.Allowed || d.Remaining != 0 {
 				t.Errorf("after a charge of 30 with 8 left: %v, %v; want denied, in debt", d, err)
 			}
-			// 22 over the limit, paid at 10 a minute: more than two minutes.
-			if d.RetryAfter < 2*time.Minute {
-				t.Errorf("in debt of 22 at 10 a minute: RetryAfter %v, want more than 2m", d.RetryAfter)
+			if d.RetryAfter < debt[alg] {
+				t.Errorf("in debt of 22: RetryAfter %v, want at least %v", d.RetryAfter, debt[alg])
 			}
 		})
+	}
+}
+
+// On a real Redis, reservations and settles leave every algorithm's state
+// where a sequential model puts it: at one instant nothing drains, so the
+// model is the units counted (used), which a Reserve of n adds when used+n
+// fits the limit and a Settle of m moves by m−n (into debt past the
+// limit). First in turn, checking each decision and the Peek after it, then
+// from 8 goroutines at once, checking the sum. The caller clock stands 30 s
+// ahead of the server's TIME (the scripts take 60 s), so that every call is
+// judged at it for as long as the test can take: the instant a window
+// settles by (a caller behind TIME on an empty key counts at TIME instead;
+// the scripts' headers say what its settle finds then).
+func TestReserveSettleMatchesModelOnRedis(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 16})
+	defer rdb.Close()
+	ctx := context.Background()
+	const limit = 100
+	at := time.Now().Add(30 * time.Second)
+	clock := ratelimit.WithClock(func() time.Time { return at })
+	for _, alg := range settling {
+		t.Run(alg.String(), func(t *testing.T) {
+			l, err := ratelimit.New(rdb, "model-"+alg.String(), ratelimit.PerMinute(limit), ratelimit.WithAlgorithm(alg), clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, used int64) {
+				t.Helper()
+				d, err := l.Peek(ctx, "seq")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := max(0, limit-used); d.Remaining != want || d.Allowed != (used+1 <= limit) {
+					t.Fatalf("%s: Peek %v, want %d left (%d used)", what, d, want, used)
+				}
+			}
+			rng := rand.New(rand.NewSource(int64(alg)))
+			var used int64
+			var open []*ratelimit.Reservation
+			var ns []int64
+			for i := 0; i < 60; i++ {
+				if len(open) == 0 || rng.Intn(2) == 0 {
+					n := 1 + rng.Int63n(30)
+					r, err := l.Reserve(ctx, "seq", n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r.Decision.Allowed != (used+n <= limit) {
+						t.Fatalf("step %d: Reserve(%d) with %d used: %v", i, n, used, r.Decision)
+					}
+					if r.Decision.Allowed {
+						used += n
+						open, ns = append(open, r), append(ns, n)
+					}
+					check(fmt.Sprintf("step %d: Reserve(%d)", i, n), used)
+					continue
+				}
+				j := rng.Intn(len(open))
+				m := rng.Int63n(2 * ns[j])
+				if err := open[j].Settle(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+				used += m - ns[j]
+				check(fmt.Sprintf("step %d: Settle(%d) of %d", i, m, ns[j]), used)
+				open, ns = append(open[:j], open[j+1:]...), append(ns[:j], ns[j+1:]...)
+			}
+
+			// At once: whatever the order, the units counted are the final
+			// costs of the reservations that passed.
+			var sum atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func(seed int64) {
+					defer wg.Done()
+					rng := rand.New(rand.NewSource(seed))
+					for i := 0; i < 10; i++ {
+						n := 1 + rng.Int63n(5)
+						r, err := l.Reserve(ctx, "many", n)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if !r.Decision.Allowed {
+							continue
+						}
+						m := rng.Int63n(2 * n)
+						if err := r.Settle(ctx, m); err != nil {
+							t.Error(err)
+							return
+						}
+						sum.Add(m)
+					}
+				}(int64(g))
+			}
+			wg.Wait()
+			d, err := l.Peek(ctx, "many")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := max(0, limit-sum.Load()); d.Remaining != want {
+				t.Errorf("after settles at once: %d left, want %d (%d counted)", d.Remaining, want, sum.Load())
+			}
+		})
+	}
+}
+
+// A sliding window log holds at most 10000 entries: a charge that would
+// pass that is refused with ErrInvalid, nothing changes, and the
+// reservation stands at n.
+func TestReserveSettleLogBound(t *testing.T) {
+	ctx := context.Background()
+	f := newFrozen(t)
+	l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog),
+		ratelimit.WithClock(func() time.Time { return f.Now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.Reserve(ctx, "k", 2)
+	if err != nil || !r.Decision.Allowed {
+		t.Fatalf("Reserve(2): %v, %v", r.Decision, err)
+	}
+	if err := r.Settle(ctx, 10001); !errors.Is(err, ratelimit.ErrInvalid) || !strings.Contains(err.Error(), "10000") {
+		t.Fatalf("Settle(10001) of 2: %v, want ErrInvalid naming the 10000 entries", err)
+	}
+	if d, _ := l.Peek(ctx, "k"); d.Remaining != 8 {
+		t.Errorf("after a refused charge: %d left, want 8 (the reservation stands)", d.Remaining)
 	}
 }

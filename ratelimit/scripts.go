@@ -83,18 +83,18 @@ var scripts = [...]script{
 		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillInterval, Requests: reqs}
 	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
 		settleTokenBucket(bindings.TokenBucketRefillIntervalRefund, bindings.TokenBucketRefillIntervalCharge)),
-	LeakyBucket: bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now, due time.Time) bindings.LeakyBucketParams {
+	LeakyBucket: settles(bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now, due time.Time) bindings.LeakyBucketParams {
 		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
-	}),
+	}), settleLeakyBucket),
 	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.FixedWindowParams {
 		return bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
 	}),
-	SlidingWindowLog: bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowLogParams {
+	SlidingWindowLog: settlesAt(bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowLogParams {
 		return bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
-	}),
-	SlidingWindowCounter: bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowCounterParams {
+	}), settleSlidingWindowLog),
+	SlidingWindowCounter: settlesAt(bind(bindings.SlidingWindowCounter, (*bindings.Batch).SlidingWindowCounter, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowCounterParams {
 		return bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
-	}),
+	}), settleSlidingWindowCounter),
 }
 
 // checkLimit refuses what the algorithm's script would answer BADARG.
@@ -147,6 +147,50 @@ func bind[P any, R result](
 func settles(s script, settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error)) script {
 	s.settle = settle
 	return s
+}
+
+// settlesAt is s with its settle, which must know the reservation's
+// instant (settleAt).
+func settlesAt(s script, settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error)) script {
+	s.settle, s.settleAt = settle, true
+	return s
+}
+
+// settleLeakyBucket is leaky_bucket.lua's settle refund (delta < 0) or
+// charge (delta > 0).
+func settleLeakyBucket(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, _ time.Time) (reply, error) {
+	word, n := bindings.LeakyBucketSettleCharge, delta
+	if delta < 0 {
+		word, n = bindings.LeakyBucketSettleRefund, -delta
+	}
+	r, err := bindings.LeakyBucket(ctx, c, key, bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: n, Now: now, Deadline: call.Deadline(ctx), Settle: []bindings.LeakyBucketSettle{word}})
+	return reply(r), call.ClockRefused(ctx, err)
+}
+
+// settleWord is the take of a window script's settle record.
+func settleWord(delta int64) (string, int64) {
+	if delta < 0 {
+		return "refund", -delta
+	}
+	return "charge", delta
+}
+
+// settleSlidingWindowCounter is sliding_window_counter.lua's settle in
+// the window that holds at, the instant the reservation was counted at.
+func settleSlidingWindowCounter(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error) {
+	take, n := settleWord(delta)
+	r, err := bindings.SlidingWindowCounter(ctx, c, key, bindings.SlidingWindowCounterParams{Limit: l.Rate, Window: l.Period, Cost: n, Now: now, Deadline: call.Deadline(ctx),
+		Settle: []bindings.SlidingWindowCounterSettle{{Take: take, At: at}}})
+	return reply(r), call.ClockRefused(ctx, err)
+}
+
+// settleSlidingWindowLog is sliding_window_log.lua's settle of the
+// members at at, the instant the reservation was counted at.
+func settleSlidingWindowLog(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error) {
+	take, n := settleWord(delta)
+	r, err := bindings.SlidingWindowLog(ctx, c, key, bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: n, Now: now, Deadline: call.Deadline(ctx),
+		Settle: []bindings.SlidingWindowLogSettle{{Take: take, At: at}}})
+	return reply(r), call.ClockRefused(ctx, err)
 }
 
 // settleGCRA is gcra.lua's take refund (delta < 0) or take charge (delta >

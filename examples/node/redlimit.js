@@ -200,7 +200,10 @@ export class Script {
     const argv = [];
     for (const f of this.args) {
       const name = camel(f.name);
-      const v = args[name];
+      // A variadic that may be empty (a settle after the deadline) may be
+      // left out.
+      const optional = f.variadic && f.min_count === 0;
+      const v = args[name] === undefined && optional ? [] : args[name];
       if (v === undefined && !INSTANTS.has(f.type)) throw new ArgError(this.name, name, 'missing');
       if (f.variadic) {
         if (!Array.isArray(v)) throw new ArgError(this.name, name, 'takes an array of values (the rest of ARGV)');

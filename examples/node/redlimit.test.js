@@ -46,7 +46,9 @@ test('ARGV in the manifest order, in wire units', () => {
   const { keys, argv } = lb.encode(['k'], { cost: 1, period: 3_600_000, rate: 3, capacity: 5, now });
   assert.deepEqual(keys, ['k']);
   const want = { capacity: '5', rate: '3', period: '3600000', cost: '1', now: String(now.getTime() * 1000), deadline: '0' };
-  assert.deepEqual(argv, lb.args.map((a) => want[a.name]));
+  // settle, a variadic that may be empty, left out: nothing is sent.
+  assert.deepEqual(argv, lb.args.filter((a) => a.name !== 'settle').map((a) => want[a.name]));
+  assert.equal(lb.encode(['k'], { cost: 1, period: 1000, rate: 3, capacity: 5, settle: ['refund'] }).argv.at(-1), 'refund');
   assert.equal(lb.encode(['k'], lbArgs).argv.at(-1), '0', 'a left-out instant is 0, the server clock');
 });
 

@@ -221,9 +221,12 @@ class Script:
         argv = []
         for f in self.args:
             name = f["name"]
-            if name not in args and f["type"] not in _INSTANTS:
+            # A variadic that may be empty (a settle after the deadline) may
+            # be left out.
+            optional = f.get("variadic") and f.get("min_count") == 0
+            if name not in args and f["type"] not in _INSTANTS and not optional:
                 raise ArgError(self.name, name, "missing")
-            value = args.get(name)
+            value = args.get(name, [] if optional else None)
             if f.get("variadic"):
                 if isinstance(value, (str, bytes, dict)) or not isinstance(value, collections.abc.Iterable):
                     raise ArgError(self.name, name, "takes a list of values (the rest of ARGV)")

@@ -64,7 +64,10 @@ class ManifestTest(unittest.TestCase):
         self.assertEqual(keys, ["k"])
         want = {"capacity": "5", "rate": "3", "period": "3600000", "cost": "1", "now": str(int(now.timestamp()) * 10**6 + 678901),
                 "deadline": "0"}
-        self.assertEqual(argv, [want[a["name"]] for a in lb.args])
+        # settle, a variadic that may be empty, left out: nothing is sent.
+        self.assertEqual(argv, [want[a["name"]] for a in lb.args if a["name"] != "settle"])
+        _, argv = lb.encode(["k"], {"cost": 1, "period": dt.timedelta(seconds=1), "rate": 3, "capacity": 5, "settle": ["refund"]})
+        self.assertEqual(argv[-1], "refund")
 
     def test_instant_defaults_to_zero_and_rounds_down(self):
         tb = self.bundle["token_bucket"]

@@ -52,6 +52,18 @@ var gcraSettled = stateLayout{"g", gcraSettledRE, []string{"", "=", "+"}, func(f
 	return []string{"", "0", "", ""}
 }}
 
+// leakySettled is the leaky bucket's settled form,
+// 'l<ts><unit>=<water>+<debt>': ts no later than TIME + maxSkew; unit
+// 1..1e14; the water past its debt at most 1e15, the debt at most the
+// water and 1e15.
+var leakySettled = stateLayout{"l", leakyBucketSettled, []string{"", "=", "+"}, func(f []string, server int64) []string {
+	water, _ := strconv.ParseInt(f[2], 10, 64)
+	debt, _ := strconv.ParseInt(f[3], 10, 64)
+	return []string{fmt.Sprintf("%016d", server+maxSkew+1), "100000000000001", strconv.FormatInt(debt+1e15+1, 10), strconv.FormatInt(water+1, 10)}
+}, func([]string) []string {
+	return []string{"", "0", "", ""}
+}}
+
 var stateLayouts = map[string]stateLayout{
 	// ts no later than TIME + maxSkew, tokens 0..1e9.
 	"token_bucket": {"-", tokenBucketState, []string{""}, func(_ []string, server int64) []string {
@@ -81,12 +93,13 @@ var stateLayouts = map[string]stateLayout{
 		return []string{"", "0"}
 	}},
 	// The newest call, s + d, no later than TIME + maxSkew, and d below
-	// 1e14 µs; cur 1..1e9, d and prev from 0.
+	// 1e14 µs; cur 0..1e15 (0 and past 1e9 only a settle writes), prev
+	// 0..2e15.
 	"sliding_window_counter": {"c", slidingWindowCounterState, []string{"", "/", "/"}, func(f []string, server int64) []string {
 		d, _ := strconv.ParseInt(f[1], 10, 64)
-		return []string{fmt.Sprintf("%013d", (server+maxSkew)/1000-d+1), "100000000000", "1000000001", "2000000001"}
+		return []string{fmt.Sprintf("%013d", (server+maxSkew)/1000-d+1), "100000000000", "1000000000000001", "2000000000000001"}
 	}, func([]string) []string {
-		return []string{"", "", "0", ""}
+		return []string{"", "", "", ""}
 	}},
 }
 
@@ -125,7 +138,7 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, keys, argv := firstWrite(t, name, src)
+			r, keys, argv := firstWrite(t, name, src, 0)
 			// Each corruption meets the first write's call and the calls
 			// that only look: a peek, or for concurrency, which has none,
 			// every other op on the same lease.
@@ -174,6 +187,14 @@ func TestStateIsCheckedLikeInput(t *testing.T) {
 					}
 					// And the settled form with no debt, which reads the same.
 					states = append(states, scenario.GCRALongState(tat, interval, lead), scenario.GCRASettledState(tat, interval, lead, 0))
+				}
+				if m := leakyBucketState.FindStringSubmatch(good.str); m != nil && name == "leaky_bucket" {
+					// And the leaky bucket's settled form with no debt,
+					// which reads the same.
+					ts, _ := strconv.ParseInt(m[1], 10, 64)
+					unit, _ := strconv.ParseInt(m[2], 10, 64)
+					more, _ := strconv.ParseInt(m[3], 10, 64)
+					states = append(states, scenario.LeakyBucketSettledState(ts, unit, unit+more, 0))
 				}
 				for _, st := range states {
 					corruptString(t, name, r.Now(), st, good, try)
@@ -335,6 +356,9 @@ func corruptString(t *testing.T, name string, server int64, st string, good *val
 	}
 	if gcraSettledRE.MatchString(st) {
 		layout = gcraSettled
+	}
+	if leakyBucketSettled.MatchString(st) {
+		layout = leakySettled
 	}
 	m := layout.re.FindStringSubmatch(st)
 	if m == nil {

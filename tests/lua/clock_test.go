@@ -19,7 +19,7 @@ func TestCallerClockBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, keys, argv := firstWrite(t, name, src)
+			r, keys, argv := firstWrite(t, name, src, 0)
 			server := r.Now()
 			clock := scenario.SpecOf(name).ClockIndex(argv)
 			at := func(now int64) []string {

@@ -201,7 +201,28 @@ func runExact(w *twin, rng *rand.Rand, cfg config, all []config) int {
 				call.reqs = append(call.reqs, request{strconv.FormatInt(rng.Int63n(limit+2), 10), deadline()})
 			}
 		}
-		if _, err := w.call([]string{"k"}, call.argv(w.script)); err == nil {
+		argv := call.argv(w.script)
+		if settlesAfter(w.script) && rng.Intn(4) == 0 {
+			// A reservation settled: a refund or a charge, into debt too;
+			// the windows' at, a recent instant or one long gone.
+			argv = append(argv, [...]string{"refund", "charge"}[rng.Intn(2)])
+			if w.script != "leaky_bucket" {
+				at := server - rng.Int63n(3*period*1000+1)
+				if rng.Intn(3) == 0 {
+					at = server + rng.Int63n(maxSkew+1)
+				}
+				if v := w.lua.get("k"); v != nil && v.kind == "zset" && rng.Intn(2) == 0 {
+					// The log's refund removes members at at: an instant
+					// that holds some.
+					for _, score := range v.zset {
+						at = int64(score)
+						break
+					}
+				}
+				argv = append(argv, strconv.FormatInt(min(maxTime, max(1, at)), 10))
+			}
+		}
+		if _, err := w.call([]string{"k"}, argv); err == nil {
 			accepted++
 		}
 	}

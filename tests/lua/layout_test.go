@@ -18,6 +18,9 @@ type callArgs struct {
 	lim  []string
 	now  string
 	reqs []request
+	// settle is a one-request script's settle after the deadline (the
+	// word, then the windows' at), nil for none.
+	settle []string
 }
 
 // isBatch reports whether script decides a batch of requests per call.
@@ -33,7 +36,13 @@ func (c callArgs) argv(script string) []string {
 		return out
 	}
 	q := c.reqs[0]
-	return append(append([]string(nil), c.lim...), q.cost, c.now, q.deadline)
+	return append(append(append([]string(nil), c.lim...), q.cost, c.now, q.deadline), c.settle...)
+}
+
+// settlesAfter reports whether script takes a settle after its deadline
+// (leaky_bucket's word, the windows' word and instant).
+func settlesAfter(script string) bool {
+	return script == "leaky_bucket" || script == "sliding_window_counter" || script == "sliding_window_log"
 }
 
 // splitArgv reads argv as script's ARGV; ok is false when it has not the
@@ -50,10 +59,22 @@ func splitArgv(script string, argv []string) (c callArgs, ok bool) {
 		return c, true
 	}
 	n := len(argv)
+	var settle []string
+	if settlesAfter(script) {
+		// The settle's word sits after the deadline: the bucket's 7th
+		// argument, the windows' 6th (then at).
+		i := 6
+		if script != "leaky_bucket" {
+			i = 5
+		}
+		if n > i && (argv[i] == "refund" || argv[i] == "charge") {
+			settle, n = argv[i:], i
+		}
+	}
 	if n < 3 {
 		return callArgs{}, false
 	}
-	return callArgs{lim: argv[:n-3], now: argv[n-2], reqs: []request{{argv[n-3], argv[n-1]}}}, true
+	return callArgs{lim: argv[:n-3], now: argv[n-2], reqs: []request{{argv[n-3], argv[n-1]}}, settle: settle}, true
 }
 
 // oneCall is the ARGV of one request of script: the limit (a batch

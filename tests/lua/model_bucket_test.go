@@ -20,6 +20,8 @@ func init() {
 var (
 	tokenBucketState = regexp.MustCompile(`^-([0-9]{16})(0|[1-9][0-9]*|-[1-9][0-9]*)$`)
 	leakyBucketState = regexp.MustCompile(`^l([0-9]{16})([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+	// leaky_bucket.lua's settled form, which only a refund or a charge writes.
+	leakyBucketSettled = regexp.MustCompile(`^l([0-9]{16})([1-9][0-9]*)=(0|[1-9][0-9]*)\+(0|[1-9][0-9]*)$`)
 )
 
 func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
@@ -140,7 +142,21 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	cost := a.int(3, "cost", 0, 1e9)
 	now := a.int(4, "now", 0, maxTime)
 	deadline := a.int(5, "deadline", 0, maxTime)
-	if err := a.finish(keys, "bucket", 6); err != nil {
+	// settle is -1 for a refund, 1 for a charge, 0 for a pour (no 7th
+	// argument).
+	var settle int64
+	nargs := 6
+	if word, ok := a.str(6); ok {
+		switch word {
+		case "refund":
+			settle, nargs = -1, 7
+		case "charge":
+			settle, nargs = 1, 7
+		default:
+			a.fail("BADARG settle must be 'refund' or 'charge' (or absent, for a pour)")
+		}
+	}
+	if err := a.finish(keys, "bucket", nargs); err != nil {
 		return nil, err
 	}
 	if rate > period*1000 {
@@ -156,38 +172,79 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 		return nil, err
 	}
 	// 'l<ts><unit>/<more>': ts as 16 digits, then two numbers without
-	// leading zeros; the level is unit + more.
-	st, err := stringState(r, keys[0], leakyBucketState, badState("a leaky bucket l<ts><unit>/<more>"))
-	if err == nil && st != nil {
-		st[2] += st[1]
-		if st[0] > latest(r) || st[1] > 1e14 || st[2] > 1e15 {
-			err = ErrorReply(badState("a leaky bucket l<ts><unit>/<more>"))
+	// leading zeros; the level is unit + more. Or the settled form
+	// 'l<ts><unit>=<water>+<debt>', the debt being the part of the water
+	// past the writing limit's full bucket.
+	what := badState("a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>")
+	var st []int64 // ts, unit, level, debt
+	if v := r.get(keys[0]); v != nil {
+		if v.kind != "string" {
+			return nil, ErrorReply(wrongType)
 		}
-	}
-	if err != nil {
-		return nil, err
+		if m, err := stringState(r, keys[0], leakyBucketState, what); err == nil {
+			st = []int64{m[0], m[1], m[1] + m[2], 0}
+		} else if m, err := stringState(r, keys[0], leakyBucketSettled, what); err == nil {
+			st = m
+		} else {
+			return nil, err
+		}
+		if st[0] > latest(r) || st[1] > 1e14 || st[3] > st[2] || st[3] > 1e15 || st[2]-st[3] > 1e15 {
+			return nil, ErrorReply(what)
+		}
 	}
 	own := now
 	var water int64
 	if st == nil {
 		now = max(now, r.now)
 	} else {
-		ts, was, level := st[0], st[1], st[2]
+		ts, was, level, debt := st[0], st[1], st[2], st[3]
 		now = max(now, ts)
 		// The level at the last pour in units of the current rate: whole
 		// ones exactly, a part one rounded up, then no more than a full
-		// bucket; it drains at the current rate since.
-		if units := level / was; units >= capacity {
-			level = full
+		// bucket; a debt in units of the current rate too, rounded up, to
+		// at most 1e15 µs. It drains at the current rate since.
+		keep := level - debt
+		if units := keep / was; units >= capacity {
+			keep = full
 		} else {
-			level = min(full, units*unit+mulDivCeil(level-units*was, unit, was))
+			keep = min(full, units*unit+mulDivCeil(keep-units*was, unit, was))
 		}
-		water = max(0, level-(now-ts))
+		water = max(0, keep+min(1e15, mulDivCeil(debt, unit, was))-(now-ts))
 	}
-	remaining := (full - water) / unit
+	// A settle moves what it can, then answers as a peek.
+	var moved int64
+	switch {
+	case settle < 0 && st != nil && water > 0:
+		moved = min(cost, ceilDiv(water, unit))
+		water = max(0, water-moved*unit)
+	case settle > 0:
+		moved = min(cost, max(0, full+1e15-water)/unit)
+		water += moved * unit
+	}
+	if settle != 0 {
+		cost = 0
+	}
+	var remaining int64
+	if water < full {
+		remaining = (full - water) / unit
+	}
 	var reset int64
 	if water > 0 {
 		reset = ms(now + water - own)
+	}
+	if moved > 0 {
+		state := fmt.Sprintf("l%016d%d/%d", now, unit, water-unit)
+		if water < unit || water > full {
+			state = fmt.Sprintf("l%016d%d=%d+%d", now, unit, water, max(0, water-full))
+		}
+		writeString(r, keys[0], ttl(r, now+water, caller), state)
+	}
+	if settle != 0 {
+		var wait int64
+		if water+unit > full {
+			wait = ms(now + water + unit - full - own)
+		}
+		return []int64{min(moved, 1), remaining, wait, reset}, nil
 	}
 	want := max(cost, 1)
 	switch {

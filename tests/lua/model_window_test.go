@@ -18,8 +18,38 @@ func init() {
 // fixed number of digits, then numbers without leading zeros.
 var (
 	fixedWindowState          = regexp.MustCompile(`^1([0-9]{13})([1-9][0-9]*)$`)
-	slidingWindowCounterState = regexp.MustCompile(`^c([0-9]{13})(0|[1-9][0-9]*)/([1-9][0-9]*)/(0|[1-9][0-9]*)$`)
+	slidingWindowCounterState = regexp.MustCompile(`^c([0-9]{13})(0|[1-9][0-9]*)/(0|[1-9][0-9]*)/(0|[1-9][0-9]*)$`)
 )
+
+// windowSettle reads a window script's settle (ARGV[6] and ARGV[7] when
+// there), after its deadline: -1 for a refund, 1 for a charge, 0 for an
+// admit, the instant the reservation was counted at, and the count of
+// arguments the call must have.
+func windowSettle(a *args) (settle, held int64, nargs int) {
+	word, ok := a.str(5)
+	if !ok {
+		return 0, 0, 5
+	}
+	switch word {
+	case "refund":
+		settle = -1
+	case "charge":
+		settle = 1
+	default:
+		a.fail("BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)")
+		return 0, 0, 5
+	}
+	return settle, a.int(6, "at", 1, maxTime), 7
+}
+
+// heldErr is the error of a settle whose instant is more than maxSkew
+// past the server's TIME.
+func heldErr(r *Redis, held int64) error {
+	if held > r.now+maxSkew {
+		return ErrorReply(fmt.Sprintf("BADARG at must be at most %d µs past the server's TIME, got '%d'", maxSkew, held))
+	}
+	return nil
+}
 
 func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	a := args{argv: argv}
@@ -84,10 +114,14 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	cost := a.int(2, "cost", 0, 1e9)
 	now := a.int(3, "now", 0, maxTime)
 	deadline := a.int(4, "deadline", 0, maxTime)
-	if err := a.finish(keys, "counts", 5); err != nil {
+	settle, held, nargs := windowSettle(&a)
+	if err := a.finish(keys, "counts", nargs); err != nil {
 		return nil, err
 	}
 	now, caller, err := clock(r, now, deadline)
+	if err == nil && settle != 0 {
+		err = heldErr(r, held)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +133,7 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	if err == nil && st != nil {
 		// In µs: s, t, cur, prev.
 		st = []int64{st[0] * 1000, (st[0] + st[1]) * 1000, st[2], st[3]}
-		if st[1] > latest(r) || st[1]-st[0] >= 1e14 || st[2] > 1e9 || st[3] > 2e9 {
+		if st[1] > latest(r) || st[1]-st[0] >= 1e14 || st[2] > 1e15 || st[3] > 2e15 {
 			err = ErrorReply(what)
 		}
 	}
@@ -107,11 +141,16 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 		return nil, err
 	}
 	W := window * 1000
-	w, at := now/W, now
+	// A settle is judged at the later of its clock and held.
+	base := now
+	if settle != 0 {
+		base = max(now, held)
+	}
+	w, at := base/W, base
 	var c, p int64
 	if st == nil {
 		// A key that holds nothing counts from the later clock.
-		at = max(now, r.now)
+		at = max(base, r.now)
 		w = at / W
 	}
 	t := at
@@ -133,7 +172,27 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 				p += x.n
 			}
 		}
-		p = min(p, 2e9)
+		p = min(p, 2e15)
+	}
+	// A settle moves what it can in held's window (a charge whose window
+	// slid out: the current one), then answers as a peek.
+	var moved int64
+	switch wh := held / W; {
+	case settle < 0 && wh == w:
+		moved = min(cost, c)
+		c -= moved
+	case settle < 0 && wh == w-1:
+		moved = min(cost, p)
+		p -= moved
+	case settle > 0 && wh == w-1:
+		moved = min(cost, 2e15-p)
+		p += moved
+	case settle > 0:
+		moved = min(cost, 1e15-c)
+		c += moved
+	}
+	if settle != 0 {
+		cost = 0
 	}
 	start := w * W
 	// est is the estimate at x >= start if nothing more is admitted.
@@ -155,6 +214,10 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	case p > 0:
 		reset = ms(start + W - now)
 	}
+	if moved > 0 {
+		// held is a caller's clock: the key keeps maxSkew more.
+		writeString(r, keys[0], ttl(r, start+2*W, true), fmt.Sprintf("c%013d%d/%d/%d", start/1000, max(t, at)/1000-start/1000, c, p))
+	}
 	if want > limit {
 		return []int64{0, remaining, -1, reset}, nil
 	}
@@ -170,7 +233,13 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 				lo = mid
 			}
 		}
+		if settle != 0 {
+			return []int64{min(moved, 1), remaining, ms(hi - now), reset}, nil
+		}
 		return []int64{0, remaining, ms(hi - now), reset}, nil
+	}
+	if settle != 0 {
+		return []int64{min(moved, 1), remaining, 0, reset}, nil
 	}
 	if cost == 0 {
 		return []int64{1, remaining, 0, reset}, nil
@@ -204,10 +273,14 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 	cost := a.int(2, "cost", 0, 1e9)
 	now := a.int(3, "now", 0, maxTime)
 	deadline := a.int(4, "deadline", 0, maxTime)
-	if err := a.finish(keys, "log", 5); err != nil {
+	settle, held, nargs := windowSettle(&a)
+	if err := a.finish(keys, "log", nargs); err != nil {
 		return nil, err
 	}
 	now, caller, err := clock(r, now, deadline)
+	if err == nil && settle != 0 {
+		err = heldErr(r, held)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +314,9 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 		}
 	}
 	own := now
+	if settle != 0 {
+		now = max(now, held)
+	}
 	if len(log) > 0 {
 		now = max(now, last)
 	} else {
@@ -250,6 +326,77 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 	gone := now - W
 	first := sort.Search(len(log), func(i int) bool { return log[i].score > float64(gone) })
 	live := int64(len(log) - first)
+	// A settle moves what it can, then answers as a peek: a refund removes
+	// the highest numbers at held (while held is in the window), a charge
+	// logs at held (or now, once held has left), up to 10000 members.
+	var moved int64
+	if settle != 0 && cost > 0 {
+		z := map[string]float64{}
+		for _, m := range log {
+			z[m.name] = m.score
+		}
+		if settle < 0 && held > gone {
+			var k int64
+			for _, m := range log {
+				if m.score == float64(held) {
+					k++
+				}
+			}
+			moved = min(cost, k)
+			for i := int64(0); i < moved; i++ {
+				name := fmt.Sprintf("%d:%d", held, k-i)
+				if sc, ok := z[name]; !ok || sc != float64(held) {
+					return nil, notLog
+				}
+				delete(z, name)
+			}
+		} else if settle > 0 {
+			us := now
+			if held > gone {
+				us = held
+			}
+			if live+cost > 10000 {
+				return nil, ErrorReply(fmt.Sprintf("BADARG a charge of %d would leave %d members in the log, past the 10000 it holds; nothing changed", cost, live+cost))
+			}
+			for _, m := range log[:first] {
+				if _, ok := logTime(m.name, m.score, latest(r)); !ok {
+					return nil, notLog
+				}
+				delete(z, m.name)
+			}
+			var n int64
+			for _, sc := range z {
+				if sc == float64(us) {
+					n++
+				}
+			}
+			for i := int64(1); i <= cost; i++ {
+				z[fmt.Sprintf("%d:%d", us, n+i)] = float64(us)
+			}
+			moved = cost
+		}
+		if moved > 0 {
+			log = log[:0]
+			for name, sc := range z {
+				log = append(log, member{name, sc})
+			}
+			sort.Slice(log, func(i, j int) bool {
+				if log[i].score != log[j].score {
+					return log[i].score < log[j].score
+				}
+				return log[i].name < log[j].name
+			})
+			if len(log) == 0 {
+				delete(r.data, keys[0])
+			} else {
+				last = int64(log[len(log)-1].score)
+				r.data[keys[0]] = &value{kind: "zset", zset: z, expireAt: r.now + 1000*max(1, ms(ttl(r, last+W, true)))}
+			}
+			first = sort.Search(len(log), func(i int) bool { return log[i].score > float64(gone) })
+			live = int64(len(log) - first)
+		}
+		cost = 0
+	}
 	var reset int64
 	if live > 0 {
 		reset = ms(last + W - own)
@@ -266,7 +413,12 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 		if !ok {
 			return nil, notLog
 		}
+		if settle != 0 {
+			return []int64{min(moved, 1), remaining, ms(at + W - own), reset}, nil
+		}
 		return []int64{0, remaining, ms(at + W - own), reset}, nil
+	case settle != 0:
+		return []int64{min(moved, 1), remaining, 0, reset}, nil
 	case cost == 0:
 		return []int64{1, remaining, 0, reset}, nil
 	}

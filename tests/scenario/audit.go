@@ -69,7 +69,7 @@ func init() {
 				Name: "audit 8: lenient numbers and extra arguments are refused",
 				Keys: key("8"),
 				Steps: append(lenient(s.args, spec.CostArg, batchSpecs[script].Batch),
-					Step{Args: append(s.args(1), "0"), Now: "0", Deadline: "extra", Err: extraErr(script, len(s.args(1))+2)},
+					extraStep(script, s.args(1)),
 					Step{Args: s.args(1), Want: s.first, TTL: []int64{s.ttl}},
 				),
 			},
@@ -77,10 +77,27 @@ func init() {
 	}
 }
 
+// extraStep is a call of script with one ARGV more than args, the clock
+// and the deadline: where a settle's word goes, for the scripts that take
+// one there.
+func extraStep(script string, args []string) Step {
+	if _, ok := settleSpecs[script]; ok {
+		return Step{Raw: append(append([]string(nil), args...), "0", "0", "extra"), Err: extraErr(script, len(args)+2)}
+	}
+	return Step{Args: append(args, "0"), Now: "0", Deadline: "extra", Err: extraErr(script, len(args)+2)}
+}
+
 // extraErr is what a call of script with one ARGV more than its n gets.
 func extraErr(script string, n int) string {
 	if batchSpecs[script].Batch {
 		return fmt.Sprintf("BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and %d", n+1)
+	}
+	// One argument more is where a settle's word goes: a word it is not.
+	switch script {
+	case "leaky_bucket":
+		return "BADARG settle must be 'refund' or 'charge' (or absent, for a pour)"
+	case "sliding_window_counter", "sliding_window_log":
+		return "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
 	}
 	return fmt.Sprintf("BADARG takes 1 key(s) and %d arguments, got 1 and %d", n, n+1)
 }

@@ -7,6 +7,8 @@ package scenario
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -50,6 +52,16 @@ type Spec struct {
 var batchSpecs = map[string]Spec{
 	"gcra":         {Script: "gcra", CostArg: 4, NowArg: 3, Batch: true},
 	"token_bucket": {Script: "token_bucket", CostArg: 4, NowArg: 3, Batch: true},
+}
+
+// settleSpecs are the one-request scripts whose call may end in a settle
+// after the deadline (leaky_bucket's word, the windows' word and instant):
+// the clock sits at a fixed index, before a step's settle arguments. Every
+// register of them uses this spec.
+var settleSpecs = map[string]Spec{
+	"leaky_bucket":           {Script: "leaky_bucket", CostArg: 3, NowArg: 4},
+	"sliding_window_counter": {Script: "sliding_window_counter", CostArg: 2, NowArg: 3},
+	"sliding_window_log":     {Script: "sliding_window_log", CostArg: 2, NowArg: 3},
 }
 
 // ClockIndex is the index of the caller clock in a step's whole ARGV.
@@ -220,6 +232,17 @@ func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 		deadline = "0"
 	}
 	sp := specs[sc.Script]
+	args := make([]string, len(st.Args))
+	for j, a := range st.Args {
+		// An instant of the run (Held): base plus its µs.
+		if us, ok := strings.CutPrefix(a, heldPrefix); ok {
+			if n, err := strconv.ParseInt(us, 10, 64); err == nil {
+				a = strconv.FormatInt(base+n, 10)
+			}
+		}
+		args[j] = a
+	}
+	st.Args = args
 	i := sp.NowArg
 	if i <= 0 || i > len(st.Args) {
 		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st), deadline)
@@ -232,6 +255,14 @@ func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 	out = append(out, deadline)
 	return append(out, st.Args[i:]...)
 }
+
+// heldPrefix marks an argument that is an instant of the run (Held).
+const heldPrefix = "t0+"
+
+// Held is an argument that is the instant d after the run's start, in µs
+// (T0+d on the tiers that control the clock, the run's own start on a real
+// server): the instant a settle's reservation was counted at.
+func Held(d time.Duration) string { return fmt.Sprintf("%s%d", heldPrefix, d.Microseconds()) }
 
 // Args formats values as ARGV strings: durations in whole ms.
 func Args(vals ...any) []string {
@@ -285,6 +316,9 @@ var (
 
 func register(sp Spec, scs ...Scenario) {
 	if b, ok := batchSpecs[sp.Script]; ok {
+		sp = b
+	}
+	if b, ok := settleSpecs[sp.Script]; ok {
 		sp = b
 	}
 	specs[sp.Script] = sp

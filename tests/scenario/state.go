@@ -129,3 +129,9 @@ func ParseGCRADebt(state string, server int64) (tat, interval, lead, debt int64,
 	}
 	return tat, interval, lead, 0, err
 }
+
+// LeakyBucketSettledState is leaky_bucket.lua's settled form
+// 'l<ts><unit>=<water>+<debt>', which only a refund or a charge writes.
+func LeakyBucketSettledState(ts, unit, water, debt int64) string {
+	return fmt.Sprintf("l%016d%d=%d+%d", ts, unit, water, debt)
+}

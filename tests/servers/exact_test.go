@@ -104,7 +104,7 @@ func (d *differ) call(argv ...string) []any {
 // gopher-lua tier's (which tests/lua holds to big-integer models): the
 // largest limits, rates that do not divide their periods, day-long
 // periods, callers early and late, limits that change, refunds and charges
-// (gcra's, the token bucket's); and the token bucket's credit instants that a product's last
+// (every script that settles); and the token bucket's credit instants that a product's last
 // digit decides, 1 µs before and at them.
 func TestRealServersAreExact(t *testing.T) {
 	c := standalone(t, 3)
@@ -137,6 +137,7 @@ func TestRealServersAreExact(t *testing.T) {
 			// server's clock, which the gopher-lua tier only reads near.
 			at := serverTime(t, c) + 10e6
 			most, _ := strconv.ParseInt(lim[0], 10, 64)
+			prev := []int64{at} // the clocks sent so far
 			for j := 0; j < 10; j++ {
 				at += rng.Int63n(3e6)
 				now := at
@@ -156,6 +157,20 @@ func TestRealServersAreExact(t *testing.T) {
 				if script == "token_bucket" && rng.Intn(4) == 0 {
 					argv[4] += []string{"_refund", "_charge"}[rng.Intn(2)]
 				}
+				if (script == "leaky_bucket" || script == "sliding_window_counter" || script == "sliding_window_log") && rng.Intn(3) == 0 {
+					// A reservation settled after the deadline; the windows'
+					// at is an instant counted before (the log's members
+					// are there), or one a window or more back.
+					argv = append(argv, []string{"refund", "charge"}[rng.Intn(2)])
+					if script != "leaky_bucket" {
+						held := prev[rng.Intn(len(prev))]
+						if rng.Intn(4) == 0 {
+							held = now - rng.Int63n(3e6)
+						}
+						argv = append(argv, s(held))
+					}
+				}
+				prev = append(prev, now)
 				d.call(argv...)
 				calls++
 			}

@@ -5,6 +5,7 @@ package bindings
 
 import (
 	"context"
+	"regexp"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -18,14 +19,24 @@ var SlidingWindowLogScript = valkey.NewLuaScript(slidingWindowLogSource)
 func SlidingWindowLogSource() string { return slidingWindowLogSource }
 
 // SlidingWindowLogHash is the SHA1 of SlidingWindowLogSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowLogHash = "c6f458b8a89514b28aa23e448e9dd1f895b8ab9f"
+const SlidingWindowLogHash = "9facbfab774fe1f188cb67a1a4ce30287cd0b331"
 
 var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", source: slidingWindowLogSource, hash: SlidingWindowLogHash}
+
+// SlidingWindowLogSettle is one record of @arg settle of sliding_window_log.lua: its fields travel in this order, record after record.
+type SlidingWindowLogSettle struct {
+	// Take is field 1 of each record, matching ^(refund|charge)$.
+	Take string
+	// At is field 2 of each record, sent as whole microseconds since the epoch, rounded down; the zero time as 0, [1..2^52].
+	At time.Time
+}
 
 const (
 	// SlidingWindowLogRetryAfterNever is the SlidingWindowLogResult.RetryAfter that means never (-1 on the wire).
 	SlidingWindowLogRetryAfterNever time.Duration = -1 * time.Millisecond
 )
+
+var slidingWindowLogSettleTakePattern = regexp.MustCompile("^(?:^(refund|charge)$)$")
 
 // SlidingWindowLogParams holds the arguments (ARGV) of sliding_window_log.lua.
 type SlidingWindowLogParams struct {
@@ -39,15 +50,17 @@ type SlidingWindowLogParams struct {
 	Now time.Time
 	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
+	// Settle (ARGV[6] onwards, [0..1] of them): none: an admit; refund: up to cost members at at are removed; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
+	Settle []SlidingWindowLogSettle
 }
 
 // SlidingWindowLogResult is the reply of sliding_window_log.lua.
 type SlidingWindowLogResult struct {
-	// Allowed is reply element 1.
+	// Allowed (reply element 1): refund, charge: whether any unit moved
 	Allowed bool
 	// Remaining (reply element 2, [0..]): units that still fit in the window, never negative
 	Remaining int64
-	// RetryAfter (reply element 3, in milliseconds, [0..], or SlidingWindowLogRetryAfterNever): 0 when allowed; -1 when cost exceeds limit
+	// RetryAfter (reply element 3, in milliseconds, [0..], or SlidingWindowLogRetryAfterNever): 0 when allowed (refund, charge: until a cost of 1 fits); -1 when cost exceeds limit
 	RetryAfter time.Duration
 	// ResetAfter (reply element 4, in milliseconds, [0..]): until the newest member leaves the window
 	ResetAfter time.Duration
@@ -58,15 +71,15 @@ type SlidingWindowLogResult struct {
 // its time t satisfies t > now - window; a call is admitted when the live
 // members plus its cost fit within limit. There is no boundary burst and no
 // approximation, at a price: memory and work per call grow with limit. The
-// set never holds more than limit members, so limit is capped at 10000. At
-// the cap a key takes about 1.3 MB (about 130 bytes a member), and an
-// admit of cost 10000 keeps Redis busy 13 to 22 ms (Redis 7.0, MEMORY USAGE
-// and INFO commandstats on a 2-core machine); an admit of cost c adds c members
-// and removes those that left. Where that matters, use
-// sliding_window_counter. A cost of 0 peeks: it
-// answers for a cost of 1 and writes nothing. A cost above limit can never
-// pass: it is denied with retry_after -1. Denied calls change nothing:
-// expired members are removed only by an admit.
+// set holds no more than limit members (a charge may pass it, never 10000),
+// so limit is capped at 10000. At the cap a key takes about 1.3 MB (about
+// 130 bytes a member), and an admit of cost 10000 keeps Redis busy 13 to 22
+// ms (Redis 7.0, MEMORY USAGE and INFO commandstats on a 2-core machine); an
+// admit of cost c adds c members and removes those that left. Where that
+// matters, use sliding_window_counter. A cost of 0 peeks: it answers for a
+// cost of 1 and writes nothing. A cost above limit can never pass: it is
+// denied with retry_after -1. Denied calls change nothing: expired members
+// are removed only by an admit.
 // Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 // caller clock (now > 0) is refused with BADARG when it is more than 60 s
 // from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -81,8 +94,30 @@ type SlidingWindowLogResult struct {
 // Changed limits are exact: the log holds the times themselves, so a new
 // limit or window applies to them at once (lowered: denied until enough
 // members leave; raised: the difference passes).
+// Settling a reservation (an admit, then its final cost), with two more
+// arguments, the word and at, the caller clock the reservation was counted
+// at (no more than 60 s past TIME); the call is judged at the later of its
+// clock, at and the newest member. The reservation's members are those at
+// at. refund removes up to cost members at at, never one at another instant;
+// members at one instant are alike (two reservations at one µs share them,
+// and removing either's is the same log). Once at has left the window (or
+// the key was reset or expired) nothing comes back and nothing is written. A
+// reservation judged later than at (behind another caller's newest member,
+// or on an empty key behind the server's TIME) was logged at that later
+// instant, and its refund finds less at at, never more: ratelimit's Reserve
+// sends its own clock, and a clock behind TIME meets the empty-key case on a
+// key's first reservation. charge logs cost members at at whatever the limit
+// (debt: admits wait until enough leave), or at the instant of the call once
+// at has left the window, so no charge is lost; one that would leave more
+// than the 10000 members a log holds is refused with BADARG and changes
+// nothing. A changed limit or window applies to the log as it stands.
+// Neither is ever denied otherwise. A cost of 0 moves nothing and writes
+// nothing. Their reply: allowed, whether any unit moved; remaining, units
+// that fit now; retry_after, until a cost of 1 fits (0: now); reset_after,
+// until the newest member leaves the window.
 // State: a sorted set of at most 10000 members '<us>:<n>', each scored by
-// its <us>, numbered 1, 2, ... within one µs (the ':' keeps them apart
+// its <us>, numbered 1, 2, ... within one µs (a refund removes the
+// highest numbers, so they stay 1 to the count; the ':' keeps them apart
 // from concurrency.lua's lease ids, which cannot hold one; see
 // docs/scripts.md). A key of another type, a set with more members, or
 // one whose oldest or newest member is not of that form, or whose newest
@@ -101,7 +136,7 @@ type SlidingWindowLogResult struct {
 //   - log: sorted set of members '<us>:<n>' scored by their time in µs; expires with its newest member
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range
+//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge; at more than 60 s past TIME; a charge that would leave more than 10000 members
 //   - ErrExpired for EXPIRED: the server ran the call at or after its deadline; nothing changed
 //   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
 //   - ErrBadState for BADSTATE: the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
@@ -121,6 +156,11 @@ func slidingWindowLogCall(log string, p SlidingWindowLogParams) *call {
 	e.int("cost", p.Cost, between(0, 1000000000))
 	e.unixUs("now", p.Now, between(1, 4503599627370496).or(0))
 	e.unixUs("deadline", p.Deadline, between(1, 4503599627370496).or(0))
+	e.count("settle", "records", len(p.Settle), between(0, 1))
+	for _, v := range p.Settle {
+		e.pattern("take", v.Take, slidingWindowLogSettleTakePattern)
+		e.unixUs("at", v.At, between(1, 4503599627370496))
+	}
 	return e.call()
 }
 
@@ -145,15 +185,15 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- its time t satisfies t > now - window; a call is admitted when the live
 --- members plus its cost fit within limit. There is no boundary burst and no
 --- approximation, at a price: memory and work per call grow with limit. The
---- set never holds more than limit members, so limit is capped at 10000. At
---- the cap a key takes about 1.3 MB (about 130 bytes a member), and an
---- admit of cost 10000 keeps Redis busy 13 to 22 ms (Redis 7.0, MEMORY USAGE
---- and INFO commandstats on a 2-core machine); an admit of cost c adds c members
---- and removes those that left. Where that matters, use
---- sliding_window_counter. A cost of 0 peeks: it
---- answers for a cost of 1 and writes nothing. A cost above limit can never
---- pass: it is denied with retry_after -1. Denied calls change nothing:
---- expired members are removed only by an admit.
+--- set holds no more than limit members (a charge may pass it, never 10000),
+--- so limit is capped at 10000. At the cap a key takes about 1.3 MB (about
+--- 130 bytes a member), and an admit of cost 10000 keeps Redis busy 13 to 22
+--- ms (Redis 7.0, MEMORY USAGE and INFO commandstats on a 2-core machine); an
+--- admit of cost c adds c members and removes those that left. Where that
+--- matters, use sliding_window_counter. A cost of 0 peeks: it answers for a
+--- cost of 1 and writes nothing. A cost above limit can never pass: it is
+--- denied with retry_after -1. Denied calls change nothing: expired members
+--- are removed only by an admit.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -168,8 +208,30 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- Changed limits are exact: the log holds the times themselves, so a new
 --- limit or window applies to them at once (lowered: denied until enough
 --- members leave; raised: the difference passes).
+--- Settling a reservation (an admit, then its final cost), with two more
+--- arguments, the word and at, the caller clock the reservation was counted
+--- at (no more than 60 s past TIME); the call is judged at the later of its
+--- clock, at and the newest member. The reservation's members are those at
+--- at. refund removes up to cost members at at, never one at another instant;
+--- members at one instant are alike (two reservations at one µs share them,
+--- and removing either's is the same log). Once at has left the window (or
+--- the key was reset or expired) nothing comes back and nothing is written. A
+--- reservation judged later than at (behind another caller's newest member,
+--- or on an empty key behind the server's TIME) was logged at that later
+--- instant, and its refund finds less at at, never more: ratelimit's Reserve
+--- sends its own clock, and a clock behind TIME meets the empty-key case on a
+--- key's first reservation. charge logs cost members at at whatever the limit
+--- (debt: admits wait until enough leave), or at the instant of the call once
+--- at has left the window, so no charge is lost; one that would leave more
+--- than the 10000 members a log holds is refused with BADARG and changes
+--- nothing. A changed limit or window applies to the log as it stands.
+--- Neither is ever denied otherwise. A cost of 0 moves nothing and writes
+--- nothing. Their reply: allowed, whether any unit moved; remaining, units
+--- that fit now; retry_after, until a cost of 1 fits (0: now); reset_after,
+--- until the newest member leaves the window.
 --- State: a sorted set of at most 10000 members '<us>:<n>', each scored by
---- its <us>, numbered 1, 2, ... within one µs (the ':' keeps them apart
+--- its <us>, numbered 1, 2, ... within one µs (a refund removes the
+--- highest numbers, so they stay 1 to the count; the ':' keeps them apart
 --- from concurrency.lua's lease ids, which cannot hold one; see
 --- docs/scripts.md). A key of another type, a set with more members, or
 --- one whose oldest or newest member is not of that form, or whose newest
@@ -185,11 +247,12 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: up to cost members at at are removed; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
+--- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          units that still fit in the window, never negative
---- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
+--- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a cost of 1 fits); -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the newest member leaves the window
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; a settle word other than refund or charge; at more than 60 s past TIME; a charge that would leave more than 10000 members
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
@@ -312,12 +375,28 @@ local window   = int(ARGV[2], 'window', 1, 1e11)
 local cost     = int(ARGV[3], 'cost', 0, 1e9)
 local now      = int(ARGV[4], 'now', 0, 2^52)
 local deadline = int(ARGV[5], 'deadline', 0, 2^52)
+-- settle is -1 for refund, 1 for charge, nil for an admit (5 arguments);
+-- held is the instant the reservation was counted at.
+local settle, held
+if ARGV[6] == 'refund' then
+  settle = -1
+elseif ARGV[6] == 'charge' then
+  settle = 1
+elseif ARGV[6] ~= nil then
+  bad = bad or "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
+end
+if settle then
+  held = int(ARGV[7], 'at', 1, 2^52)
+end
 if log == nil then bad = bad or 'BADARG log key is missing' end
-exactly(1, 5)
+exactly(1, settle and 7 or 5)
 if bad then return redis.error_reply(bad) end
 
 local server, caller
 now, server, caller = clock(now, deadline)
+if not bad and settle and held > server + max_skew then
+  bad = string.format("BADARG at must be at most %d µs past the server's TIME, got '%d'", max_skew, held)
+end
 if bad then return redis.error_reply(bad) end
 
 -- now (<= 2^52 + 6e7) plus the window (<= 1e14 µs) stays below 2^53, so
@@ -348,38 +427,48 @@ local function time(member, score)
   return nil
 end
 
--- ZCARD answers a key of another type with an error table (size.err); a
--- number has no err field.
-local size = redis.pcall('ZCARD', log)
-if type(size) == 'table' then
-  return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-elseif size > 10000 then
-  return badstate()
-end
--- Members are added at the newest time or later, so the last member holds
--- the newest time and the first the oldest; a late caller is judged at the
--- newest.
-local last, first
-if size > 0 then
-  local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
-  last = time(newest[1], newest[2])
-  if last == nil then
+-- read returns the log's size and the times of its newest and oldest
+-- members (nil for an empty log), or an error reply. ZCARD answers a key
+-- of another type with an error table (size.err); a number has no err
+-- field. Members are sorted by time, so the last member holds the newest
+-- time and the first the oldest.
+local function read()
+  local size = redis.pcall('ZCARD', log)
+  if type(size) == 'table' then
+    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+  elseif size > 10000 then
     return badstate()
   end
-  first = last
-  if size > 1 then
-    local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
-    first = time(oldest[1], oldest[2])
-    if first == nil then
+  local last, first
+  if size > 0 then
+    local newest = redis.call('ZRANGE', log, '-1', '-1', 'WITHSCORES')
+    last = time(newest[1], newest[2])
+    if last == nil then
       return badstate()
     end
+    first = last
+    if size > 1 then
+      local oldest = redis.call('ZRANGE', log, '0', '0', 'WITHSCORES')
+      first = time(oldest[1], oldest[2])
+      if first == nil then
+        return badstate()
+      end
+    end
   end
+  return size, last, first
 end
--- A late caller is judged at the newest member's time. A key that holds
--- nothing is judged at the later of the caller's clock and the server's: a
--- key the server's clock expired must not let a caller that lags it log in
--- that window again.
+local size, last, first = read()
+if type(size) == 'table' then
+  return size
+end
+-- A late caller is judged at the newest member's time, a settle at the
+-- later of that and held. A key that holds nothing is judged at the later
+-- of the caller's clock and the server's: a key the server's clock expired
+-- must not let a caller that lags it log in that window again.
 local own = now
+if settle and held > now then
+  now = held
+end
 if last then
   if now < last then
     now = last
@@ -392,13 +481,117 @@ end
 -- trimming keeps denied calls and peeks free of writes; when the oldest
 -- member is still inside, every member is, and there is nothing to count.
 local gone = now - window_us
-local live = 0
-if last and last > gone then
-  if first > gone then
-    live = size
-  else
-    live = redis.call('ZCOUNT', log, '(' .. format('%d', gone), '+inf')
+local function count()
+  if last and last > gone then
+    if first > gone then
+      return size
+    end
+    return redis.call('ZCOUNT', log, '(' .. format('%d', gone), '+inf')
   end
+  return 0
+end
+local live = count()
+
+-- trim removes the members that left the window, the oldest size - live;
+-- each is read and checked before any is removed, so a member some other
+-- writer put in the set is never deleted (BADSTATE, nothing written).
+local function trim()
+  if first and first <= gone then
+    local old = redis.call('ZRANGE', log, '0', format('%d', size - live - 1), 'WITHSCORES')
+    for i = 1, #old, 2 do
+      if time(old[i], old[i + 1]) == nil then
+        return badstate()
+      end
+    end
+    redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
+  end
+  return nil
+end
+-- add logs k members at the instant us. Members at one time are numbered
+-- 1, 2, ... and all leave together (a refund removes the highest numbers),
+-- so their count is the last number in use. unpack is limited by Lua's C
+-- stack (about 8000 values): add in chunks.
+local function add(us, k)
+  local stamp = format('%d', us)
+  local n = 0
+  if last and us <= last then
+    n = redis.call('ZCOUNT', log, stamp, stamp)
+  end
+  local batch, used = {}, 0
+  for i = 1, k do
+    batch[used + 1] = stamp
+    batch[used + 2] = stamp .. ':' .. format('%d', n + i)
+    used = used + 2
+    if used == 2000 or i == k then
+      redis.call('ZADD', log, unpack(batch, 1, used))
+      used = 0
+    end
+  end
+end
+-- expire keeps the key until its newest member, at us, leaves the window,
+-- by the server's clock; a caller's write (and a settle's, whose members
+-- are at a caller's clock) keeps it max_skew longer, so a call whose clock
+-- lags the server's by up to max_skew still finds it.
+local function expire(us)
+  local ttl = us + window_us - server + 999
+  if caller or settle then
+    ttl = ttl + max_skew
+  end
+  ttl = (ttl - ttl % 1000) / 1000
+  redis.call('PEXPIRE', log, format('%d', ttl > 1 and ttl or 1))
+end
+
+-- A refund or a charge, never denied: moved is the units it moves. A
+-- refund removes up to cost of the members at held, the highest numbers
+-- first (members at one instant are alike: whose they were does not
+-- matter), and none at any other instant; once held has left the window it
+-- finds nothing. A charge logs cost members at held, or at now once held
+-- has left the window, past the limit if need be, but never past the
+-- 10000 members a log holds: one that would is refused. Then the call
+-- answers as a peek would.
+local moved = 0
+if settle and cost > 0 then
+  if settle < 0 then
+    if held > gone then
+      -- The members at held are numbered 1 to k: the highest numbers go,
+      -- each checked first (a member missing, or at another time, is not
+      -- this script's log: BADSTATE, nothing written).
+      local stamp = format('%d', held)
+      local k = redis.call('ZCOUNT', log, stamp, stamp)
+      moved = cost < k and cost or k
+      local drop = {}
+      for i = 1, moved do
+        local name = stamp .. ':' .. format('%d', k - i + 1)
+        local score = redis.call('ZSCORE', log, name)
+        if not score or score + 0 ~= held then
+          return badstate()
+        end
+        drop[i] = name
+      end
+      for i = 1, moved, 1000 do
+        redis.call('ZREM', log, unpack(drop, i, i + 999 < moved and i + 999 or moved))
+      end
+    end
+  else
+    local us = held > gone and held or now
+    if live + cost > 10000 then
+      return redis.error_reply(string.format('BADARG a charge of %d would leave %d members in the log, past the 10000 it holds; nothing changed', cost, live + cost))
+    end
+    local err = trim()
+    if err then
+      return err
+    end
+    add(us, cost)
+    moved = cost
+  end
+  if moved > 0 then
+    size, last, first = read()
+    if last then
+      expire(last)
+    end
+    live = count()
+  end
+  cost = 0
 end
 
 -- Waits are whole ms rounded up, counted from the caller's own clock:
@@ -411,6 +604,7 @@ end
 local remaining = limit > live and limit - live or 0
 
 local want = cost > 0 and cost or 1
+local denied, wait = false, 0
 if want > limit then
   return {0, remaining, -1, reset}
 elseif live + want > limit then
@@ -426,52 +620,23 @@ elseif live + want > limit then
       return badstate()
     end
   end
-  local wait = us + window_us - own + 999
-  return {0, remaining, (wait - wait % 1000) / 1000, reset}
+  denied, wait = true, us + window_us - own + 999
+  wait = (wait - wait % 1000) / 1000
+end
+if settle then
+  return {moved > 0 and 1 or 0, remaining, wait, reset}
+elseif denied then
+  return {0, remaining, wait, reset}
 elseif cost == 0 then
   return {1, remaining, 0, reset}
 end
 
--- The members that left the window are the oldest size - live; each is
--- read and checked before any is removed, so a member some other writer
--- put in the set is never deleted (BADSTATE, nothing written).
-if first and first <= gone then
-  local old = redis.call('ZRANGE', log, '0', format('%d', size - live - 1), 'WITHSCORES')
-  for i = 1, #old, 2 do
-    if time(old[i], old[i + 1]) == nil then
-      return badstate()
-    end
-  end
-  redis.call('ZREMRANGEBYSCORE', log, '-inf', format('%d', gone))
+local err = trim()
+if err then
+  return err
 end
--- Members at one time are numbered 1, 2, ... and all leave together, so
--- their count is the last number in use.
-local stamp = format('%d', now)
-local n = 0
-if last == now then
-  n = redis.call('ZCOUNT', log, stamp, stamp)
-end
--- unpack is limited by Lua's C stack (about 8000 values): add in chunks.
-local batch, used = {}, 0
-for i = 1, cost do
-  batch[used + 1] = stamp
-  batch[used + 2] = stamp .. ':' .. format('%d', n + i)
-  used = used + 2
-  if used == 2000 or i == cost then
-    redis.call('ZADD', log, unpack(batch, 1, used))
-    used = 0
-  end
-end
--- Keys expire by the server's clock: the log is over once its newest
--- member leaves the window. A caller's write keeps the key max_skew
--- longer, so a call whose clock lags the server's by up to max_skew still
--- finds it.
-local ttl = now + window_us - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
-redis.call('PEXPIRE', log, format('%d', ttl > 1 and ttl or 1))
+add(now, cost)
+expire(now)
 reset = now + window_us - own + 999
 return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
 `

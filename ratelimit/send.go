@@ -17,13 +17,26 @@ import (
 type sender struct {
 	rdb     redis.Scripter // the limiter's guarded client
 	timeout time.Duration  // 0: the caller's context alone bounds a call
+	late    *late          // gives back what answers too late admitted
 }
 
 // send decides a on the Redis key rk within the timeout.
 func (s *sender) send(ctx context.Context, rk string, a ask) (reply, error) {
 	sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
-	return call.WithTimeout(ctx, s.timeout, func(ctx context.Context) (reply, error) {
+	return s.call(ctx, rk, a, func(ctx context.Context) (reply, error) {
 		return s.script(ctx, sc)
+	})
+}
+
+// call runs f, the call that decides a on rk, within the timeout. When its
+// caller leaves first, a call that may count (a's cost is above 0) is read
+// on, and an admission it reports is given back (late.go).
+func (s *sender) call(ctx context.Context, rk string, a ask, f func(context.Context) (reply, error)) (reply, error) {
+	if a.cost == 0 || s.late == nil {
+		return call.WithTimeout(ctx, s.timeout, f)
+	}
+	return call.Outlive(ctx, s.timeout, lateWithin, f, s.late.stay, func(r reply, err error, kept bool) {
+		s.late.answered(rk, a, r, err, kept)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redlimit/redlimit/bindings"
@@ -147,6 +148,112 @@ func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Con
 	}
 }
 
+// Outlive runs f, and returns as WithTimeout does: when f returns, when
+// ctx ends, or once d has passed (when d > 0). But f's call is not cut when
+// its caller stops waiting: when stay grants it, it is read up to within
+// longer, and what it returns then goes to late, on f's goroutine, so that
+// an answer that came too late is still learned (see Left). Without stay's
+// grant it is cut, and late still gets what it returns. f's context
+// carries the instant its caller stops waiting (Deadline reads it), not
+// its own deadline. A ctx that cannot end with d <= 0 runs f on the
+// caller's goroutine.
+func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context.Context) (T, error), stay func() bool, late func(r T, err error, kept bool)) (T, error) {
+	if d <= 0 && ctx.Done() == nil {
+		return f(ctx)
+	}
+	due := Deadline(ctx)
+	var expire <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expire = t.C
+		if at := Due(time.Now().Add(d)); due.IsZero() || at.Before(due) {
+			due = at
+		}
+	}
+	// The call's own bound: within past the due, counted from when the
+	// caller leaves when there is no due.
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var stop *time.Timer
+	if !due.IsZero() {
+		stop = time.AfterFunc(time.Until(due)+within, cancel)
+	}
+	fctx = context.WithValue(fctx, callerKey{}, ctx)
+	fctx = context.WithValue(fctx, dueKey{}, due)
+	type outcome struct {
+		r   T
+		err error
+	}
+	var (
+		mu         sync.Mutex
+		left, kept bool
+	)
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := f(fctx)
+		mu.Lock()
+		if stop != nil {
+			stop.Stop()
+		}
+		cancel()
+		if !left {
+			done <- outcome{r, err}
+			mu.Unlock()
+			return
+		}
+		k := kept
+		mu.Unlock()
+		late(r, err, k)
+	}()
+	var err error
+	select {
+	case o := <-done:
+		return o.r, o.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expire:
+		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case o := <-done: // the answer came as the wait ended: keep it
+		return o.r, o.err
+	default:
+	}
+	left = true
+	switch kept = stay(); {
+	case !kept:
+		cancel()
+	case stop == nil:
+		stop = time.AfterFunc(within, cancel)
+	}
+	var zero T
+	return zero, err
+}
+
+// dueKey holds, in the context Outlive runs a call under, the instant its
+// caller stops waiting.
+type dueKey struct{}
+
+// Left reports whether the caller of a call that ran under ctx has left
+// it: its context ended, or the instant it stops waiting passed (ctx's
+// deadline; for Outlive's call, the due it carries).
+func Left(ctx context.Context) bool {
+	due, ok := ctx.Value(dueKey{}).(time.Time)
+	if !ok {
+		return callerGaveUp(ctx)
+	}
+	if caller, ok := ctx.Value(callerKey{}).(context.Context); ok && callerGaveUp(caller) {
+		return true
+	}
+	if due.IsZero() {
+		return false
+	}
+	now := time.Now()
+	return !now.Before(due) || !now.Round(0).Before(due.Round(0))
+}
+
 // Mode is what a fallback does.
 type Mode uint8
 
@@ -211,7 +318,7 @@ func ClockRefused(ctx context.Context, err error) error {
 	case se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0"):
 		return fmt.Errorf("%w: the caller clock is more than 60 s from the server's: %w", ErrInvalid, err)
 	case se.Code != "EXPIRED":
-	case callerGaveUp(ctx):
+	case Left(ctx):
 		return fmt.Errorf("%w: the answer came after the deadline: %w", ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%w: Redis ran the call past its deadline by its TIME while this process still waited: its clock is ahead of this one's: %w", ErrInvalid, err)
@@ -234,6 +341,9 @@ func ClockRefused(ctx context.Context, err error) error {
 // reports those as ErrInvalid). Keep the clocks in step (NTP holds them
 // within milliseconds), as a caller clock needs anyway.
 func Deadline(ctx context.Context) time.Time {
+	if due, ok := ctx.Value(dueKey{}).(time.Time); ok {
+		return due
+	}
 	d, ok := ctx.Deadline()
 	if !ok {
 		return time.Time{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
@@ -434,4 +435,19 @@ func TestLateAnswersUnderStalls(t *testing.T) {
 		}
 	}
 	t.Logf("%d admissions, %d fallback decisions, %d late admissions given back", seen[0].Load()+seen[1].Load()+seen[2].Load(), fallbacks.Load(), refunds.Load())
+}
+
+// A call read on past its caller ends when the client is closed, long
+// before its 3 s bound (goleak gives up within about a second).
+func TestLateReadsEndWithTheClient(t *testing.T) {
+	addr, _ := hungServer(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	l := newLimiter(t, rdb, ratelimit.GCRA, ratelimit.WithTimeout(20*time.Millisecond), ratelimit.WithFallback(ratelimit.FailOpen))
+	for _, key := range []string{"a", "b", "c"} {
+		if d, err := l.Allow(ctx, key); err != nil || d.Cause == nil {
+			t.Fatalf("a hung server: %v, %v; want fail-open's decision", d, err)
+		}
+	}
+	rdb.Close()
 }

@@ -42,6 +42,8 @@ type late struct {
 	n     atomic.Int64     // calls read on or being given back
 	rdb   redis.Scripter   // the limiter's guarded client
 	clock func() time.Time // WithClock's
+	// prefix is the limiter's; an ask with another is its lockout's.
+	prefix string
 	// forget drops key's cached denial after a refund (nil without a deny
 	// cache); report tells the hooks of a refund, made (nil err) or not
 	// (nil without hooks).
@@ -88,6 +90,10 @@ func (l *late) answered(rk string, a ask, r reply, err error, kept bool) {
 func (l *late) refund(rk string, a ask) error {
 	s := scripts[a.alg]
 	switch {
+	case a.prefix != l.prefix:
+		// A lockout that started stays: the request that used the limit
+		// up counted, and the lockout is there to protect.
+		return fmt.Errorf("%w: a lockout stays once started", errLateCounted)
 	case s.settle == nil:
 		return fmt.Errorf("%w: %v cannot settle", errLateCounted, a.alg)
 	case s.settleAt && a.now.IsZero():

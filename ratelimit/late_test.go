@@ -451,3 +451,36 @@ func TestLateReadsEndWithTheClient(t *testing.T) {
 	}
 	rdb.Close()
 }
+
+// A lockout whose start answered late stays: the request that used the
+// limit up counted, and the lockout protects. The Event says so.
+func TestLateLockoutStays(t *testing.T) {
+	f := newFrozen(t)
+	s := newLateReplies(t, f.rdb)
+	events := make(lateEvents, 10)
+	l, _ := ratelimit.New(s, "late", ratelimit.PerMinute(1), ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(time.Hour), ratelimit.WithHook(events.hook))
+	c, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		d   ratelimit.Decision
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() { d, err := l.Allow(c, "k"); got <- answer{d, err} }()
+	<-s.arrived // the lockout's peek
+	s.held <- struct{}{}
+	<-s.arrived // the limit, used up
+	s.held <- struct{}{}
+	<-s.arrived // the lockout's start, held
+	cancel()
+	if a := <-got; a.err != nil || !a.d.Allowed || a.d.LockedOut {
+		t.Fatalf("a request whose lockout start was not answered: %v, %v; want it allowed, not locked out", a.d, a.err)
+	}
+	close(s.held)
+	if e := events.wait(t, 1)[0]; e.Err == nil || !strings.Contains(e.Err.Error(), "lockout stays") {
+		t.Errorf("the lockout's late start: %+v", e)
+	}
+	if d, err := l.Peek(ctx, "k"); err != nil || !d.LockedOut {
+		t.Errorf("after the lockout's late start: %v, %v; want it locked out", d, err)
+	}
+}

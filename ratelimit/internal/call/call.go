@@ -153,100 +153,143 @@ func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Con
 // its caller stops waiting: when stay grants it, it is read up to within
 // longer, and what it returns then goes to late, on f's goroutine, so that
 // an answer that came too late is still learned (see Left). Without stay's
-// grant it is cut, and late still gets what it returns. f's context
-// carries the instant its caller stops waiting (Deadline reads it), not
-// its own deadline. A ctx that cannot end with d <= 0 runs f on the
-// caller's goroutine.
+// grant it is cut, and late still gets what it returns. f's context has
+// ctx's values, not its end, and carries the instant its caller stops
+// waiting (Deadline reads it). A ctx that cannot end with d <= 0 runs f on
+// the caller's goroutine.
 func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context.Context) (T, error), stay func() bool, late func(r T, err error, kept bool)) (T, error) {
 	if d <= 0 && ctx.Done() == nil {
 		return f(ctx)
 	}
-	due := Deadline(ctx)
+	c := &outliving[T]{outlived: outlived{caller: ctx, due: Deadline(ctx), done: make(chan struct{})}}
 	var expire <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		expire = t.C
-		if at := Due(time.Now().Add(d)); due.IsZero() || at.Before(due) {
-			due = at
+		if at := Due(time.Now().Add(d)); c.due.IsZero() || at.Before(c.due) {
+			c.due = at
 		}
 	}
 	// The call's own bound: within past the due, counted from when the
 	// caller leaves when there is no due.
-	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var stop *time.Timer
-	if !due.IsZero() {
-		stop = time.AfterFunc(time.Until(due)+within, cancel)
+	if !c.due.IsZero() {
+		c.stop = time.AfterFunc(time.Until(c.due)+within, c.expire)
 	}
-	fctx = context.WithValue(fctx, callerKey{}, ctx)
-	fctx = context.WithValue(fctx, dueKey{}, due)
-	type outcome struct {
-		r   T
-		err error
-	}
-	var (
-		mu         sync.Mutex
-		left, kept bool
-	)
-	done := make(chan outcome, 1)
 	go func() {
-		r, err := f(fctx)
-		mu.Lock()
-		if stop != nil {
-			stop.Stop()
+		r, err := f(c)
+		c.mu.Lock()
+		c.r, c.err, c.returned = r, err, true
+		left, kept := c.left, c.kept
+		c.end(context.Canceled)
+		c.mu.Unlock()
+		if left {
+			late(r, err, kept)
 		}
-		cancel()
-		if !left {
-			done <- outcome{r, err}
-			mu.Unlock()
-			return
-		}
-		k := kept
-		mu.Unlock()
-		late(r, err, k)
 	}()
 	var err error
 	select {
-	case o := <-done:
-		return o.r, o.err
+	case <-c.done: // f returned: the caller still waits, so its bound has not passed
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-expire:
 		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	select {
-	case o := <-done: // the answer came as the wait ended: keep it
-		return o.r, o.err
-	default:
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.returned { // also an answer that came as the wait ended: keep it
+		return c.r, c.err
 	}
-	left = true
-	switch kept = stay(); {
-	case !kept:
-		cancel()
-	case stop == nil:
-		stop = time.AfterFunc(within, cancel)
+	if err == nil { // the bound passed first: the caller was descheduled past its due
+		if err = ctx.Err(); err == nil {
+			err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
+		}
+	}
+	c.left = true
+	switch c.kept = stay(); {
+	case !c.kept:
+		c.end(context.Canceled)
+	case c.stop == nil:
+		c.stop = time.AfterFunc(within, c.expire)
 	}
 	var zero T
 	return zero, err
 }
 
-// dueKey holds, in the context Outlive runs a call under, the instant its
-// caller stops waiting.
-type dueKey struct{}
+// outliving is Outlive's call: its context, and what f returned.
+type outliving[T any] struct {
+	outlived
+	r        T
+	err      error
+	returned bool
+}
+
+// outlived is the context Outlive runs a call under: the caller's values,
+// none of its end, ended when the call returns or its own bound passes.
+// mu guards what follows it.
+type outlived struct {
+	caller context.Context
+	due    time.Time // when the caller stops waiting; zero: when it ends
+	done   chan struct{}
+
+	mu         sync.Mutex
+	cause      error // why done was closed
+	stop       *time.Timer
+	left, kept bool // the caller left; a place was granted (stay)
+}
+
+// outlivedKey finds an outlived context from its Value.
+type outlivedKey struct{}
+
+func (c *outlived) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *outlived) Done() <-chan struct{}       { return c.done }
+
+func (c *outlived) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
+}
+
+func (c *outlived) Value(key any) any {
+	switch key.(type) {
+	case outlivedKey:
+		return c
+	case callerKey:
+		return c.caller
+	}
+	return c.caller.Value(key)
+}
+
+// end ends the context with cause, once; c.mu is held.
+func (c *outlived) end(cause error) {
+	if c.cause == nil {
+		c.cause = cause
+		close(c.done)
+	}
+	if c.stop != nil {
+		c.stop.Stop()
+	}
+}
+
+// expire ends the context at its bound.
+func (c *outlived) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.end(context.DeadlineExceeded)
+}
 
 // Left reports whether the caller of a call that ran under ctx has left
 // it: its context ended, or the instant it stops waiting passed (ctx's
 // deadline; for Outlive's call, the due it carries).
 func Left(ctx context.Context) bool {
-	due, ok := ctx.Value(dueKey{}).(time.Time)
+	o, ok := ctx.Value(outlivedKey{}).(*outlived)
 	if !ok {
 		return callerGaveUp(ctx)
 	}
-	if caller, ok := ctx.Value(callerKey{}).(context.Context); ok && callerGaveUp(caller) {
+	if callerGaveUp(o.caller) {
 		return true
 	}
+	due := o.due
 	if due.IsZero() {
 		return false
 	}
@@ -341,8 +384,8 @@ func ClockRefused(ctx context.Context, err error) error {
 // reports those as ErrInvalid). Keep the clocks in step (NTP holds them
 // within milliseconds), as a caller clock needs anyway.
 func Deadline(ctx context.Context) time.Time {
-	if due, ok := ctx.Value(dueKey{}).(time.Time); ok {
-		return due
+	if o, ok := ctx.Value(outlivedKey{}).(*outlived); ok {
+		return o.due
 	}
 	d, ok := ctx.Deadline()
 	if !ok {

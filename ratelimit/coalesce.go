@@ -184,11 +184,11 @@ func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter
 }
 
 // result is w's answer. Its error, a request Redis ran past its deadline
-// or the batch's own, is judged by w's own context, as a call of its own
-// would be (call.ClockRefused).
+// or the batch's own, is judged by w's own context and due, as a call of
+// its own would be (call.ClockRefused).
 func (w *waiter) result() (reply, error) {
 	if w.out.err != nil {
-		return reply{}, call.ClockRefused(w.ctx, w.out.err)
+		return reply{}, call.ClockRefusedBy(w.ctx, w.due, w.out.err)
 	}
 	return w.out.r, nil
 }

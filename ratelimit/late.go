@@ -40,6 +40,7 @@ var errLateCounted = errors.New("ratelimit: an admission answered after its call
 // left. It is shared by a limiter and its WithLimit copies.
 type late struct {
 	n     atomic.Int64     // calls read on or being given back
+	max   int64            // maxLate (tests set less)
 	rdb   redis.Scripter   // the limiter's guarded client
 	clock func() time.Time // WithClock's
 	// prefix is the limiter's; an ask with another is its lockout's.
@@ -53,7 +54,7 @@ type late struct {
 
 // stay takes a place for a call read on past its caller.
 func (l *late) stay() bool {
-	if l.n.Add(1) > maxLate {
+	if l.n.Add(1) > l.max {
 		l.n.Add(-1)
 		return false
 	}
@@ -71,7 +72,7 @@ func (l *late) answered(rk string, a ask, r reply, err error, kept bool) {
 	case !kept && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		// Cut as its caller left, for want of a place: as before late
 		// answers were read, it may have counted.
-		l.tell(a, fmt.Errorf("%w maybe: its answer was not read, %d late answers being read already", errLateCounted, maxLate))
+		l.tell(a, fmt.Errorf("%w maybe: its answer was not read, %d late answers being read already", errLateCounted, l.max))
 		return
 	case err != nil || !r.Allowed:
 		if kept {
@@ -79,7 +80,7 @@ func (l *late) answered(rk string, a ask, r reply, err error, kept bool) {
 		}
 		return // nothing was counted, or nothing is known
 	case !kept && !l.stay():
-		l.tell(a, fmt.Errorf("%w: %d late answers being read or given back already", errLateCounted, maxLate))
+		l.tell(a, fmt.Errorf("%w: %d late answers being read or given back already", errLateCounted, l.max))
 		return
 	}
 	defer l.done()
@@ -132,7 +133,7 @@ func (l *late) batch(rk string, asks []ask) {
 	}
 	if !l.stay() {
 		for _, a := range asks {
-			l.tell(a, fmt.Errorf("%w: %d late answers being read or given back already", errLateCounted, maxLate))
+			l.tell(a, fmt.Errorf("%w: %d late answers being read or given back already", errLateCounted, l.max))
 		}
 		return
 	}

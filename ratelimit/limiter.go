@@ -83,7 +83,7 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 	if !l.alone && (scripts[l.alg].batch != nil || l.block > 0) {
 		batches = newCoalescer()
 	}
-	lt := &late{rdb: l.rdb, clock: l.clock, prefix: l.prefix}
+	lt := &late{rdb: l.rdb, clock: l.clock, prefix: l.prefix, max: maxLate}
 	if l.cache != nil {
 		lt.forget = l.cache.forget
 	}

@@ -289,10 +289,12 @@ func Left(ctx context.Context) bool {
 	if callerGaveUp(o.caller) {
 		return true
 	}
-	due := o.due
-	if due.IsZero() {
-		return false
-	}
+	return !o.due.IsZero() && past(o.due)
+}
+
+// past reports whether due has passed, by this process's monotonic clock
+// or by its wall clock, by which Redis's TIME judges it.
+func past(due time.Time) bool {
 	now := time.Now()
 	return !now.Before(due) || !now.Round(0).Before(due.Round(0))
 }
@@ -352,6 +354,14 @@ var PolicyOf func(fallback any) Policy
 // clock runs ahead of this process's, which no fallback may hide
 // either (ErrInvalid).
 func ClockRefused(ctx context.Context, err error) error {
+	return ClockRefusedBy(ctx, time.Time{}, err)
+}
+
+// ClockRefusedBy is ClockRefused for a call whose caller also stops
+// waiting at due (zero: none), as a request of a batch does: an EXPIRED
+// that comes after due came too late, even if the timer that ends the wait
+// has not fired yet.
+func ClockRefusedBy(ctx context.Context, due time.Time, err error) error {
 	if err == nil {
 		return nil // before se, which errors.As makes escape: no allocation per decision
 	}
@@ -361,7 +371,7 @@ func ClockRefused(ctx context.Context, err error) error {
 	case se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0"):
 		return fmt.Errorf("%w: the caller clock is more than 60 s from the server's: %w", ErrInvalid, err)
 	case se.Code != "EXPIRED":
-	case Left(ctx):
+	case Left(ctx) || !due.IsZero() && past(due):
 		return fmt.Errorf("%w: the answer came after the deadline: %w", ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%w: Redis ran the call past its deadline by its TIME while this process still waited: its clock is ahead of this one's: %w", ErrInvalid, err)

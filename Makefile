@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench demo rls screenshot ci download
+.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench bench-partner demo rls screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -30,7 +30,7 @@ test:
 	$(GO) test ./...
 	for m in $(NESTED); do (cd $$m && $(GO) test ./...) || exit 1; done
 	cd bench && $(GO) test ./cmd/... ./internal/...
-	$(GO) test -race -run 'TestDenyCache|TestCoalesc' ./ratelimit/
+	$(GO) test -race -run 'TestDenyCache|TestCoalesc|TestLate' ./ratelimit/
 	$(GO) test -race -run 'TestCheckEveryNode' ./ratelimit/preflight/
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
@@ -147,10 +147,20 @@ lint:
 # BENCHMARKS.md): six passes of the decision benchmarks, the memory
 # benchmark, the accuracy and outbound tests, TestAnatomy and the HTTP tier (wrk) into
 # bench/results/latest.txt, then every table of BENCHMARKS.md and
-# benchmarks.svg regenerated from it (about 25 minutes). SMOKE=1 make bench
-# checks the harness in about 3 minutes and writes no table.
+# benchmarks.svg regenerated from it (about 25 minutes), and the outbound
+# Transport's partner measurement (PARTNER lines; docs/http.md reads them).
+# SMOKE=1 make bench checks the harness in about 3 minutes and writes no
+# table.
 bench:
 	GO=$(GO) bench/run.sh
+
+# The partner measurement of docs/http.md alone (BenchmarkTransportPartner
+# on a redis-server of its own): PARTNER_RUNS runs of PARTNER_DURATION
+# each, idle and then with a busy loop on every core.
+bench-partner: PARTNER_RUNS ?= 10
+bench-partner: PARTNER_DURATION ?= 20s
+bench-partner:
+	$(GO) test -run '^$$' -bench '^BenchmarkTransportPartner$$' -benchtime 1x -timeout 120m ./ratelimit/httplimit/ -args -partner.runs=$(PARTNER_RUNS) -partner.dur=$(PARTNER_DURATION)
 
 # The demo page on http://127.0.0.1:8080/ (embedded miniredis; -redis ADDR
 # for a real one). Ctrl-C stops it.

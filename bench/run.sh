@@ -14,6 +14,9 @@
 #   BENCHTIME        decisions per row and pass (default 10000x)
 #   RLS_BENCHTIME, RLS_COUNT  requests per row and passes of BenchmarkRLS,
 #            the Envoy service beside the reference (default 20000x, 3)
+#   PARTNER_RUNS, PARTNER_DURATION  runs of each load of
+#            BenchmarkTransportPartner, httplimit.Transport before a
+#            counting partner (default 3, 20s; docs/http.md's table is 10)
 #
 # SMOKE=1 checks the harness in a few minutes: one short pass of
 # everything into results/smoke.txt (not committed), the tables printed,
@@ -25,6 +28,7 @@ out=results/latest.txt
 if [ "${SMOKE:-}" = 1 ]; then
 	: "${PASSES:=1}" "${ROUNDS:=1}" "${ANATOMY_ROUNDS:=1}" "${HTTP_ROUNDS:=1}" "${HTTP_DURATION:=1s}" "${BENCHTIME:=1000x}"
 	: "${OUTBOUND_ROUNDS:=1}" "${OUTBOUND_DURATION:=3s}" "${RLS_BENCHTIME:=2000x}" "${RLS_COUNT:=1}"
+	: "${PARTNER_RUNS:=1}" "${PARTNER_DURATION:=3s}"
 	out=results/smoke.txt
 fi
 PASSES=${PASSES:-6}
@@ -37,6 +41,8 @@ OUTBOUND_DURATION=${OUTBOUND_DURATION:-5s}
 BENCHTIME=${BENCHTIME:-10000x}
 RLS_BENCHTIME=${RLS_BENCHTIME:-20000x}
 RLS_COUNT=${RLS_COUNT:-3}
+PARTNER_RUNS=${PARTNER_RUNS:-3}
+PARTNER_DURATION=${PARTNER_DURATION:-20s}
 command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get install -y wrk)"; exit 1; }
 {
 	echo "# bench-env start=$(date -u +%FT%TZ)"
@@ -54,6 +60,10 @@ command -v wrk >/dev/null || { echo "bench: the HTTP tier needs wrk (apt-get ins
 	# The Envoy service beside envoyproxy/ratelimit (its own module; the
 	# numbers of docs/envoy.md#performance, read by hand, not by benchtable).
 	(cd ../rls && "$GO" test -run '^$' -bench '^BenchmarkRLS$' -benchtime "$RLS_BENCHTIME" -count "$RLS_COUNT" -timeout 60m .)
+	# httplimit.Transport before a partner that counts arrivals (the root
+	# module's; docs/http.md reads the PARTNER lines, benchtable does not).
+	(cd .. && "$GO" test -run '^$' -bench '^BenchmarkTransportPartner$' -benchtime 1x -timeout 60m ./ratelimit/httplimit/ \
+		-args -partner.runs="$PARTNER_RUNS" -partner.dur="$PARTNER_DURATION")
 	echo "# bench-env end=$(date -u +%FT%TZ)"
 } | tee "$out.tmp"
 mv "$out.tmp" "$out"

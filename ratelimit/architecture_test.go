@@ -36,7 +36,9 @@ var layering = []string{
 	"local.go",
 	"scripts.go",
 	"scripts_atomic.go",
-	// A decision's path, its innermost stage first.
+	// A decision's path, its innermost stage first; late.go gives back
+	// what its send stages learn too late.
+	"late.go",
 	"send.go",
 	"coalesce.go",
 	"fallback.go",

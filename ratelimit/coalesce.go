@@ -54,16 +54,19 @@ type keyLine struct {
 	waiting []*waiter
 }
 
-// waiter is one request in a line. sent and the line are guarded by the
-// shard's mu; out is written once, before done is closed.
+// waiter is one request in a line. sent, left, out, done's closing and
+// the line are guarded by the shard's mu; out is written once, before done
+// is closed.
 type waiter struct {
 	ctx   context.Context
+	a     ask // for the refund of an admission it left (late.go)
 	alg   Algorithm
 	limit Limit
 	cost  int64
 	now   time.Time // the caller clock; zero for the server's
 	due   time.Time // when its caller stops waiting; zero for never
 	sent  bool
+	left  bool   // its caller left after it was sent: its answer is late
 	seq   uint64 // its ticket, given as it is sent
 	done  chan struct{}
 	out   outcome
@@ -122,13 +125,13 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 		// the timeout has answered its caller: the requests behind it do
 		// not pile onto a Redis that has not answered yet.
 		sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
-		r, err = call.WithTimeout(ctx, s.timeout, func(ctx context.Context) (reply, error) {
+		r, err = s.call(ctx, rk, a, func(ctx context.Context) (reply, error) {
 			defer c.next(s, sc.key)
 			return s.script(ctx, sc)
 		})
 		return r, t, err
 	}
-	w := &waiter{ctx: ctx, alg: a.alg, limit: a.sends, cost: a.cost, now: a.now, due: s.due(ctx), done: make(chan struct{})}
+	w := &waiter{ctx: ctx, a: a, alg: a.alg, limit: a.sends, cost: a.cost, now: a.now, due: s.due(ctx), done: make(chan struct{})}
 	if line == nil {
 		line = &keyLine{}
 		sh.keys[rk] = line
@@ -143,7 +146,7 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 // timeout. A waiter that leaves before its batch is sent is taken out of
 // the line and counts nothing; one that leaves after is bounded by its
 // deadline, which its request carries: Redis counts it only if it runs the
-// batch before then.
+// batch before then, and its batch then gives it back.
 func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter) (reply, error) {
 	var expire <-chan time.Time
 	if snd.timeout > 0 {
@@ -160,30 +163,32 @@ func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter
 	case <-expire:
 		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, snd.timeout)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	select {
 	case <-w.done: // the answer came as the wait ended: keep it
 		return w.result()
 	default:
 	}
-	s.mu.Lock()
-	if !w.sent {
-		for i, o := range line.waiting {
-			if o == w {
-				line.waiting = append(line.waiting[:i], line.waiting[i+1:]...)
-				break
-			}
+	if w.sent {
+		w.left = true // its batch gives back what it admitted (flush)
+		return reply{}, err
+	}
+	for i, o := range line.waiting {
+		if o == w {
+			line.waiting = append(line.waiting[:i], line.waiting[i+1:]...)
+			break
 		}
 	}
-	s.mu.Unlock()
 	return reply{}, err
 }
 
 // result is w's answer. Its error, a request Redis ran past its deadline
-// or the batch's own, is judged by w's own context, as a call of its own
-// would be (call.ClockRefused).
+// or the batch's own, is judged by w's own context and due, as a call of
+// its own would be (call.ClockRefused).
 func (w *waiter) result() (reply, error) {
 	if w.out.err != nil {
-		return reply{}, call.ClockRefused(w.ctx, w.out.err)
+		return reply{}, call.ClockRefusedBy(w.ctx, w.due, w.out.err)
 	}
 	return w.out.r, nil
 }
@@ -232,7 +237,9 @@ func (line *keyLine) take(tickets *atomic.Uint64) []*waiter {
 // flush sends one batch and answers each of its waiters. The call runs
 // under the first waiter's context without its cancellation (another
 // waiter's request must not fail because the first one gave up), until the
-// latest deadline of the batch; each request carries its own.
+// latest deadline of the batch, and lateWithin past it when the limiter
+// has room to read late answers; each request carries its own. What it
+// admitted for waiters that left is given back.
 func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 	h := batch[0]
 	reqs := make([]request, len(batch))
@@ -248,18 +255,35 @@ func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 	}
 	ctx := context.WithoutCancel(h.ctx)
 	if !forever {
+		if snd.late != nil && snd.late.stay() {
+			defer snd.late.done()
+			latest = latest.Add(lateWithin)
+		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
 	outs, err := scripts[h.alg].batch(ctx, snd.rdb, rk, h.limit, h.now, reqs)
+	var left []ask
+	s := c.shard(rk)
+	s.mu.Lock()
 	for i, w := range batch {
 		if err != nil {
 			w.out = outcome{err: err}
 		} else {
 			w.out = outs[i]
 		}
+		if w.left {
+			if w.out.err == nil && w.out.r.Allowed && w.cost > 0 {
+				left = append(left, w.a)
+			}
+			continue
+		}
 		close(w.done)
 	}
+	s.mu.Unlock()
 	c.next(snd, rk)
+	if snd.late != nil {
+		snd.late.batch(rk, left)
+	}
 }

@@ -114,10 +114,18 @@ func TestCoalescingKeeps(t *testing.T) {
 	t.Run("the timeout", func(t *testing.T) {
 		// A queued request whose limiter's timeout passes fails as a call
 		// that timed out would (here the policy decides), is never sent,
-		// and counts nothing; so does the one in flight, held past it.
+		// and counts nothing; so does the one in flight, held past it:
+		// Redis (its TIME frozen before the deadline) counts it when the
+		// gate lets it through, and its late answer is given back.
 		f := newFrozen(t)
 		g := newGate(t, f.rdb, f.rdb)
-		l, _ := ratelimit.New(g, "to", ratelimit.PerMinute(10), ratelimit.WithTimeout(30*time.Millisecond), ratelimit.WithFallback(ratelimit.FailClosed))
+		refunds := make(chan ratelimit.Event, 10)
+		l, _ := ratelimit.New(g, "to", ratelimit.PerMinute(10), ratelimit.WithTimeout(30*time.Millisecond), ratelimit.WithFallback(ratelimit.FailClosed),
+			ratelimit.WithHook(func(_ context.Context, e ratelimit.Event) {
+				if e.Decision.Source == "late-refund" {
+					refunds <- e
+				}
+			}))
 		g.hold()
 		first := make(chan ratelimit.Decision, 1)
 		go func() { d, _ := l.Allow(ctx, "k"); first <- d }()
@@ -128,11 +136,19 @@ func TestCoalescingKeeps(t *testing.T) {
 			}
 		}
 		g.release()
+		select {
+		case e := <-refunds:
+			if e.Err != nil || e.Cost != -1 || e.Key != "k" {
+				t.Errorf("the late answer's refund: %+v", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no refund of the late answer within 5 s")
+		}
 		if d, _ := l.Peek(ctx, "k"); d.Remaining != 10 {
 			t.Errorf("after two requests past their timeout: %v, want 10 left", d)
 		}
-		if n := len(g.arrived); n != 1 {
-			t.Errorf("%d more calls set out for Redis, want 1 (the Peek): the request that timed out queued was sent", n)
+		if n := len(g.arrived); n != 2 {
+			t.Errorf("%d more calls set out for Redis, want 2 (the refund, the Peek): the request that timed out queued was sent", n)
 		}
 	})
 	t.Run("WithLockout", func(t *testing.T) {

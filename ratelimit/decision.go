@@ -105,6 +105,7 @@ const (
 	sourceBatch     = "redis-batch"
 	sourceDenyCache = "deny-cache"
 	sourceLockout   = "lockout"
+	sourceLate      = "late-refund" // an Event's, not a Decision's (hook.go)
 )
 
 // An ask is one decision on its way down the path (ARCHITECTURE.md): what

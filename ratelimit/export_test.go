@@ -30,3 +30,9 @@ func Waiting(l *Limiter, key string) int {
 	}
 	return n
 }
+
+// MaxLate is how many late calls l reads on at most; SetMaxLate sets it,
+// for the tests of the bound.
+func MaxLate() int64 { return maxLate }
+
+func SetMaxLate(l *Limiter, n int64) { l.path.validate.cache.lockout.fallback.batch.send.late.max = n }

@@ -83,6 +83,10 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 	if !l.alone && (scripts[l.alg].batch != nil || l.block > 0) {
 		batches = newCoalescer()
 	}
+	lt := &late{rdb: l.rdb, clock: l.clock, prefix: l.prefix, max: maxLate}
+	if l.cache != nil {
+		lt.forget = l.cache.forget
+	}
 	// The path, outermost stage first, as ARCHITECTURE.md draws it.
 	l.path = hooked{fns: l.hooks,
 		validate: validate{clock: l.clock,
@@ -90,7 +94,10 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 				lockout: lockout{block: l.block, prefix: l.prefix + "!block:",
 					fallback: fallback{policy: l.onFailure, local: local,
 						batch: batcher{c: batches,
-							send: sender{rdb: l.rdb, timeout: l.timeout}}}}}}}
+							send: sender{rdb: l.rdb, timeout: l.timeout, late: lt}}}}}}}
+	if len(l.hooks) > 0 {
+		lt.report = l.path.lateRefund
+	}
 	return l, nil
 }
 

@@ -17,19 +17,41 @@ import (
 type sender struct {
 	rdb     redis.Scripter // the limiter's guarded client
 	timeout time.Duration  // 0: the caller's context alone bounds a call
+	late    *late          // gives back what answers too late admitted
 }
 
 // send decides a on the Redis key rk within the timeout.
 func (s *sender) send(ctx context.Context, rk string, a ask) (reply, error) {
 	sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
-	return call.WithTimeout(ctx, s.timeout, func(ctx context.Context) (reply, error) {
+	return s.call(ctx, rk, a, func(ctx context.Context) (reply, error) {
 		return s.script(ctx, sc)
+	})
+}
+
+// call runs f, the call that decides a on rk, within the timeout. When its
+// caller leaves first, a call that may count (a's cost is above 0) is read
+// on, and an admission it reports is given back (late.go).
+func (s *sender) call(ctx context.Context, rk string, a ask, f func(context.Context) (reply, error)) (reply, error) {
+	if a.cost == 0 || s.late == nil || s.timeout <= 0 && ctx.Done() == nil {
+		return call.WithTimeout(ctx, s.timeout, f) // (its caller cannot leave it)
+	}
+	// Copies, declared here, so that the other calls keep a and rk off
+	// the heap.
+	lt, left := s.late, leftCall{rk: rk, a: a}
+	return call.Outlive(ctx, s.timeout, lateWithin, f, lt.stay, func(r reply, err error, kept bool) {
+		lt.answered(left.rk, left.a, r, err, kept)
 	})
 }
 
 // script is the script call itself, bounded by ctx alone.
 func (s *sender) script(ctx context.Context, sc scriptCall) (reply, error) {
 	return scripts[sc.alg].run(ctx, s.rdb, sc.key, sc.limit, sc.cost, sc.now)
+}
+
+// leftCall is a call whose caller may leave it.
+type leftCall struct {
+	rk string
+	a  ask
 }
 
 // scriptOf is the script call that decides a on the Redis key rk.

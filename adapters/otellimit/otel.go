@@ -21,7 +21,10 @@
 // "deny-cache" (WithDenyCache), "lockout" (WithLockout), or the fallback's
 // word ("fail-open", "fail-closed", "fail-local").
 // A failed decision has error.type instead of a source: "unavailable",
-// "invalid", "wrong_type", "bad_state" or "other".
+// "invalid", "wrong_type", "bad_state" or "other". A late answer's refund
+// (an Event of negative Cost, source "late-refund") counts as operation
+// "refund", result "refunded" (or "error" when it stays counted), with no
+// duration.
 package otellimit
 
 import (
@@ -95,20 +98,25 @@ func (r *recorder) record(ctx context.Context, e ratelimit.Event) {
 	}
 	o := opt.(metric.MeasurementOption)
 	r.decisions.Add(ctx, 1, o)
-	r.duration.Record(ctx, e.Duration.Seconds(), o)
+	if e.Cost >= 0 { // a refund has no duration of its own
+		r.duration.Record(ctx, e.Duration.Seconds(), o)
+	}
 }
 
 func labelsOf(e ratelimit.Event) labels {
 	l := labels{limiter: e.Name, operation: "allow", result: "allowed"}
-	if e.Cost == 0 {
+	switch {
+	case e.Cost == 0:
 		l.operation = "peek"
+	case e.Cost < 0:
+		l.operation, l.result = "refund", "refunded"
 	}
 	switch {
 	case e.Err != nil:
 		l.result = "error"
 		l.errType = errType(e.Err)
 		return l
-	case !e.Decision.Allowed:
+	case !e.Decision.Allowed && e.Cost >= 0:
 		l.result = "denied"
 	}
 	l.source = e.Decision.Source

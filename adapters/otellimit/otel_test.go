@@ -2,6 +2,7 @@ package otellimit_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sort"
 	"strings"
@@ -142,5 +143,30 @@ func TestHook(t *testing.T) {
 	}
 	if diff := cmp.Diff([]float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}, bounds); diff != "" {
 		t.Errorf("bucket bounds (-want +got):\n%s", diff)
+	}
+}
+
+// A late answer's refund (ratelimit's Event of negative Cost) is counted
+// as a refund, not as a decision, and has no duration.
+func TestHookRefund(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	hook, err := otellimit.Hook(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	late := ratelimit.Decision{Name: "api", Limit: ratelimit.PerMinute(2), Source: "late-refund"}
+	hook(ctx, ratelimit.Event{Name: "api", Key: "k", Cost: -2, Decision: late})
+	hook(ctx, ratelimit.Event{Name: "api", Key: "k", Cost: -1, Decision: late, Err: fmt.Errorf("stays counted: %w", ratelimit.ErrUnavailable)})
+	counts, observed, _, _ := collect(t, reader)
+	want := map[string]int64{
+		"redlimit.limiter=api,redlimit.operation=refund,redlimit.result=refunded,redlimit.source=late-refund": 1,
+		"error.type=unavailable,redlimit.limiter=api,redlimit.operation=refund,redlimit.result=error":         1,
+	}
+	if diff := cmp.Diff(want, counts); diff != "" {
+		t.Errorf("redlimit.decisions (-want +got):\n%s", diff)
+	}
+	if len(observed) != 0 {
+		t.Errorf("durations recorded for refunds: %v", observed)
 	}
 }

@@ -30,8 +30,8 @@ import (
 )
 
 var (
-	partnerRuns = flag.Int("partner.runs", 0, "TestTransportPartnerMeasure: runs of each load (0: skip it)")
-	partnerDur  = flag.Duration("partner.dur", 20*time.Second, "TestTransportPartnerMeasure: how long each run lasts")
+	partnerRuns = flag.Int("partner.runs", 10, "BenchmarkTransportPartner: runs of each load")
+	partnerDur  = flag.Duration("partner.dur", 20*time.Second, "BenchmarkTransportPartner: how long each run lasts")
 )
 
 // The partner's rule and the recipe of docs/recipes.md: at most partnerN in
@@ -245,36 +245,29 @@ func runPartner(t testing.TB, addr string, run partnerRun) partnerResult {
 	return res
 }
 
-// TestTransportPartnerMeasure is the measurement of docs/http.md, run by
-// hand: -partner.runs runs of -partner.dur each, idle and then with a busy
-// loop on every core, with 64, 132 and 200 goroutines in turn. It fails
-// when more than partnerN requests arrive in any second, late ones
-// included.
-func TestTransportPartnerMeasure(t *testing.T) {
-	if *partnerRuns == 0 {
-		t.Skip("a measurement: run with -partner.runs=10 (and -timeout)")
-	}
-	addr := redisserver.New(t).Addr
+// BenchmarkTransportPartner is the measurement of docs/http.md (make bench
+// runs it; it ignores b.N, run it with -benchtime 1x): -partner.runs runs
+// of -partner.dur each, idle and then with a busy loop on every core, with
+// 64, 132 and 200 goroutines in turn. It fails when more than partnerN
+// requests arrive in any second, late ones included.
+func BenchmarkTransportPartner(b *testing.B) {
+	addr := redisserver.New(b).Addr
 	for _, busy := range []string{"", "procs"} {
 		for i := 0; i < *partnerRuns; i++ {
 			g := []int{64, 132, 200}[i%3]
-			res := measureOnce(t, addr, partnerRun{goroutines: g, processes: 4, dur: *partnerDur, busy: busy})
+			var res partnerResult
+			// A sub-benchmark of its own, so that the busy loops end with
+			// the run.
+			b.Run(fmt.Sprintf("busy=%s/g=%d/run=%d", busy, g, i), func(b *testing.B) {
+				saturate(b, busy)
+				res = runPartner(b, addr, partnerRun{goroutines: g, processes: 4, dur: *partnerDur, busy: busy})
+			})
 			fmt.Printf("PARTNER busy=%q goroutines=%d run=%d %v\n", busy, g, i, res)
 			if res.worst > partnerN {
-				t.Errorf("busy=%q goroutines=%d run %d: %d in one second at the partner", busy, g, i, res.worst)
+				b.Errorf("busy=%q goroutines=%d run %d: %d in one second at the partner", busy, g, i, res.worst)
 			}
 		}
 	}
-}
-
-// measureOnce runs one load, saturating the CPU for its length only.
-func measureOnce(t *testing.T, addr string, run partnerRun) partnerResult {
-	var res partnerResult
-	t.Run("", func(t *testing.T) {
-		saturate(t, run.busy)
-		res = runPartner(t, addr, run)
-	})
-	return res
 }
 
 // TestTransportKeepsNAtThePartner is the outbound recipe end to end: 64
@@ -300,7 +293,11 @@ func TestTransportKeepsNAtThePartner(t *testing.T) {
 		t.Log("without the busy loops: make test runs this test again with them (REDLIMIT_SATURATE=1)")
 	}
 	for _, busy := range loads {
-		res := measureOnce(t, addr, partnerRun{goroutines: 64, processes: 4, dur: 4 * time.Second, busy: busy})
+		var res partnerResult
+		t.Run("", func(t *testing.T) { // the busy loops end with it
+			saturate(t, busy)
+			res = runPartner(t, addr, partnerRun{goroutines: 64, processes: 4, dur: 4 * time.Second, busy: busy})
+		})
 		t.Logf("busy=%q: %v", busy, res)
 		if res.worstOnTime > partnerN {
 			t.Errorf("busy=%q: %d requests that arrived within %v of their admission fell in one second: the log allows %d", busy, res.worstOnTime, partnerSlack, partnerN)
@@ -324,7 +321,7 @@ func TestTransportKeepsNAtThePartner(t *testing.T) {
 }
 
 // A partnerProcess is the partner: an HTTP server in a process of its own
-// (this test binary, run as TestPartnerProcess), as another host would
+// (this test binary, run as partnerMain), as another host would
 // be, so that the callers' goroutines do not delay its handler, and
 // recording when each request arrives.
 type partnerProcess struct {
@@ -335,7 +332,7 @@ type partnerProcess struct {
 
 func startPartner(t testing.TB) *partnerProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPartnerProcess$")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "REDLIMIT_PARTNER_PROCESS=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -387,12 +384,18 @@ func (p *partnerProcess) arrivals(t testing.TB) (arrived, handled map[int64]time
 	return arrived, handled
 }
 
-// TestPartnerProcess is not a test: it is the partner process of
-// startPartner, run by the test binary itself.
-func TestPartnerProcess(t *testing.T) {
-	if os.Getenv("REDLIMIT_PARTNER_PROCESS") != "1" {
-		t.Skip("the partner process of TestTransportKeepsNAtThePartner, started by it")
+// TestMain runs the tests, or, started by startPartner, the partner.
+func TestMain(m *testing.M) {
+	if os.Getenv("REDLIMIT_PARTNER_PROCESS") == "1" {
+		partnerMain()
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// partnerMain is the partner process of startPartner, run by the test
+// binary itself: it serves until its stdin ends.
+func partnerMain() {
 	var (
 		mu sync.Mutex
 		at = map[int64][2]int64{} // arrived, handled

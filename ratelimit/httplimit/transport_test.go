@@ -407,3 +407,46 @@ func TestTransportOverHTTP2(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// An admission that goes stale before its request is written is given back
+// when the rule can reserve (GCRA, a token bucket): however many went
+// stale, the limiter counts the one request that reached the partner. A
+// rule that cannot settle (the sliding log, a lockout) decides with
+// AllowN, and its stale admissions stay counted.
+func TestTransportGivesBackAStaleAdmission(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []ratelimit.Option
+		refunds bool
+	}{
+		{"gcra", nil, true},
+		{"token-bucket", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.TokenBucket)}, true},
+		{"sliding-log", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog)}, false},
+		{"lockout", []ratelimit.Option{ratelimit.WithLockout(time.Hour)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFrozen(t) // Redis's TIME stands still: nothing refills
+			l := newNamed(t, f.rdb, tc.name, tc.opts...)
+			p := newPartner(t)
+			var dialed atomic.Int64
+			rt := httplimit.NewTransport(slowDial(3*margin, &dialed), l, constKey, margin)
+			if _, err := roundTrip(t, rt, ctx, p.URL); err != nil {
+				t.Fatal(err)
+			}
+			if p.count() != 1 {
+				t.Fatalf("%d requests at the partner, want 1", p.count())
+			}
+			d, err := l.Peek(ctx, "partner")
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted := d.Limit.Burst - d.Remaining
+			switch {
+			case tc.refunds && counted != 1:
+				t.Errorf("the limiter counted %d for 1 request sent: the stale admission was not given back", counted)
+			case !tc.refunds && counted < 2:
+				t.Errorf("the limiter counted %d, want the stale admission counted too (it cannot settle)", counted)
+			}
+		})
+	}
+}

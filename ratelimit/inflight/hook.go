@@ -7,7 +7,8 @@ import (
 
 // An Event is what a hook (WithHook) learns of one Acquire, Renew or
 // Release, or of a failed release dropped in the background (Op
-// "release", Err ErrReleaseDropped, no Duration).
+// "release", Err ErrReleaseDropped, no Duration). An Acquire's
+// Decision.Source says who decided, in ratelimit's words.
 type Event struct {
 	Name     string // the limiter's
 	Key      string

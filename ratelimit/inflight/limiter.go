@@ -50,8 +50,9 @@ type Limiter struct {
 
 // A Decision is Acquire's answer: Limit is the cap, Remaining the slots
 // free, RetryAfter (on a denial) when enough leases expire for one more if
-// no holder releases, ResetAfter when all will have. Fallback and Cause are
-// as in ratelimit.Decision.
+// no holder releases, ResetAfter when all will have. Fallback, Cause and
+// Source are as in ratelimit.Decision: Source is "redis", the fallback's
+// word, or "" when nothing decided.
 type Decision struct {
 	Allowed    bool
 	Limit      int64
@@ -60,6 +61,7 @@ type Decision struct {
 	ResetAfter time.Duration
 	Fallback   ratelimit.Fallback
 	Cause      error
+	Source     string
 }
 
 // String reads like "allowed, 1 of 2 left, full in 30s", "denied, 0 of 2
@@ -81,6 +83,9 @@ func (d Decision) String() string {
 	}
 	return s + fmt.Sprintf(", full in %v", d.ResetAfter)
 }
+
+// sourceRedis is Decision.Source when Redis decided: ratelimit's word.
+const sourceRedis = "redis"
 
 // The bounds concurrency.lua puts on a limiter.
 const (
@@ -196,7 +201,7 @@ func (l *Limiter) acquire(ctx context.Context, k string) (*Lease, Decision, erro
 		l.forget(k, id, false, err)
 		return l.fail(ctx, k, err)
 	}
-	d := Decision{Allowed: r.Allowed, Limit: l.limit, Remaining: r.Remaining, RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter}
+	d := Decision{Allowed: r.Allowed, Limit: l.limit, Remaining: r.Remaining, RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter, Source: sourceRedis}
 	if !d.Allowed {
 		return nil, d, nil
 	}
@@ -211,7 +216,7 @@ func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decisi
 	if l.onFailure.Mode == call.None || !errors.Is(err, ratelimit.ErrUnavailable) {
 		return nil, d, err
 	}
-	d.Cause = err
+	d.Cause, d.Source = err, l.onFailure.String()
 	switch l.onFailure.Mode {
 	case call.Open:
 		d.Fallback, d.Allowed = ratelimit.FailOpen, true

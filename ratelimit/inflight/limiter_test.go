@@ -426,3 +426,35 @@ func TestFailLocal(t *testing.T) {
 		t.Errorf("a second Release freed a second slot: %v", d)
 	}
 }
+
+// An Acquire's Decision, and so its hook's Event, says who decided in
+// ratelimit's words: redis, or the fallback's word; nobody for an error.
+func TestDecisionSource(t *testing.T) {
+	f := newFrozen(t)
+	down := downClient(t)
+	for _, tc := range []struct {
+		name string
+		rdb  redis.Scripter
+		opts []inflight.Option
+		want string
+	}{
+		{"redis", f.rdb, nil, "redis"},
+		{"no fallback", down, nil, ""},
+		{"fail-open", down, []inflight.Option{inflight.WithFallback(ratelimit.FailOpen)}, "fail-open"},
+		{"fail-closed", down, []inflight.Option{inflight.WithFallback(ratelimit.FailClosed)}, "fail-closed"},
+		{"fail-local", down, []inflight.Option{inflight.WithFallback(ratelimit.FailLocal(1))}, "fail-local"},
+	} {
+		var seen []string
+		hook := inflight.WithHook(func(_ context.Context, e inflight.Event) {
+			if e.Op == "acquire" {
+				seen = append(seen, e.Decision.Source)
+			}
+		})
+		c := mustConcurrency(t, tc.rdb, 2, time.Second, append(tc.opts, hook)...)
+		lease, d, _ := c.Acquire(ctx, "k")
+		_ = lease.Release(ctx)
+		if d.Source != tc.want || len(seen) != 1 || seen[0] != tc.want {
+			t.Errorf("%s: Source %q, the hook saw %q, want %q", tc.name, d.Source, seen, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redlimit/redlimit/bindings"
@@ -147,6 +148,157 @@ func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Con
 	}
 }
 
+// Outlive runs f, and returns as WithTimeout does: when f returns, when
+// ctx ends, or once d has passed (when d > 0). But f's call is not cut when
+// its caller stops waiting: when stay grants it, it is read up to within
+// longer, and what it returns then goes to late, on f's goroutine, so that
+// an answer that came too late is still learned (see Left). Without stay's
+// grant it is cut, and late still gets what it returns. f's context has
+// ctx's values, not its end, and carries the instant its caller stops
+// waiting (Deadline reads it). A ctx that cannot end with d <= 0 runs f on
+// the caller's goroutine.
+func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context.Context) (T, error), stay func() bool, late func(r T, err error, kept bool)) (T, error) {
+	if d <= 0 && ctx.Done() == nil {
+		return f(ctx)
+	}
+	c := &outliving[T]{outlived: outlived{caller: ctx, due: Deadline(ctx), done: make(chan struct{})}}
+	var expire <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expire = t.C
+		if at := Due(time.Now().Add(d)); c.due.IsZero() || at.Before(c.due) {
+			c.due = at
+		}
+	}
+	// The call's own bound: within past the due, counted from when the
+	// caller leaves when there is no due.
+	if !c.due.IsZero() {
+		c.stop = time.AfterFunc(time.Until(c.due)+within, c.expire)
+	}
+	go func() {
+		r, err := f(c)
+		c.mu.Lock()
+		c.r, c.err, c.returned = r, err, true
+		left, kept := c.left, c.kept
+		c.end(context.Canceled)
+		c.mu.Unlock()
+		if left {
+			late(r, err, kept)
+		}
+	}()
+	var err error
+	select {
+	case <-c.done: // f returned: the caller still waits, so its bound has not passed
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expire:
+		err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.returned { // also an answer that came as the wait ended: keep it
+		return c.r, c.err
+	}
+	if err == nil { // the bound passed first: the caller was descheduled past its due
+		if err = ctx.Err(); err == nil {
+			err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
+		}
+	}
+	c.left = true
+	switch c.kept = stay(); {
+	case !c.kept:
+		c.end(context.Canceled)
+	case c.stop == nil:
+		c.stop = time.AfterFunc(within, c.expire)
+	}
+	var zero T
+	return zero, err
+}
+
+// outliving is Outlive's call: its context, and what f returned.
+type outliving[T any] struct {
+	outlived
+	r        T
+	err      error
+	returned bool
+}
+
+// outlived is the context Outlive runs a call under: the caller's values,
+// none of its end, ended when the call returns or its own bound passes.
+// mu guards what follows it.
+type outlived struct {
+	caller context.Context
+	due    time.Time // when the caller stops waiting; zero: when it ends
+	done   chan struct{}
+
+	mu         sync.Mutex
+	cause      error // why done was closed
+	stop       *time.Timer
+	left, kept bool // the caller left; a place was granted (stay)
+}
+
+// outlivedKey finds an outlived context from its Value.
+type outlivedKey struct{}
+
+func (c *outlived) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *outlived) Done() <-chan struct{}       { return c.done }
+
+func (c *outlived) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
+}
+
+func (c *outlived) Value(key any) any {
+	switch key.(type) {
+	case outlivedKey:
+		return c
+	case callerKey:
+		return c.caller
+	}
+	return c.caller.Value(key)
+}
+
+// end ends the context with cause, once; c.mu is held.
+func (c *outlived) end(cause error) {
+	if c.cause == nil {
+		c.cause = cause
+		close(c.done)
+	}
+	if c.stop != nil {
+		c.stop.Stop()
+	}
+}
+
+// expire ends the context at its bound.
+func (c *outlived) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.end(context.DeadlineExceeded)
+}
+
+// Left reports whether the caller of a call that ran under ctx has left
+// it: its context ended, or the instant it stops waiting passed (ctx's
+// deadline; for Outlive's call, the due it carries).
+func Left(ctx context.Context) bool {
+	o, ok := ctx.Value(outlivedKey{}).(*outlived)
+	if !ok {
+		return callerGaveUp(ctx)
+	}
+	if callerGaveUp(o.caller) {
+		return true
+	}
+	return !o.due.IsZero() && past(o.due)
+}
+
+// past reports whether due has passed, by this process's monotonic clock
+// or by its wall clock, by which Redis's TIME judges it.
+func past(due time.Time) bool {
+	now := time.Now()
+	return !now.Before(due) || !now.Round(0).Before(due.Round(0))
+}
+
 // Mode is what a fallback does.
 type Mode uint8
 
@@ -202,6 +354,14 @@ var PolicyOf func(fallback any) Policy
 // clock runs ahead of this process's, which no fallback may hide
 // either (ErrInvalid).
 func ClockRefused(ctx context.Context, err error) error {
+	return ClockRefusedBy(ctx, time.Time{}, err)
+}
+
+// ClockRefusedBy is ClockRefused for a call whose caller also stops
+// waiting at due (zero: none), as a request of a batch does: an EXPIRED
+// that comes after due came too late, even if the timer that ends the wait
+// has not fired yet.
+func ClockRefusedBy(ctx context.Context, due time.Time, err error) error {
 	if err == nil {
 		return nil // before se, which errors.As makes escape: no allocation per decision
 	}
@@ -211,7 +371,7 @@ func ClockRefused(ctx context.Context, err error) error {
 	case se.Code == "BADARG" && strings.HasPrefix(se.Message, "now must be 0"):
 		return fmt.Errorf("%w: the caller clock is more than 60 s from the server's: %w", ErrInvalid, err)
 	case se.Code != "EXPIRED":
-	case callerGaveUp(ctx):
+	case Left(ctx) || !due.IsZero() && past(due):
 		return fmt.Errorf("%w: the answer came after the deadline: %w", ErrUnavailable, err)
 	default:
 		return fmt.Errorf("%w: Redis ran the call past its deadline by its TIME while this process still waited: its clock is ahead of this one's: %w", ErrInvalid, err)
@@ -234,6 +394,9 @@ func ClockRefused(ctx context.Context, err error) error {
 // reports those as ErrInvalid). Keep the clocks in step (NTP holds them
 // within milliseconds), as a caller clock needs anyway.
 func Deadline(ctx context.Context) time.Time {
+	if o, ok := ctx.Value(outlivedKey{}).(*outlived); ok {
+		return o.due
+	}
 	d, ok := ctx.Deadline()
 	if !ok {
 		return time.Time{}

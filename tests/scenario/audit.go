@@ -40,6 +40,11 @@ func init() {
 	for script, s := range smalls {
 		spec := Spec{Script: script, CostArg: len(s.args(0)) - 1}
 		key := func(n string) []string { return []string{s.key[:len(s.key)-1] + n + "}"} }
+		extra := Step{Args: append(s.args(1), "0"), Now: "0", Deadline: "extra", Err: extraErr(script, len(s.args(1))+2)}
+		if spec.Script == fixedWindowSpec.Script {
+			// Its Args past the cost follow the deadline (the form).
+			extra = Step{Args: append(s.args(1), "extra"), Err: extraErr(script, len(s.args(1))+2)}
+		}
 		register(spec,
 			Scenario{
 				// token_bucket k , 10 5 1000 smooth 10 4503599627370496 used to
@@ -69,7 +74,7 @@ func init() {
 				Name: "audit 8: lenient numbers and extra arguments are refused",
 				Keys: key("8"),
 				Steps: append(lenient(s.args, spec.CostArg, batchSpecs[script].Batch),
-					Step{Args: append(s.args(1), "0"), Now: "0", Deadline: "extra", Err: extraErr(script, len(s.args(1))+2)},
+					extra,
 					Step{Args: s.args(1), Want: s.first, TTL: []int64{s.ttl}},
 				),
 			},
@@ -115,7 +120,7 @@ func init() {
 		return Args(capacity, rate, period, "smooth", cost)
 	}
 	fw := func(limit int, window time.Duration, cost int) []string { return Args(limit, window, cost) }
-	register(Spec{Script: "fixed_window", CostArg: 2},
+	register(fixedWindowSpec,
 		Scenario{
 			// The state stored a window number: 5 per 60 s after 5 per 1 s
 			// read window 1767225600 of 1 s as one of 60 s, 1.06e14 ms away.

@@ -7,6 +7,8 @@ package scenario
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -209,7 +211,7 @@ func (sc Scenario) Argv(st Step) []string { return sc.ArgvFrom(T0, st) }
 // ArgvFrom is Argv for a run that starts at base instead of T0.
 func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 	if st.Raw != nil {
-		return append([]string(nil), st.Raw...)
+		return At(base, st.Raw)
 	}
 	deadline := st.Deadline
 	switch {
@@ -221,16 +223,51 @@ func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 	}
 	sp := specs[sc.Script]
 	i := sp.NowArg
-	if i <= 0 || i > len(st.Args) {
-		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st), deadline)
+	args := At(base, st.Args)
+	if i <= 0 || i > len(args) {
+		return append(args, sc.NowArgFrom(base, st), deadline)
 	}
-	out := append([]string(nil), st.Args[:i]...)
+	out := append([]string(nil), args[:i]...)
 	out = append(out, sc.NowArgFrom(base, st))
 	if sp.Batch {
 		return append(append(out, st.Args[i:]...), deadline)
 	}
 	out = append(out, deadline)
-	return append(out, st.Args[i:]...)
+	return append(out, args[i:]...)
+}
+
+// Instants in a step's Args that a run places from its first instant: Ms
+// and Us write them, At reads them. The calendar form of fixed_window
+// takes its periods' boundaries as instants; a table names them from T0,
+// and a real server's run, which starts from its own clock, moves them
+// with its clocks.
+const (
+	msMark = "T0ms+"
+	usMark = "T0us+"
+)
+
+// Ms is the instant T0+d in unix ms, as an argument (d in whole ms).
+func Ms(d time.Duration) string { return msMark + fmt.Sprint(d.Milliseconds()) }
+
+// Us is the instant T0+d in unix µs, as an argument.
+func Us(d time.Duration) string { return usMark + fmt.Sprint(d.Microseconds()) }
+
+// At is args with the instants Ms and Us wrote placed from base (µs)
+// instead of T0.
+func At(base int64, args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if rest, ok := strings.CutPrefix(a, msMark); ok {
+			if d, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				out[i] = fmt.Sprint(base/1000 + d)
+			}
+		} else if rest, ok := strings.CutPrefix(a, usMark); ok {
+			if d, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				out[i] = fmt.Sprint(base + d)
+			}
+		}
+	}
+	return out
 }
 
 // Args formats values as ARGV strings: durations in whole ms.
@@ -287,6 +324,9 @@ func register(sp Spec, scs ...Scenario) {
 	if b, ok := batchSpecs[sp.Script]; ok {
 		sp = b
 	}
+	if sp.Script == fixedWindowSpec.Script {
+		sp = fixedWindowSpec
+	}
 	specs[sp.Script] = sp
 	for _, sc := range scs {
 		sc.Script = sp.Script
@@ -336,8 +376,13 @@ func (sc Scenario) Align() time.Duration {
 			if len(st.Args) < 2 || st.Err != "" {
 				continue
 			}
-			if _, err := fmt.Sscanf(st.Args[1], "%d", &ms); err != nil || ms <= 0 || fmt.Sprint(ms) != st.Args[1] {
+			if _, err := fmt.Sscanf(st.Args[1], "%d", &ms); err != nil || ms < 0 || fmt.Sprint(ms) != st.Args[1] {
 				continue
+			}
+			if ms == 0 {
+				// The calendar form (window 0): its periods' boundaries
+				// are whole ms from the run's first instant.
+				ms = 1
 			}
 			us := ms * 1000
 			a, b := lcm, us

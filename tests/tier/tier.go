@@ -269,7 +269,7 @@ func (s *stepper) send(argv []string) (reply any, viaTyped bool, err error) {
 func (s *stepper) step(i int, st scenario.Step) {
 	t := s.t
 	t.Helper()
-	argv := s.sc.Argv(st)
+	argv := s.sc.ArgvFrom(scenario.T0+s.shift, st)
 	if st.Now == "" && s.sc.CallerClock && s.shift != 0 {
 		argv[scenario.SpecOf(s.sc.Script).ClockIndex(argv)] = fmt.Sprint(scenario.T0 + s.shift + st.At.Microseconds())
 	}

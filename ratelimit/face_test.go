@@ -27,8 +27,12 @@ var face = []struct {
 	// and Cancel, WithSettleWithin. Hooks that say where a decision came
 	// from add none: WithHook may be given several times, and the source
 	// and a lockout are fields (Decision.Source, a string of documented
-	// words, and Decision.LockedOut), not a type with constants.
-	{".", 55},
+	// words, and Decision.LockedOut), not a type with constants. 4 for
+	// quotas by the calendar: Daily, Weekly, Monthly, Yearly, each a Limit
+	// (one constructor and a period type with constants would be 5);
+	// FixedWindow's settle, the reset instant (now + ResetAfter) and the
+	// usage read-out (Peek) add none.
+	{".", 59},
 	{"clientip", 0},
 	{"httplimit", 0},
 	{"inflight", 0},

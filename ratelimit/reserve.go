@@ -6,7 +6,8 @@ package ratelimit
 // as AllowN's does, so callers that come together cannot all pass a peek;
 // the settle is a script of its own, atomic with the state it changes
 // (gcra.lua's take refund and take charge, token_bucket.lua's refill
-// words of the same names).
+// words of the same names, fixed_window.lua's form with take refund or
+// charge and the instant the reservation was counted at).
 
 import (
 	"context"
@@ -38,13 +39,14 @@ type Reservation struct {
 // Reserve counts n requests (1 to 1e9) for key if they pass, all or none,
 // as AllowN does, and keeps them open: Settle sets their final cost. It
 // refuses with ErrInvalid, before Redis, a limiter whose algorithm cannot
-// settle (GCRA and the token buckets can) and one with a lockout.
+// settle (GCRA, the token buckets and FixedWindow can) and one with a
+// lockout.
 func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
 	if l == nil {
 		return nil, errNilLimiter
 	}
 	if scripts[l.alg].settle == nil || l.block > 0 {
-		return nil, fmt.Errorf("%w: limiter %q cannot settle a reservation: Reserve takes GCRA and token bucket limiters without a lockout (%v)", ErrInvalid, l.name, l.alg)
+		return nil, fmt.Errorf("%w: limiter %q cannot settle a reservation: Reserve takes GCRA, token bucket and fixed window limiters without a lockout (%v)", ErrInvalid, l.name, l.alg)
 	}
 	if err := checkCost(n); err != nil {
 		return nil, err
@@ -70,7 +72,9 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservatio
 
 // Settle makes m (0 to 1e9) the reservation's final cost: it gives back
 // n−m, or counts m−n more, into debt if the limit has no room (later
-// requests wait until it is paid). A reservation settles once: later calls,
+// requests wait until it is paid). A FixedWindow moves only the count of
+// the window (or quota's period) that counted the reservation: once that
+// ended, neither is made. A reservation settles once: later calls,
 // and calls past WithSettleWithin, fail with ErrInvalid and it stands at n.
 // When Redis fails (ErrUnavailable) the settle may or may not have been
 // made, and is not made again.

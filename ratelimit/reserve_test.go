@@ -125,7 +125,7 @@ func TestReserveRefuses(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
 	for _, alg := range ratelimit.Algorithms() {
-		if alg == ratelimit.GCRA || alg == ratelimit.TokenBucket || alg == ratelimit.TokenBucketInterval {
+		if alg == ratelimit.GCRA || alg == ratelimit.TokenBucket || alg == ratelimit.TokenBucketInterval || alg == ratelimit.FixedWindow {
 			continue
 		}
 		l := newLimiter(t, f.rdb, alg)
@@ -209,10 +209,13 @@ func TestBruteForceReserve(t *testing.T) {
 // debt.
 func TestReserveSettleEveryAlgorithm(t *testing.T) {
 	ctx := context.Background()
-	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval} {
+	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval, ratelimit.FixedWindow} {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
-			l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg))
+			// A fixed window's reservation counts on this process's clock
+			// (the window that counted it is the one it settles in): here
+			// the frozen server's.
+			l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg), ratelimit.WithClock(func() time.Time { return f.Now }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,6 +236,18 @@ func TestReserveSettleEveryAlgorithm(t *testing.T) {
 			d, err := l.Allow(ctx, "k")
 			if err != nil || d.Allowed || d.Remaining != 0 {
 				t.Errorf("after a charge of 30 with 8 left: %v, %v; want denied, in debt", d, err)
+			}
+			if alg == ratelimit.FixedWindow {
+				// Over the limit until the window (T0's minute) ends, then
+				// none of it is left.
+				if d.RetryAfter != time.Minute {
+					t.Errorf("a fixed window charged past its limit: RetryAfter %v, want the 1m to its end", d.RetryAfter)
+				}
+				f.advance(time.Minute)
+				if d, _ := l.Peek(ctx, "k"); d.Remaining != 10 {
+					t.Errorf("the next window: %d left, want 10", d.Remaining)
+				}
+				return
 			}
 			// 22 over the limit, paid at 10 a minute: more than two minutes.
 			if d.RetryAfter < 2*time.Minute {

@@ -233,11 +233,11 @@ local server, caller
 now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
 if b0 and (now < b0 or now >= b2) then
-  return redis.error_reply(string.format('BADARG the instant %d µs must lie in [period_start, next_end)', now))
+  return redis.error_reply('BADARG the instant the call is judged at must lie in [period_start, next_end)')
 elseif b0 and server + max_skew >= b2 then
-  return redis.error_reply(string.format("BADARG next_end must be more than %d µs past the server's TIME %d", max_skew, server))
+  return redis.error_reply(string.format("BADARG next_end must be more than %d µs past the server's TIME", max_skew))
 elseif settle and at > server + max_skew then
-  return redis.error_reply(string.format("BADARG at must be at most %d µs past the server's TIME %d", max_skew, server))
+  return redis.error_reply(string.format("BADARG at must be at most %d µs past the server's TIME", max_skew))
 end
 
 -- GET answers a key of another type with an error table (stored.err); a

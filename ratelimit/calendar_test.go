@@ -235,3 +235,30 @@ func TestQuotaReserveSettle(t *testing.T) {
 		t.Errorf("the next day: %+v; want a fresh quota", d)
 	}
 }
+
+// The deny cache answers a quota's denial with the wait to the calendar's
+// boundary, counting nothing.
+func TestQuotaDenyCache(t *testing.T) {
+	ctx := context.Background()
+	berlin := zone(t, "Europe/Berlin")
+	q := newQuotaClock(t, time.Date(2026, 10, 25, 20, 0, 0, 0, berlin))
+	l, err := ratelimit.New(q.rdb, "daily", ratelimit.Daily(1, berlin), q.option(), ratelimit.WithDenyCache(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
+		t.Fatalf("first: %+v, %v", d, err)
+	}
+	if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed || d.Source != "redis" || d.RetryAfter != 4*time.Hour {
+		t.Fatalf("second: %+v, %v; want denied by Redis for the 4 hours to midnight", d, err)
+	}
+	// Within the minute a cached denial is kept for.
+	q.advance(30 * time.Second)
+	if d, err := l.Allow(ctx, "k"); err != nil || d.Allowed || d.Source != "deny-cache" || d.RetryAfter != 4*time.Hour-30*time.Second {
+		t.Errorf("30 s on: %+v, %v; want the cached denial, 30 s less to midnight", d, err)
+	}
+	q.advance(4*time.Hour - 30*time.Second)
+	if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed || d.ResetAfter != 24*time.Hour {
+		t.Errorf("at midnight: %+v, %v; want a fresh day", d, err)
+	}
+}

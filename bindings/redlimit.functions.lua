@@ -638,21 +638,6 @@ end
 -- Times stay below 2^52 + 1e14 < 2^53, so windows divide exactly; integer
 -- division is written with %, which costs less than a call to math.floor.
 local window_us = window * 1000
--- span returns the start and the end of the window that holds x: aligned
--- to the epoch, or one of the two calendar periods; nil before them (an
--- ended period: every x given is before next_end, see the checks above).
-local function span(x)
-  if not b0 then
-    local k = x - x % window_us
-    return k, k + window_us
-  elseif x >= b1 then
-    return b1, b2
-  elseif x >= b0 then
-    return b0, b1
-  end
-  return nil, nil
-end
-
 -- The stored calls count in the window that holds the newest of them, t; a
 -- late caller counts there too, and a later window starts from 0. A key
 -- that holds nothing counts from the later of the caller's clock and the
@@ -662,8 +647,27 @@ local fresh = not t
 if fresh then
   t = server > now and server or now
 end
-local k, end_at = span(now)
-local kt, et = span(t)
+-- k and kt start the windows that hold now and t (end_at and et end
+-- them): aligned to the epoch, or one of the two calendar periods; kt is
+-- nil for a t before them (every instant given is before next_end, see
+-- the checks above).
+local k, end_at, kt, et
+if not b0 then
+  k = now - now % window_us
+  end_at = k + window_us
+  kt = t - t % window_us
+  et = kt + window_us
+else
+  k, end_at = b0, b1
+  if now >= b1 then
+    k, end_at = b1, b2
+  end
+  if t >= b1 then
+    kt, et = b1, b2
+  elseif t >= b0 then
+    kt, et = b0, b1
+  end
+end
 if kt and kt > k then
   k, end_at = kt, et
 elseif not kt or kt < k then
@@ -672,7 +676,16 @@ end
 
 local moved = 0
 if settle and cost > 0 then
-  local ka, ea = span(at)
+  -- The window that holds at, as above.
+  local ka, ea
+  if not b0 then
+    ka = at - at % window_us
+    ea = ka + window_us
+  elseif at >= b1 then
+    ka, ea = b1, b2
+  elseif at >= b0 then
+    ka, ea = b0, b1
+  end
   if ka and ea > now then
     if settle < 0 then
       -- Only the count of at's window, the one that counted the

@@ -262,3 +262,37 @@ func TestQuotaDenyCache(t *testing.T) {
 		t.Errorf("at midnight: %+v, %v; want a fresh day", d, err)
 	}
 }
+
+// All takes a quota beside a rate: the quota binds when it is used up,
+// with the wait to its boundary; Wait returns at once when that boundary
+// is past the context's deadline.
+func TestQuotaAllAndWait(t *testing.T) {
+	ctx := context.Background()
+	berlin := zone(t, "Europe/Berlin")
+	q := newQuotaClock(t, time.Date(2026, 1, 31, 23, 0, 0, 0, berlin))
+	rate, err := ratelimit.New(q.rdb, "rate", ratelimit.PerSecond(10), q.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	quota, err := ratelimit.New(q.rdb, "quota", ratelimit.Monthly(3, berlin), q.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := ratelimit.All(rate, quota)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := rule.AllowN(ctx, "k", 3); err != nil || !d.Allowed {
+		t.Fatalf("3 of the month's 3: %+v, %v", d, err)
+	}
+	d, err := rule.Allow(ctx, "k")
+	if err != nil || d.Allowed || d.Name != "quota" || d.RetryAfter != time.Hour || len(d.Parts) != 2 {
+		t.Fatalf("the 4th: %+v, %v; want the quota to bind, an hour to February", d, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := quota.Wait(wctx, "k"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Errorf("Wait an hour from the month's end with 10 s to spare: %v after %v; want DeadlineExceeded at once", err, time.Since(start))
+	}
+}

@@ -126,7 +126,7 @@ func init() {
 				{At: 0, Args: cal(3, 1, "ALL", 0, 10*sec-23*h, 10*sec, 10*sec+25*h), Err: "BADARG take", TTL: []int64{10000}},
 				{At: 0, Args: cal(3, 1, "all", sec, 10*sec-23*h, 10*sec, 10*sec+25*h), Err: "BADARG at", TTL: []int64{10000}},
 				{At: 0, Args: cal(3, 1, "refund", 0, 10*sec-23*h, 10*sec, 10*sec+25*h), Err: "BADARG at", TTL: []int64{10000}},
-				{At: 0, Args: cal(3, 1, "charge", 61*sec, 10*sec-23*h, 10*sec, 10*sec+25*h), Err: "BADARG at", TTL: []int64{10000}},
+				{At: 0, Args: cal(3, 1, "charge", 2*time.Minute, 10*sec-23*h, 10*sec, 10*sec+25*h), Err: "BADARG at", TTL: []int64{10000}},
 				// Neither 5 arguments nor 10.
 				{At: 0, Args: append(Args(3, 1000, 1), "all"), Err: "BADARG takes 1 key(s) and 5 arguments", TTL: []int64{10000}},
 				{At: 0, Args: append(Args(3, 1000, 1), "all", "0", "0", "0"), Err: "BADARG takes 1 key(s) and 5 arguments", TTL: []int64{10000}},

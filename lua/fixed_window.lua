@@ -1,13 +1,34 @@
 --- Fixed window: counts cost against limit in windows of a fixed length that
 --- are aligned to the epoch (window k covers [k*window, (k+1)*window)), so every
 --- app server agrees on the boundaries and a day-long window starts at UTC
---- midnight. Known weakness: the count starts again at every boundary, so up
+--- midnight; or, in its calendar form, in periods whose boundaries the
+--- caller gives (a day, a month in a time zone: see form). Known weakness:
+--- the count starts again at every boundary, so up
 --- to 2*limit can pass within a moment (limit at the end of one window, limit
 --- at the start of the next); a span of any length d touches at most
 --- ceil(d/window)+1 windows and admits at most limit in each. A cost of 0
 --- peeks: it answers for a cost of 1 and writes nothing. A cost above limit
 --- can never pass: it is denied with retry_after -1. Denied calls change
 --- nothing. Arithmetic is exact for every accepted input.
+--- Calendar periods: window 0 and a form with period_start < period_end <
+--- next_end (unix ms) count in the periods [period_start, period_end) and
+--- [period_end, next_end): the caller works out the calendar (days of 23 or
+--- 25 hours, months), the script only counts. The instant a call is judged
+--- at must lie in them, and next_end must be more than 60 s past TIME, so
+--- no state and no TTL reaches past the periods given. A call with the
+--- epoch and one with a calendar share the state: a count is current while
+--- its newest call lies in the period (or window) that holds the instant.
+--- Settling a reservation (take all with a caller clock at, then its final
+--- cost): take refund gives back up to cost units, never below 0, and only
+--- from the count of the window that holds at, while that window holds the
+--- call's instant too: once it ended, or when the stored count is another
+--- window's, nothing comes back (the old count is gone). A refund to 0
+--- deletes the key; otherwise it keeps its TTL. take charge counts cost
+--- more in the window that holds at, past the limit if need be (the window
+--- is then denied until it ends), up to a count of 1e9; once that window
+--- ended, before the call's instant, it counts nothing. Neither is ever
+--- denied; a cost of 0 moves nothing and writes nothing. Their reply:
+--- allowed, whether any unit moved; the rest as a peek's at the instant.
 --- Clocks: now = 0 uses the server's TIME, one clock for every app server. A
 --- caller clock (now > 0) is refused with BADARG when it is more than 60 s
 --- from TIME. A write with a caller clock keeps its key 60 s past the instant
@@ -34,13 +55,16 @@
 --- this script. Anything else at the key, of any type, is an error and the
 --- key is left untouched (value and TTL); that includes the untagged
 --- '<t><n>' and the hash {n, t} of earlier versions of this script.
+--- Layouts: 5 arguments are the epoch form's take, as in earlier versions;
+--- 10 add the form. Earlier versions refuse 10 with BADARG.
 --- @key    counter      string '1<t><n>': n counted in the window that holds t, the newest counted call (ms); expires when that window ends
 --- @arg    limit        int[1..1e9]       most cost admitted per window
---- @arg    window       ms[1..1e11]       window length, aligned to the epoch
---- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
+--- @arg    window       ms[1..1e11]|calendar=0  window length, aligned to the epoch; 0 with a form's calendar periods
+--- @arg    cost         int[0..1e9]       cost to count; 0 only peeks (refund, charge: the units to move)
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @return allowed      bool
+--- @arg    ...form[0..1] (take string/^(all|refund|charge)$/, at unix_us[1..2^52]|none=0, period_start unix_ms[1..4e12]|epoch=0, period_end unix_ms[1..4e12]|epoch=0, next_end unix_ms[1..4e12]|epoch=0)  none: take all in epoch windows; take: all, refund or charge; at: refund, charge: the instant the reservation was counted at (take all: none); the periods: all three epoch with a window, or increasing with window 0
+--- @return allowed      bool              take all: passed; refund, charge: a unit moved
 --- @return remaining    int[0..]          cost still admitted in this window, never negative
 --- @return retry_after  ms[0..]|never=-1          0 when allowed; -1 when cost exceeds limit
 --- @return reset_after  ms[0..]           until the window ends; 0 when nothing is counted
@@ -163,17 +187,58 @@ end
 
 local counter  = KEYS[1]
 local limit    = int(ARGV[1], 'limit', 1, 1e9)
-local window   = int(ARGV[2], 'window', 1, 1e11)
+-- window 0 is the calendar's, which takes the form: 5 arguments are
+-- refused 0 as earlier versions refused it.
+local window   = int(ARGV[2], 'window', #ARGV > 5 and 0 or 1, 1e11)
 local cost     = int(ARGV[3], 'cost', 0, 1e9)
 local now      = int(ARGV[4], 'now', 0, 2^52)
 local deadline = int(ARGV[5], 'deadline', 0, 2^52)
 if counter == nil then bad = bad or 'BADARG counter key is missing' end
-exactly(1, 5)
+-- 5 arguments, or 10 with the form (take, at, period_start, period_end,
+-- next_end).
+exactly(1, #ARGV >= 10 and 10 or 5)
+-- The form: settle is -1 for take refund, 1 for take charge, nil for take
+-- all; b0 < b1 < b2 (µs) are the calendar's periods, nil for the epoch's.
+local settle, at, b0, b1, b2
+if not bad and #ARGV == 10 then
+  local take = ARGV[6]
+  if take == 'refund' then
+    settle = -1
+  elseif take == 'charge' then
+    settle = 1
+  elseif take ~= 'all' then
+    bad = "BADARG take must be 'all', 'refund' or 'charge'"
+  end
+  at = int(ARGV[7], 'at', 0, 2^52)
+  b0 = int(ARGV[8], 'period_start', 0, 4e12)
+  b1 = int(ARGV[9], 'period_end', 0, 4e12)
+  b2 = int(ARGV[10], 'next_end', 0, 4e12)
+  if bad then
+  elseif (at == 0) ~= (settle == nil) then
+    bad = 'BADARG at must be 0 with take all and an instant with refund or charge'
+  elseif b0 == 0 and b1 == 0 and b2 == 0 then
+    b0 = nil
+  elseif not (b0 > 0 and b0 < b1 and b1 < b2) then
+    bad = 'BADARG period_start, period_end and next_end must be all 0 (the epoch) or increasing'
+  else
+    b0, b1, b2 = b0 * 1000, b1 * 1000, b2 * 1000
+  end
+end
+if not bad and (window == 0) ~= (b0 ~= nil) then
+  bad = 'BADARG window must be from 1 to 1e11 with the epoch, and 0 with calendar periods'
+end
 if bad then return redis.error_reply(bad) end
 
 local server, caller
 now, server, caller = clock(now, deadline)
 if bad then return redis.error_reply(bad) end
+if b0 and (now < b0 or now >= b2) then
+  return redis.error_reply('BADARG the instant the call is judged at must lie in [period_start, next_end)')
+elseif b0 and server + max_skew >= b2 then
+  return redis.error_reply(string.format("BADARG next_end must be more than %d µs past the server's TIME", max_skew))
+elseif settle and at > server + max_skew then
+  return redis.error_reply(string.format("BADARG at must be at most %d µs past the server's TIME", max_skew))
+end
 
 -- GET answers a key of another type with an error table (stored.err); a
 -- string has no err field.
@@ -210,23 +275,100 @@ local window_us = window * 1000
 -- that holds nothing counts from the later of the caller's clock and the
 -- server's: a key the server's clock expired must not let a caller that
 -- lags it count in that window again.
-if not t then
+local fresh = not t
+if fresh then
   t = server > now and server or now
 end
-local k, kt = now - now % window_us, t - t % window_us
-if kt > k then
-  k = kt
-elseif kt < k then
+-- k and kt start the windows that hold now and t (end_at and et end
+-- them): aligned to the epoch, or one of the two calendar periods; kt is
+-- nil for a t before them (every instant given is before next_end, see
+-- the checks above).
+local k, end_at, kt, et
+if not b0 then
+  k = now - now % window_us
+  end_at = k + window_us
+  kt = t - t % window_us
+  et = kt + window_us
+else
+  k, end_at = b0, b1
+  if now >= b1 then
+    k, end_at = b1, b2
+  end
+  if t >= b1 then
+    kt, et = b1, b2
+  elseif t >= b0 then
+    kt, et = b0, b1
+  end
+end
+if kt and kt > k then
+  k, end_at = kt, et
+elseif not kt or kt < k then
   n = 0
+end
+
+local moved = 0
+if settle and cost > 0 then
+  -- The window that holds at, as above.
+  local ka, ea
+  if not b0 then
+    ka = at - at % window_us
+    ea = ka + window_us
+  elseif at >= b1 then
+    ka, ea = b1, b2
+  elseif at >= b0 then
+    ka, ea = b0, b1
+  end
+  if ka and ea > now then
+    if settle < 0 then
+      -- Only the count of at's window, the one that counted the
+      -- reservation, gives units back; never a later window's.
+      if not fresh and ka == kt and n > 0 then
+        moved = cost < n and cost or n
+        n = n - moved
+        if n == 0 then
+          redis.call('DEL', counter)
+        else
+          redis.call('SET', counter, format('1%013d%d', (t - t % 1000) / 1000, n), 'KEEPTTL')
+        end
+      end
+    else
+      -- Counted where a take at at would count: at's window, or the
+      -- stored calls' when that is later (the count never moves back).
+      local c = 0
+      if not fresh and kt and kt >= ka then
+        c = n
+        ka, ea = kt, et
+      end
+      moved = cost < 1e9 - c and cost or 1e9 - c
+      if moved > 0 then
+        local tt = at
+        if not fresh and t > tt then
+          tt = t
+        end
+        local ttl = ea - server + 999
+        if caller then
+          ttl = ttl + max_skew
+        end
+        ttl = (ttl - ttl % 1000) / 1000
+        redis.call('SET', counter, format('1%013d%d', (tt - tt % 1000) / 1000, c + moved), 'PX', format('%d', ttl > 1 and ttl or 1))
+        if ka >= k then
+          k, end_at, n = ka, ea, c + moved
+        end
+      end
+    end
+  end
 end
 
 -- Waits are whole ms rounded up, counted from the caller's own clock:
 -- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local end_at = k + window_us
 local wait = end_at - now + 999
 wait = (wait - wait % 1000) / 1000
 local want = cost > 0 and cost or 1
-if want > limit then
+if settle then
+  -- A settle answers as a peek would, after it.
+  local left = limit > n and limit - n or 0
+  return {moved > 0 and 1 or 0, left, left > 0 and 0 or wait, n > 0 and wait or 0}
+elseif want > limit then
   return {0, limit > n and limit - n or 0, -1, n > 0 and wait or 0}
 elseif n + want > limit then
   return {0, limit > n and limit - n or 0, wait, n > 0 and wait or 0}

@@ -34,7 +34,8 @@ type Decision struct {
 	// back every 100ms). Never when it can never pass (11 at once).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the limit is full again if nothing else
-	// comes: 600ms after the 6.
+	// comes: 600ms after the 6. For a quota (Monthly and the like) it runs
+	// to the period's end, to the ms: the reset instant is now plus it.
 	ResetAfter time.Duration
 	// Fallback is the zero Fallback when no fallback decided. When Redis
 	// could not be asked, it is the fallback that decided (WithFallback):

@@ -69,6 +69,9 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 	if l.block > 0 && !l.algSet {
 		l.alg = SlidingWindowLog // a lockout counts in any window (WithLockout)
 	}
+	if limit.cal != 0 && !l.algSet {
+		l.alg = FixedWindow // a quota by the calendar is a fixed window's count
+	}
 	if !l.alg.valid() {
 		return nil, fmt.Errorf("%w: unknown algorithm %v", ErrInvalid, l.alg)
 	}

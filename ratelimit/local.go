@@ -35,8 +35,12 @@ type local struct {
 
 // localState is one key's GCRA state: the theoretical arrival time and the
 // interval it counts in, ns, so that a changed limit rescales the units
-// already counted as gcra.lua does (no free burst, no lockout).
-type localState struct{ tat, interval float64 }
+// already counted as gcra.lua does (no free burst, no lockout). A quota's
+// state is its period's count n, with tat the period's end and interval 0.
+type localState struct {
+	tat, interval float64
+	n             int64
+}
 
 func newLocal() *local {
 	return &local{id: localIDs.Add(1), tats: map[string]localState{}}
@@ -54,10 +58,13 @@ func scaled(lim Limit, share float64) Limit {
 // with mu held, and returns the Decision and the state to store if the
 // request is counted.
 func (lc *local) check(key string, lim Limit, cost int64, now float64) (Decision, localState) {
+	if lim.cal != 0 {
+		return lc.checkQuota(key, lim, cost, now)
+	}
 	interval := float64(lim.Period) / float64(lim.Rate)
 	horizon := float64(lim.Burst) * interval
 	tat := now
-	if st, ok := lc.tats[key]; ok && st.tat > now {
+	if st, ok := lc.tats[key]; ok && st.tat > now && st.interval > 0 {
 		tat = now + (st.tat-now)/st.interval*interval
 	}
 	d := Decision{Limit: lim}
@@ -66,21 +73,62 @@ func (lc *local) check(key string, lim Limit, cost int64, now float64) (Decision
 	}
 	if cost > lim.Burst {
 		d.RetryAfter, d.Remaining, d.ResetAfter = Never, remaining(tat), ceilMs(int64(tat-now))
-		return d, localState{tat, interval}
+		return d, localState{tat: tat, interval: interval}
 	}
 	next := tat + float64(max(cost, 1))*interval
 	if next-now > horizon+1e-3 {
 		d.RetryAfter = max(ceilMs(int64(next-now-horizon)), time.Millisecond)
 		d.Remaining, d.ResetAfter = remaining(tat), ceilMs(int64(tat-now))
-		return d, localState{tat, interval}
+		return d, localState{tat: tat, interval: interval}
 	}
 	d.Allowed = true
 	if cost == 0 {
 		d.Remaining, d.ResetAfter = remaining(tat), ceilMs(int64(tat-now))
-		return d, localState{tat, interval}
+		return d, localState{tat: tat, interval: interval}
 	}
 	d.Remaining, d.ResetAfter = remaining(next), ceilMs(int64(next-now))
-	return d, localState{next, interval}
+	return d, localState{tat: next, interval: interval}
+}
+
+// checkQuota is check for a quota by the calendar: a count for the period
+// of this process's calendar that holds now, as fixed_window.lua keeps.
+func (lc *local) checkQuota(key string, lim Limit, cost int64, now float64) (Decision, localState) {
+	wall := localWall(int64(now))
+	_, end := lim.period(wall)
+	st := localState{tat: now + float64(end.Sub(wall))}
+	if old, ok := lc.tats[key]; ok && old.interval == 0 && old.tat > now {
+		st.n = old.n // the same period: it ends at old.tat
+	}
+	d := Decision{Limit: lim}
+	left := ceilMs(int64(st.tat - now))
+	if st.n > 0 {
+		d.ResetAfter = left
+	}
+	d.Remaining = max(0, lim.Rate-st.n)
+	switch {
+	case cost > lim.Rate:
+		d.RetryAfter = Never
+	case st.n+max(cost, 1) > lim.Rate:
+		d.RetryAfter = left
+	default:
+		d.Allowed = true
+		if cost > 0 {
+			st.n += cost
+			d.Remaining, d.ResetAfter = lim.Rate-st.n, left
+		}
+	}
+	return d, st
+}
+
+// localWall is the wall-clock instant of the in-memory clock's now (ns):
+// a caller clock is one already (a date after 2001 is above 1e18 ns); the
+// monotonic time since localBase (31 years short of it) counts from
+// localBase's wall clock.
+func localWall(now int64) time.Time {
+	if now > 1e18 {
+		return time.Unix(0, now)
+	}
+	return localBase.Add(time.Duration(now))
 }
 
 // store keeps key's new state, making room first when the map is full:

@@ -7,10 +7,11 @@ package ratelimit
 // the settle is a script of its own, atomic with the state it changes
 // (gcra.lua's take refund and take charge, token_bucket.lua's refill
 // words of the same names, the settle argument of leaky_bucket.lua,
-// sliding_window_counter.lua and sliding_window_log.lua; the two windows
-// settle in the window, or at the instant, that counted the reservation).
-// A rule over several limits (Atomic, All) reserves in each as it counts,
-// and settles each part with a call of its own, one by one.
+// sliding_window_counter.lua and sliding_window_log.lua, fixed_window.lua's
+// form with take refund or charge; the windows settle in the window, or at
+// the instant, that counted the reservation). A rule over several limits
+// (Atomic, All) reserves in each as it counts, and settles each part with
+// a call of its own, one by one.
 
 import (
 	"context"
@@ -53,8 +54,8 @@ type held struct {
 // Reserve counts n requests (1 to 1e9) for key if they pass, all or none,
 // as AllowN does, and keeps them open: Settle sets their final cost. It
 // refuses with ErrInvalid, before Redis, a limiter whose algorithm cannot
-// settle (FixedWindow). With a lockout, the reservation that uses the
-// limit up starts it, and giving any of it back lifts it. For the sliding
+// settle (every bundled one can). With a lockout, the reservation that
+// uses the limit up starts it, and giving any of it back lifts it. For the
 // windows it counts on this process's clock.
 func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
 	if l == nil {
@@ -91,7 +92,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservatio
 // canSettle refuses a limiter whose algorithm has no settle.
 func (l *Limiter) canSettle() error {
 	if scripts[l.alg].settle == nil {
-		return fmt.Errorf("%w: limiter %q cannot settle a reservation: Reserve takes every algorithm but FixedWindow (%v)", ErrInvalid, l.name, l.alg)
+		return fmt.Errorf("%w: limiter %q cannot settle a reservation: its algorithm has no settle (%v)", ErrInvalid, l.name, l.alg)
 	}
 	return nil
 }
@@ -114,8 +115,10 @@ func reservationOf(d Decision, rs []*Reservation) *Reservation {
 
 // Settle makes m (0 to 1e9) the reservation's final cost: it gives back
 // n−m, or counts m−n more, into debt if the limit has no room (later
-// requests wait until it is paid). A reservation settles once: later calls,
-// and calls past WithSettleWithin, fail with ErrInvalid and it stands at n;
+// requests wait until it is paid). A window moves only the count of the
+// window (or quota's period) that counted the reservation: once that
+// ended, neither is made. A reservation settles once: later calls, and
+// calls past WithSettleWithin, fail with ErrInvalid and it stands at n;
 // so does a SlidingWindowLog charge past the 10000 entries a log holds.
 // When Redis fails (ErrUnavailable) the settle may or may not have been
 // made, and is not made again. A reservation over several limits settles

@@ -107,7 +107,7 @@ func TestReserveSettle(t *testing.T) {
 
 // settling is every algorithm whose script settles a reservation.
 var settling = []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval,
-	ratelimit.LeakyBucket, ratelimit.SlidingWindowCounter, ratelimit.SlidingWindowLog}
+	ratelimit.LeakyBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowCounter, ratelimit.SlidingWindowLog}
 
 // A reservation made before a Reset gives back nothing after it: the key
 // holds no state, and none is made.
@@ -345,6 +345,18 @@ func TestReserveSettleEveryAlgorithm(t *testing.T) {
 			d, err := l.Allow(ctx, "k")
 			if err != nil || d.Allowed || d.Remaining != 0 {
 				t.Errorf("after a charge of 30 with 8 left: %v, %v; want denied, in debt", d, err)
+			}
+			if alg == ratelimit.FixedWindow {
+				// Over the limit until the window (T0's minute) ends, then
+				// none of it is left.
+				if d.RetryAfter != time.Minute {
+					t.Errorf("a fixed window charged past its limit: RetryAfter %v, want the 1m to its end", d.RetryAfter)
+				}
+				f.advance(time.Minute)
+				if d, _ := l.Peek(ctx, "k"); d.Remaining != 10 {
+					t.Errorf("the next window: %d left, want 10", d.Remaining)
+				}
+				return
 			}
 			if d.RetryAfter < debt[alg] {
 				t.Errorf("in debt of 22: RetryAfter %v, want at least %v", d.RetryAfter, debt[alg])

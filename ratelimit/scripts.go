@@ -86,9 +86,13 @@ var scripts = [...]script{
 	LeakyBucket: settles(bind(bindings.LeakyBucket, (*bindings.Batch).LeakyBucket, paced, func(l Limit, cost int64, now, due time.Time) bindings.LeakyBucketParams {
 		return bindings.LeakyBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Cost: cost, Now: now, Deadline: due}
 	}), settleLeakyBucket),
-	FixedWindow: bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.FixedWindowParams {
-		return bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
-	}),
+	FixedWindow: settlesAt(bind(bindings.FixedWindow, (*bindings.Batch).FixedWindow, window(1e9), func(l Limit, cost int64, now, due time.Time) bindings.FixedWindowParams {
+		p := bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
+		if l.cal != 0 {
+			p.Window, p.Form = bindings.FixedWindowWindowCalendar, []bindings.FixedWindowForm{calendarForm(l, "all", time.Time{}, now)}
+		}
+		return p
+	}), settleFixedWindow),
 	SlidingWindowLog: settlesAt(bind(bindings.SlidingWindowLog, (*bindings.Batch).SlidingWindowLog, window(10000), func(l Limit, cost int64, now, due time.Time) bindings.SlidingWindowLogParams {
 		return bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: cost, Now: now, Deadline: due}
 	}), settleSlidingWindowLog),
@@ -103,6 +107,10 @@ func checkLimit(a Algorithm, l Limit) error {
 		return &limitError{Algorithm: a, Limit: l, Field: field, Reason: reason}
 	}
 	switch {
+	case l.cal != 0 && l.loc == nil:
+		return fail("Location", "is nil: a quota by the calendar needs a time zone (time.UTC for UTC)")
+	case l.cal != 0 && a != FixedWindow:
+		return fail("", "a quota by the calendar (Daily, Weekly, Monthly, Yearly) counts in a FixedWindow")
 	case l.Rate < 1 || l.Rate > maxCount:
 		return fail("Rate", "must be from 1 to 1e9")
 	case l.Burst < 1 || l.Burst > maxCount:
@@ -149,8 +157,8 @@ func settles(s script, settle func(ctx context.Context, c redis.Scripter, key st
 	return s
 }
 
-// settlesAt is s with its settle, which must know the reservation's
-// instant (settleAt).
+// settlesAt is s with its settle, which must know the instant the
+// reservation was counted at (settleAt).
 func settlesAt(s script, settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error)) script {
 	s.settle, s.settleAt = settle, true
 	return s
@@ -190,6 +198,32 @@ func settleSlidingWindowLog(ctx context.Context, c redis.Scripter, key string, l
 	take, n := settleWord(delta)
 	r, err := bindings.SlidingWindowLog(ctx, c, key, bindings.SlidingWindowLogParams{Limit: l.Rate, Window: l.Period, Cost: n, Now: now, Deadline: call.Deadline(ctx),
 		Settle: []bindings.SlidingWindowLogSettle{{Take: take, At: at}}})
+	return reply(r), call.ClockRefused(ctx, err)
+}
+
+// calendarForm is fixed_window.lua's form for a call at now (zero: the
+// server's clock) of take, and at for a settle: a quota's periods, or
+// the epoch's (zeros) for a rate.
+func calendarForm(l Limit, take string, at, now time.Time) bindings.FixedWindowForm {
+	f := bindings.FixedWindowForm{Take: take, At: at}
+	if l.cal != 0 {
+		f.PeriodStart, f.PeriodEnd, f.NextEnd = l.periods(now)
+	}
+	return f
+}
+
+// settleFixedWindow is fixed_window.lua's take refund (delta < 0) or take
+// charge (delta > 0) of a reservation counted at the instant at: only the
+// window (or period) that holds at moves.
+func settleFixedWindow(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error) {
+	take, n := settleWord(delta)
+	p := bindings.FixedWindowParams{Limit: l.Rate, Window: l.Period, Cost: n, Now: now, Deadline: call.Deadline(ctx)}
+	if l.cal != 0 {
+		p.Window = bindings.FixedWindowWindowCalendar
+	}
+	form := [1]bindings.FixedWindowForm{calendarForm(l, take, at, now)}
+	p.Form = form[:]
+	r, err := bindings.FixedWindow(ctx, c, key, p)
 	return reply(r), call.ClockRefused(ctx, err)
 }
 

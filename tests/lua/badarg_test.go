@@ -192,6 +192,28 @@ func firstWrite(t *testing.T, name, src string, minArgs int) (*Redis, []string, 
 	return nil, nil, nil
 }
 
+// fullWrite is firstWrite for a write of at least n arguments, from any
+// scenario.
+func fullWrite(t *testing.T, name, src string, n int) (*Redis, []string, []string) {
+	t.Helper()
+	for _, sc := range scenario.All() {
+		if sc.Script != name || sc.Strings != nil || sc.Preset != nil {
+			continue
+		}
+		r := New(scenario.T0)
+		for _, st := range sc.Steps {
+			r.SetTime(max(r.Now(), scenario.T0+st.At.Microseconds()))
+			argv := sc.Argv(st)
+			got, err := r.Eval(src, sc.Keys, argv)
+			if err == nil && len(argv) >= n && scenario.SpecOf(name).Wrote(argv, ints64(got)) {
+				return r, sc.Keys, argv
+			}
+		}
+	}
+	t.Fatalf("%s: no scenario admits a write of %d arguments", name, n)
+	return nil, nil, nil
+}
+
 func expectBadArg(t *testing.T, r *Redis, src string, keys, argv []string, prefix string) {
 	t.Helper()
 	before := r.Snapshot()
@@ -210,9 +232,6 @@ func expectBadArg(t *testing.T, r *Redis, src string, keys, argv []string, prefi
 // deadline's none: 0 means something).
 func badNumbers(f gen.Field) []string {
 	values := append([]string(nil), bad...)
-	if f.Name != "cost" && f.Name != "now" && f.Name != "deadline" {
-		values = append(values, "0")
-	}
 	sentinel := func(n int64) bool {
 		for _, s := range f.Sentinels {
 			if s.Value.Int == n {
@@ -220,6 +239,9 @@ func badNumbers(f gen.Field) []string {
 			}
 		}
 		return false
+	}
+	if f.Name != "cost" && f.Name != "now" && f.Name != "deadline" && !sentinel(0) {
+		values = append(values, "0")
 	}
 	if f.Min != nil && !sentinel(f.Min.Int-1) {
 		values = append(values, strconv.FormatInt(f.Min.Int-1, 10))

@@ -253,6 +253,10 @@ func (r *Redis) set(args []string) (any, error) {
 	expireAt := int64(0)
 	for i := 2; i < len(args); i++ {
 		switch opt := strings.ToUpper(args[i]); opt {
+		case "KEEPTTL":
+			if old := r.data[args[0]]; old != nil && old.expireAt > r.now {
+				expireAt = old.expireAt
+			}
 		case "PX", "EX":
 			if i+1 >= len(args) {
 				return nil, errSyntax

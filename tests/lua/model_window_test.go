@@ -51,19 +51,73 @@ func heldErr(r *Redis, held int64) error {
 	return nil
 }
 
+// modelFixedWindow restates fixed_window.lua: epoch windows, or the
+// calendar periods a form gives, and the form's settle (take refund, take
+// charge) by the window that holds at.
 func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	a := args{argv: argv}
+	form := len(argv) > 5
+	least := int64(1) // window 0 (the calendar's) only with a form
+	if form {
+		least = 0
+	}
 	limit := a.int(0, "limit", 1, 1e9)
-	window := a.int(1, "window", 1, 1e11)
+	window := a.int(1, "window", least, 1e11)
 	cost := a.int(2, "cost", 0, 1e9)
 	now := a.int(3, "now", 0, maxTime)
 	deadline := a.int(4, "deadline", 0, maxTime)
-	if err := a.finish(keys, "counter", 5); err != nil {
+	nargs := 5
+	if len(argv) >= 10 {
+		nargs = 10
+	}
+	if err := a.finish(keys, "counter", nargs); err != nil {
+		return nil, err
+	}
+	// settle: -1 refund, 1 charge, 0 take all; cal: the periods, in µs.
+	var settle, at int64
+	var cal []int64
+	if len(argv) == 10 {
+		switch argv[5] {
+		case "all":
+		case "refund":
+			settle = -1
+		case "charge":
+			settle = 1
+		default:
+			a.fail("BADARG take must be 'all', 'refund' or 'charge'")
+		}
+		at = a.int(6, "at", 0, maxTime)
+		b0 := a.int(7, "period_start", 0, 4e12)
+		b1 := a.int(8, "period_end", 0, 4e12)
+		b2 := a.int(9, "next_end", 0, 4e12)
+		switch {
+		case a.bad != "":
+		case (at == 0) != (settle == 0):
+			a.fail("BADARG at must be 0 with take all and an instant with refund or charge")
+		case b0 == 0 && b1 == 0 && b2 == 0:
+		case b0 > 0 && b0 < b1 && b1 < b2:
+			cal = []int64{b0 * 1000, b1 * 1000, b2 * 1000}
+		default:
+			a.fail("BADARG period_start, period_end and next_end must be all 0 (the epoch) or increasing")
+		}
+	}
+	if a.bad == "" && (window == 0) != (cal != nil) {
+		a.fail("BADARG window must be from 1 to 1e11 with the epoch, and 0 with calendar periods")
+	}
+	if err := a.err(); err != nil {
 		return nil, err
 	}
 	now, caller, err := clock(r, now, deadline)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cal != nil && (now < cal[0] || now >= cal[2]):
+		return nil, ErrorReply("BADARG the instant the call is judged at must lie in [period_start, next_end)")
+	case cal != nil && r.now+maxSkew >= cal[2]:
+		return nil, ErrorReply(fmt.Sprintf("BADARG next_end must be more than %d µs past the server's TIME", maxSkew))
+	case settle != 0 && at > r.now+maxSkew:
+		return nil, ErrorReply(fmt.Sprintf("BADARG at must be at most %d µs past the server's TIME", maxSkew))
 	}
 	// '1<t><n>': t, the newest counted call's ms, as 13 digits, then n
 	// without a leading zero.
@@ -74,21 +128,71 @@ func modelFixedWindow(r *Redis, keys, argv []string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	W := window * 1000
-	k := now / W
-	var n int64
+	// span is the window that holds x: [start, end), or ok false before
+	// the calendar's periods.
+	span := func(x int64) (start, end int64, ok bool) {
+		switch {
+		case cal == nil:
+			W := window * 1000
+			return x / W * W, x/W*W + W, true
+		case x >= cal[1]:
+			return cal[1], cal[2], true
+		case x >= cal[0]:
+			return cal[0], cal[1], true
+		}
+		return 0, 0, false
+	}
+	var n, stored int64
 	t := max(now, r.now) // a key that holds nothing counts from the later clock
 	if st != nil {
 		// The count lives in the window of its newest call.
-		t, n = st[0]*1000, st[1]
+		t, stored = st[0]*1000, st[1]
 	}
-	switch kt := t / W; {
-	case kt > k:
-		k = kt
-	case kt < k:
-		n = 0
+	k, end, _ := span(now)
+	kt, et, tok := span(t)
+	switch {
+	case tok && kt > k:
+		k, end, n = kt, et, stored
+	case tok && kt == k:
+		n = stored
 	}
-	end := (k + 1) * W
+	if settle != 0 {
+		var moved int64
+		ka, ea, ok := span(at)
+		if live := ok && ea > now && cost > 0; live && settle < 0 && st != nil && tok && kt == ka {
+			// A refund from the count of at's window, never below 0.
+			moved = min(cost, stored)
+			n = stored - moved
+			if n == 0 {
+				delete(r.data, keys[0])
+			} else {
+				r.data[keys[0]].str = fmt.Sprintf("1%013d%d", t/1000, n)
+			}
+		} else if live && settle > 0 {
+			// A charge in at's window, or the stored count's if later.
+			var c int64
+			tt := at
+			if st != nil && tok && kt >= ka {
+				ka, ea, c, tt = kt, et, stored, max(at, t)
+			}
+			moved = min(cost, 1e9-c)
+			if moved > 0 {
+				writeString(r, keys[0], ttl(r, ea, caller), fmt.Sprintf("1%013d%d", tt/1000, c+moved))
+				if ka >= k {
+					k, end, n = ka, ea, c+moved
+				}
+			}
+		}
+		left := max(0, limit-n)
+		var retry, reset int64
+		if left == 0 {
+			retry = ms(end - now)
+		}
+		if n > 0 {
+			reset = ms(end - now)
+		}
+		return []int64{b2i(moved > 0), left, retry, reset}, nil
+	}
 	var reset int64
 	if n > 0 {
 		reset = ms(end - now)

@@ -81,6 +81,10 @@ func init() {
 // and the deadline: where a settle's word goes, for the scripts that take
 // one there.
 func extraStep(script string, args []string) Step {
+	if script == fixedWindowSpec.Script {
+		// Its Args past the cost follow the deadline (the form).
+		return Step{Args: append(args, "extra"), Err: extraErr(script, len(args)+2)}
+	}
 	if _, ok := settleSpecs[script]; ok {
 		return Step{Raw: append(append([]string(nil), args...), "0", "0", "extra"), Err: extraErr(script, len(args)+2)}
 	}
@@ -132,7 +136,7 @@ func init() {
 		return Args(capacity, rate, period, "smooth", cost)
 	}
 	fw := func(limit int, window time.Duration, cost int) []string { return Args(limit, window, cost) }
-	register(Spec{Script: "fixed_window", CostArg: 2},
+	register(fixedWindowSpec,
 		Scenario{
 			// The state stored a window number: 5 per 60 s after 5 per 1 s
 			// read window 1767225600 of 1 s as one of 60 s, 1.06e14 ms away.

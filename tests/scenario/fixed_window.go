@@ -11,7 +11,7 @@ func init() {
 		return Args(limit, window, cost)
 	}
 	sec, us, day := time.Second, time.Microsecond, 24*time.Hour
-	register(Spec{Script: "fixed_window", CostArg: 2},
+	register(fixedWindowSpec,
 		Scenario{
 			Name: "burst, deny, and a fresh count when the window ends",
 			Keys: []string{"fw:{a}"},

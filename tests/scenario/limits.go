@@ -63,7 +63,7 @@ func init() {
 		},
 	})
 	fw := func(limit int, window time.Duration, cost int) []string { return Args(limit, window, cost) }
-	register(Spec{Script: "fixed_window", CostArg: 2}, Scenario{
+	register(fixedWindowSpec, Scenario{
 		Name: "limits change while the key lives",
 		Keys: []string{"fw:{limits}"},
 		Steps: []Step{

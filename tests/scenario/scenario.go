@@ -221,7 +221,7 @@ func (sc Scenario) Argv(st Step) []string { return sc.ArgvFrom(T0, st) }
 // ArgvFrom is Argv for a run that starts at base instead of T0.
 func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 	if st.Raw != nil {
-		return append([]string(nil), st.Raw...)
+		return At(base, st.Raw)
 	}
 	deadline := st.Deadline
 	switch {
@@ -232,37 +232,57 @@ func (sc Scenario) ArgvFrom(base int64, st Step) []string {
 		deadline = "0"
 	}
 	sp := specs[sc.Script]
-	args := make([]string, len(st.Args))
-	for j, a := range st.Args {
-		// An instant of the run (Held): base plus its µs.
-		if us, ok := strings.CutPrefix(a, heldPrefix); ok {
-			if n, err := strconv.ParseInt(us, 10, 64); err == nil {
-				a = strconv.FormatInt(base+n, 10)
-			}
-		}
-		args[j] = a
-	}
-	st.Args = args
 	i := sp.NowArg
-	if i <= 0 || i > len(st.Args) {
-		return append(append([]string(nil), st.Args...), sc.NowArgFrom(base, st), deadline)
+	args := At(base, st.Args)
+	if i <= 0 || i > len(args) {
+		return append(args, sc.NowArgFrom(base, st), deadline)
 	}
-	out := append([]string(nil), st.Args[:i]...)
+	out := append([]string(nil), args[:i]...)
 	out = append(out, sc.NowArgFrom(base, st))
 	if sp.Batch {
-		return append(append(out, st.Args[i:]...), deadline)
+		return append(append(out, args[i:]...), deadline)
 	}
 	out = append(out, deadline)
-	return append(out, st.Args[i:]...)
+	return append(out, args[i:]...)
 }
 
-// heldPrefix marks an argument that is an instant of the run (Held).
-const heldPrefix = "t0+"
+// Instants in a step's Args that a run places from its first instant: Ms
+// and Us write them, At reads them. The calendar form of fixed_window
+// takes its periods' boundaries as instants; a table names them from T0,
+// and a real server's run, which starts from its own clock, moves them
+// with its clocks.
+const (
+	msMark = "T0ms+"
+	usMark = "T0us+"
+)
 
-// Held is an argument that is the instant d after the run's start, in µs
-// (T0+d on the tiers that control the clock, the run's own start on a real
-// server): the instant a settle's reservation was counted at.
-func Held(d time.Duration) string { return fmt.Sprintf("%s%d", heldPrefix, d.Microseconds()) }
+// Ms is the instant T0+d in unix ms, as an argument (d in whole ms).
+func Ms(d time.Duration) string { return msMark + fmt.Sprint(d.Milliseconds()) }
+
+// Us is the instant T0+d in unix µs, as an argument.
+func Us(d time.Duration) string { return usMark + fmt.Sprint(d.Microseconds()) }
+
+// At is args with the instants Ms and Us wrote placed from base (µs)
+// instead of T0.
+func At(base int64, args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if rest, ok := strings.CutPrefix(a, msMark); ok {
+			if d, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				out[i] = fmt.Sprint(base/1000 + d)
+			}
+		} else if rest, ok := strings.CutPrefix(a, usMark); ok {
+			if d, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				out[i] = fmt.Sprint(base + d)
+			}
+		}
+	}
+	return out
+}
+
+// Held is the instant a settle's reservation was counted at, d after the
+// run's start, in µs: Us(d).
+func Held(d time.Duration) string { return Us(d) }
 
 // Args formats values as ARGV strings: durations in whole ms.
 func Args(vals ...any) []string {
@@ -321,6 +341,9 @@ func register(sp Spec, scs ...Scenario) {
 	if b, ok := settleSpecs[sp.Script]; ok {
 		sp = b
 	}
+	if sp.Script == fixedWindowSpec.Script {
+		sp = fixedWindowSpec
+	}
 	specs[sp.Script] = sp
 	for _, sc := range scs {
 		sc.Script = sp.Script
@@ -370,8 +393,13 @@ func (sc Scenario) Align() time.Duration {
 			if len(st.Args) < 2 || st.Err != "" {
 				continue
 			}
-			if _, err := fmt.Sscanf(st.Args[1], "%d", &ms); err != nil || ms <= 0 || fmt.Sprint(ms) != st.Args[1] {
+			if _, err := fmt.Sscanf(st.Args[1], "%d", &ms); err != nil || ms < 0 || fmt.Sprint(ms) != st.Args[1] {
 				continue
+			}
+			if ms == 0 {
+				// The calendar form (window 0): its periods' boundaries
+				// are whole ms from the run's first instant.
+				ms = 1
 			}
 			us := ms * 1000
 			a, b := lcm, us

@@ -338,6 +338,10 @@ func (e encoder) instant(name string, t time.Time, unit time.Duration, units str
 	e.cl.addInt(n)
 }
 
+func (e encoder) unixMs(name string, t time.Time, r *intRange) {
+	e.instant(name, t, time.Millisecond, "milliseconds", r)
+}
+
 func (e encoder) unixUs(name string, t time.Time, r *intRange) {
 	e.instant(name, t, time.Microsecond, "microseconds", r)
 }

@@ -23,7 +23,7 @@ var validKeys = map[string]bool{
 	"unlimited": true, "shadow_mode": true, "quota_mode": true, "name": true,
 	"replaces": true, "detailed_metric": true, "value_to_metric": true,
 	"share_threshold": true,
-	"algorithm":       true, "burst": true, "unit_multiplier": true, // this server's extensions
+	"algorithm":       true, "burst": true, "unit_multiplier": true, "calendar": true, // this server's extensions
 }
 
 // A ConfigError is a configuration refused: the file, the line (0 when it
@@ -57,6 +57,8 @@ type yamlRule struct {
 	burstLine       int
 	multiplier      uint32 // unit_multiplier; 0 when absent
 	multiplierLine  int
+	calendar        string // a time zone's name; "" when absent
+	calendarLine    int
 }
 
 // yamlDescriptor is one entry of a descriptors list.
@@ -265,6 +267,14 @@ func (f *yamlFile) rule(m *yaml.Node) (*yamlRule, error) {
 		"algorithm": func(n *yaml.Node) (err error) {
 			r.algorithmLine = n.Line
 			r.algorithm, err = f.str(n)
+			return err
+		},
+		"calendar": func(n *yaml.Node) (err error) {
+			r.calendarLine = n.Line
+			r.calendar, err = f.str(n)
+			if err == nil && r.calendar == "" {
+				err = f.errf(n, "calendar is empty: name a time zone (UTC, Europe/Berlin) or leave it out")
+			}
 			return err
 		},
 		"unit_multiplier": func(n *yaml.Node) error {

@@ -136,6 +136,12 @@ var refusals = []struct {
 	{"a unit_multiplier of 0", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n      requests_per_unit: 5\n      unit_multiplier: 0\n", "unit_multiplier 0", 7, false},
 	{"a unit_multiplier past the scripts' period", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: year\n      requests_per_unit: 5\n      unit_multiplier: 4\n", "longer than the scripts take", 7, false},
 	{"an unlimited with a unit_multiplier", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      unit_multiplier: 5\n", "takes no unit_multiplier", 6, false},
+	{"a calendar that is not a zone", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: day\n      requests_per_unit: 5\n      calendar: Mars/Olympus\n", "not a time zone", 7, false},
+	{"a calendar of minutes", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: minute\n      requests_per_unit: 5\n      calendar: UTC\n", "takes unit day, week, month or year", 5, false},
+	{"a calendar with a unit_multiplier", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: day\n      requests_per_unit: 5\n      unit_multiplier: 2\n      calendar: UTC\n", "takes no unit_multiplier", 7, false},
+	{"a calendar with GCRA", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: month\n      requests_per_unit: 5\n      algorithm: gcra\n      calendar: Europe/Berlin\n", "counts in a fixed window, not gcra", 7, false},
+	{"an empty calendar", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: day\n      requests_per_unit: 5\n      calendar: \"\"\n", "calendar is empty", 7, false},
+	{"an unlimited with a calendar", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      calendar: UTC\n", "takes no calendar", 6, false},
 	{"above the scripts' range", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 2000000000\n", "Rate must be from 1 to 1e9", 4, true},
 }
 

@@ -73,7 +73,7 @@ func newLimiters(rdb ratelimit.Client, o limiterOptions) (*limiters, error) {
 		return nil, fmt.Errorf("REDLIMIT_ON_REDIS_FAILURE=%s: want error, allow, deny or local:<share>", p)
 	}
 	// Refuse a bad prefix at start, not at the first rule.
-	if _, err := ls.base("fixed_window", time.Second); err != nil {
+	if _, err := ls.base("fixed_window", "fixed_window:second", ratelimit.PerSecond(1)); err != nil {
 		return nil, fmt.Errorf("CACHE_KEY_PREFIX=%q: %w", o.prefix, err)
 	}
 	return ls, nil
@@ -96,30 +96,38 @@ func (ls *limiters) bind(r *Rule) error {
 		}
 		return nil
 	}
-	base, err := ls.base(r.Algorithm, r.Period)
-	if err != nil {
-		return err
-	}
+	name := r.Algorithm + ":" + periodName(r.Period)
 	limit := ratelimit.Limit{Rate: int64(r.RequestsPerUnit), Period: r.Period, Burst: int64(r.RequestsPerUnit)}
 	if r.Burst != 0 {
 		limit.Burst = r.Burst
+	}
+	if r.loc != nil {
+		// A quota: its keys name the zone, so that two zones' days
+		// never share a count.
+		name = r.Algorithm + ":" + strings.ToLower(r.Unit.String()) + "@" + r.Calendar
+		limit = calendarUnits[r.Unit](int64(r.RequestsPerUnit), r.loc)
+	}
+	base, err := ls.base(r.Algorithm, name, limit)
+	if err != nil {
+		return err
 	}
 	l, err := base.WithLimit(limit)
 	if err != nil {
 		return fmt.Errorf("rate_limit of %d per %s (algorithm %s, burst %d): %v", r.RequestsPerUnit, periodName(r.Period), r.Algorithm, limit.Burst, strings.TrimPrefix(err.Error(), ratelimit.ErrInvalid.Error()+": "))
 	}
-	r.lim = &limiter{l: l, name: r.Algorithm + ":" + periodName(r.Period) + ":", burst: limit.Burst}
+	r.lim = &limiter{l: l, name: name + ":", burst: limit.Burst}
 	return nil
 }
 
-// base is the limiter of an algorithm and period. Its keys are
+// base is the limiter of an algorithm and period (name: the algorithm,
+// the period's name and a calendar's zone). Its keys are
 //
 //	CACHE_KEY_PREFIX + "rls:" + algorithm + ":" + period + ":{" + escaped descriptor + "}"
 //
-// so a rule's algorithm and unit are in its keys, and each descriptor is
-// a hash tag of its own (see key).
-func (ls *limiters) base(alg string, period time.Duration) (*ratelimit.Limiter, error) {
-	name := alg + ":" + periodName(period)
+// (the period "month@Europe/Berlin" for a calendar), so a rule's algorithm
+// and unit are in its keys, and each descriptor is a hash tag of its own
+// (see key). like is a limit of the kind its rules take.
+func (ls *limiters) base(alg, name string, like ratelimit.Limit) (*ratelimit.Limiter, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if l := ls.bases[name]; l != nil {
@@ -127,7 +135,8 @@ func (ls *limiters) base(alg string, period time.Duration) (*ratelimit.Limiter, 
 	}
 	opts := append([]ratelimit.Option{ratelimit.WithAlgorithm(algorithms[alg]), ratelimit.WithPrefix(ls.prefix + "rls:" + name + ":")}, ls.opts...)
 	// The limit is a placeholder: each rule takes a copy with its own.
-	l, err := ratelimit.New(ls.rdb, "rls", ratelimit.Limit{Rate: 1, Period: period, Burst: 1}, opts...)
+	like.Rate, like.Burst = 1, 1
+	l, err := ratelimit.New(ls.rdb, "rls", like, opts...)
 	if err != nil {
 		return nil, err
 	}

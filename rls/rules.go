@@ -5,8 +5,13 @@ import (
 	"sort"
 	"strings"
 	"time"
+	// A calendar's zone loads on any machine, whether or not it has a
+	// zoneinfo database (a distroless image has none): about 450 KB.
+	_ "time/tzdata"
 
 	rlpb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Rule is one rate_limit of a configuration, or a limit an Envoy sent
@@ -23,6 +28,11 @@ type Rule struct {
 	// UnitMultiplier is the rule's unit_multiplier (5 with unit minute:
 	// 5 minutes), or an override's; 0 when it names none (one unit).
 	UnitMultiplier uint32
+	// Calendar is the time zone of a quota by the calendar (a unit of day,
+	// week, month or year counted from 0 at each period's start there, a
+	// week from Monday; calendar: Europe/Berlin); "" for the reference's
+	// epoch-aligned units.
+	Calendar string
 	// Algorithm is one of Algorithms; Burst is 0 when the rule names none.
 	Algorithm      string
 	Burst          int64
@@ -33,8 +43,9 @@ type Rule struct {
 	File           string // the file, or the xDS resource's name; "" for a limit an Envoy sent
 	Line           int    // 0 where there are no lines (xDS, a limit an Envoy sent)
 
-	lim  *limiter // set by the limiters that decide for it; nil when unlimited or 0 per unit
-	sent bool     // a limit an Envoy sent, bound per request
+	loc  *time.Location // Calendar's; nil without one
+	lim  *limiter       // set by the limiters that decide for it; nil when unlimited or 0 per unit
+	sent bool           // a limit an Envoy sent, bound per request
 }
 
 // Algorithms are the names a rate_limit's algorithm may take; the first is
@@ -51,6 +62,15 @@ var unitPeriods = map[rlpb.RateLimitResponse_RateLimit_Unit]time.Duration{
 	rlpb.RateLimitResponse_RateLimit_WEEK:   7 * 24 * time.Hour,
 	rlpb.RateLimitResponse_RateLimit_MONTH:  30 * 24 * time.Hour,
 	rlpb.RateLimitResponse_RateLimit_YEAR:   365 * 24 * time.Hour,
+}
+
+// calendarUnits are the units a calendar takes: package ratelimit's
+// quotas of n in a time zone.
+var calendarUnits = map[rlpb.RateLimitResponse_RateLimit_Unit]func(n int64, loc *time.Location) ratelimit.Limit{
+	rlpb.RateLimitResponse_RateLimit_DAY:   ratelimit.Daily,
+	rlpb.RateLimitResponse_RateLimit_WEEK:  ratelimit.Weekly,
+	rlpb.RateLimitResponse_RateLimit_MONTH: ratelimit.Monthly,
+	rlpb.RateLimitResponse_RateLimit_YEAR:  ratelimit.Yearly,
 }
 
 // A Config is the rules of every domain, as loaded from a set of files.
@@ -209,6 +229,22 @@ func newRule(f *yamlFile, d yamlDescriptor, fullKey string) (*Rule, error) {
 		r.UnitMultiplier = m
 		r.Period *= time.Duration(m)
 	}
+	if y.calendar != "" {
+		loc, err := time.LoadLocation(y.calendar)
+		switch {
+		case y.unlimited:
+			return nil, &ConfigError{f.name, y.calendarLine, "an unlimited rate_limit takes no calendar"}
+		case err != nil:
+			return nil, &ConfigError{f.name, y.calendarLine, fmt.Sprintf("calendar '%s' is not a time zone this server knows (want an IANA name such as Europe/Berlin, or UTC)", y.calendar)}
+		case calendarUnits[r.Unit] == nil:
+			return nil, &ConfigError{f.name, line, fmt.Sprintf("a calendar takes unit day, week, month or year, not %s", strings.ToLower(r.Unit.String()))}
+		case y.multiplier != 0:
+			return nil, &ConfigError{f.name, y.multiplierLine, "a calendar takes no unit_multiplier: its periods are the calendar's"}
+		case y.algorithm != "" && y.algorithm != "fixed_window":
+			return nil, &ConfigError{f.name, y.algorithmLine, fmt.Sprintf("a calendar counts in a fixed window, not %s", y.algorithm)}
+		}
+		r.Calendar, r.loc = y.calendar, loc
+	}
 	for _, name := range y.replaces {
 		if name == "" {
 			return nil, &ConfigError{f.name, y.replacesLine, "should not have an empty replaces entry"}
@@ -250,6 +286,9 @@ func (c *Config) Dump() string {
 				line = fmt.Sprintf("%s: unit=%s requests_per_unit=%d algorithm=%s", r.FullKey, r.Unit, r.RequestsPerUnit, r.Algorithm)
 				if r.UnitMultiplier != 0 {
 					line += fmt.Sprintf(" unit_multiplier=%d", r.UnitMultiplier)
+				}
+				if r.Calendar != "" {
+					line += " calendar=" + r.Calendar
 				}
 				if r.Burst != 0 {
 					line += fmt.Sprintf(" burst=%d", r.Burst)

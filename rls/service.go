@@ -196,11 +196,34 @@ func resetSeconds(r *Rule, o outcome, now time.Time) int64 {
 	if r.Algorithm != "fixed_window" && !o.allowed && o.retryAfter != never {
 		t = o.retryAfter
 	}
+	if t == 0 && r.loc != nil {
+		// Nothing counted this period: the seconds to the calendar's next
+		// period (package ratelimit places the same boundary with time.Date).
+		return int64((periodEnd(r, now).Sub(now) + time.Second - 1) / time.Second)
+	}
 	if t == 0 && (r.Algorithm == "fixed_window" || r.lim == nil) {
 		p := int64(r.Period / time.Second)
 		return p - now.Unix()%p
 	}
 	return int64((t + time.Second - 1) / time.Second)
+}
+
+// periodEnd is the start of the calendar period after the one of r that
+// holds now: the next midnight, Monday, 1st or January 1st in r's zone.
+func periodEnd(r *Rule, now time.Time) time.Time {
+	t := now.In(r.loc)
+	y, m, d := t.Date()
+	switch r.Unit {
+	case rlpb.RateLimitResponse_RateLimit_WEEK:
+		d += 7 - (int(t.Weekday())+6)%7
+	case rlpb.RateLimitResponse_RateLimit_MONTH:
+		m, d = m+1, 1
+	case rlpb.RateLimitResponse_RateLimit_YEAR:
+		y, m, d = y+1, time.January, 1
+	default:
+		d++
+	}
+	return time.Date(y, m, d, 0, 0, 0, 0, r.loc)
 }
 
 // hitsAddends is the reference's GetHitsAddends: a descriptor's own

@@ -47,6 +47,12 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 60, algorithm: gcra, burst: 2}
   - key: five
     rate_limit: {unit: minute, unit_multiplier: 5, requests_per_unit: 2}
+  - key: ny
+    rate_limit: {unit: day, calendar: America/New_York, requests_per_unit: 2}
+  - key: tokyo
+    rate_limit: {unit: day, calendar: Asia/Tokyo, requests_per_unit: 2}
+  - key: month
+    rate_limit: {unit: month, calendar: Europe/Berlin, requests_per_unit: 2}
 `
 
 // codes of a response's statuses, then its overall code.
@@ -338,6 +344,58 @@ func TestUnitMultiplier(t *testing.T) {
 	mr.SetTime(t0.Add(290 * time.Second))
 	if c := ts.call(t, req("svc", []string{"five", "x"})).Statuses[0].Code; c != ok {
 		t.Errorf("at the next window: %v, want OK", c)
+	}
+}
+
+// TestCalendar: a calendar's day is the zone's, not the epoch's: its
+// duration_until_reset runs to the next midnight in that zone, before and
+// after anything is counted, and each zone counts apart.
+func TestCalendar(t *testing.T) {
+	mr := miniRedis(t)
+	ts := startServer(t, mr.Addr(), map[string]string{"svc.yaml": serviceConfig}, nil)
+	for _, c := range []struct{ key, zone string }{{"ny", "America/New_York"}, {"tokyo", "Asia/Tokyo"}, {"month", "Europe/Berlin"}} {
+		loc, err := time.LoadLocation(c.zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The next period's start, placed here by time.Date on its own.
+		end := func() time.Time {
+			y, m, d := time.Now().In(loc).Date()
+			if c.key == "month" {
+				return time.Date(y, m+1, 1, 0, 0, 0, 0, loc)
+			}
+			return time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+		}
+		near := func(what string, got int64) {
+			t.Helper()
+			want := int64(time.Until(end()).Seconds())
+			if got < want-2 || got > want+2 {
+				t.Errorf("%s %s: duration_until_reset %ds, want %ds (to %v)", c.key, what, got, want, end())
+			}
+		}
+		peek := &rlpb.RateLimitRequest{Domain: "svc", Descriptors: []*rlcommon.RateLimitDescriptor{{Entries: desc(c.key, "x").Entries, HitsAddend: wrapperspb.UInt64(0)}}}
+		near("unused", ts.call(t, peek).Statuses[0].DurationUntilReset.GetSeconds())
+		var got []rlpb.RateLimitResponse_Code
+		var last *rlpb.RateLimitResponse
+		for range 3 {
+			last = ts.call(t, req("svc", []string{c.key, "x"}))
+			got = append(got, last.Statuses[0].Code)
+		}
+		if want := []rlpb.RateLimitResponse_Code{ok, ok, over}; !slices.Equal(got, want) {
+			t.Errorf("%s: codes %v, want %v", c.key, got, want)
+		}
+		near("used", last.Statuses[0].DurationUntilReset.GetSeconds())
+	}
+	// Each zone's quota has keys of its own: no two share a count.
+	var zones []string
+	for _, k := range mr.Keys() {
+		if i := strings.Index(k, "@"); i >= 0 {
+			zones = append(zones, k[i:strings.Index(k, ":{")])
+		}
+	}
+	slices.Sort(zones)
+	if want := []string{"@America/New_York", "@Asia/Tokyo", "@Europe/Berlin"}; !slices.Equal(zones, want) {
+		t.Errorf("keys of zones %v, want %v", zones, want)
 	}
 }
 

@@ -313,7 +313,7 @@ func TestLLMTokensReserve(t *testing.T) {
 	}
 }
 
-// Every algorithm that settles gives back and charges alike: a refund
+// Every algorithm gives back and charges alike: a refund
 // frees what it gives back, a charge past the limit leaves the key in
 // debt. The limiter's clock is the frozen server's: the sliding windows'
 // Reserve counts on the caller's clock.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
-	"github.com/redlimit/redlimit/ratelimit/internal/reserving"
 )
 
 // All returns a Rule that asks every one of rules on its own: a request
@@ -62,13 +61,9 @@ func (a *all) AllowN(ctx context.Context, key string, n int64) (Decision, error)
 // Reserve asks every rule's Reserve in turn, each on its own round trip.
 // As with AllowN, a request one rule denies still counts in the others:
 // the reservation, allowed or denied, holds what every rule counted, and
-// Settle settles those parts one by one. It refuses, before Redis, rules
-// whose algorithms cannot settle.
+// Settle settles those parts one by one.
 func (a *all) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
 	if err := checkCost(n); err != nil {
-		return nil, err
-	}
-	if err := canSettle(a); err != nil {
 		return nil, err
 	}
 	rs := make([]*Reservation, len(a.rules))
@@ -214,33 +209,3 @@ func allowBatch(ctx context.Context, key string, n int64, limiters []*Limiter) (
 }
 
 var errNoPipeline = errors.New("ratelimit: the client cannot pipeline")
-
-// canSettle reports whether Reserve would refuse rule before Redis for
-// its algorithms: a Select's choice is known only per request, and a Rule
-// of another package answers for itself.
-func canSettle(rule Rule) error {
-	switch r := rule.(type) {
-	case *Limiter:
-		if r == nil {
-			return errNilLimiter
-		}
-		return r.canSettle()
-	case *multi:
-		for _, l := range r.limiters {
-			if err := l.canSettle(); err != nil {
-				return err
-			}
-		}
-	case *all:
-		for _, sub := range r.rules {
-			if err := canSettle(sub); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func init() {
-	reserving.Check = func(rule any) error { return canSettle(rule.(Rule)) }
-}

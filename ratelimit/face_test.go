@@ -29,8 +29,7 @@ var face = []struct {
 	// and a lockout are fields (Decision.Source, a string of documented
 	// words, and Decision.LockedOut), not a type with constants. Reserving
 	// with any rule adds none: Rule gained Reserve (an interface's methods
-	// are not counted), and httplimit asks whether a rule can settle
-	// through an internal package. 4 for quotas by the calendar: Daily,
+	// are not counted). 4 for quotas by the calendar: Daily,
 	// Weekly, Monthly, Yearly, each a Limit (one constructor and a period
 	// type with constants would be 5); FixedWindow's settle, the reset
 	// instant (now + ResetAfter) and the usage read-out (Peek) add none.

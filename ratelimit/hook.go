@@ -18,7 +18,7 @@ import (
 type Event struct {
 	Name     string // the limiter's name
 	Key      string // the caller's key, before escaping
-	Cost     int64  // 0 for Peek (httplimit.WithCountIf: a Peek, then the count); −n for a late refund (below)
+	Cost     int64  // 0 for Peek; −n for a late refund (below)
 	Decision Decision
 	Err      error         // what the call returned, if it failed
 	Duration time.Duration // how long the decision took, round trip included

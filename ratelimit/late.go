@@ -95,8 +95,6 @@ func (l *late) refund(rk string, a ask) error {
 		// A lockout that started stays: the request that used the limit
 		// up counted, and the lockout is there to protect.
 		return fmt.Errorf("%w: a lockout stays once started", errLateCounted)
-	case s.settle == nil:
-		return fmt.Errorf("%w: %v cannot settle", errLateCounted, a.alg)
 	case s.settleAt && a.now.IsZero():
 		// The window that counted it is the server's to know.
 		return fmt.Errorf("%w: %v settles by window, and the server's clock counted it", errLateCounted, a.alg)

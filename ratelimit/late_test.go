@@ -87,10 +87,11 @@ func (c lateEvents) wait(t *testing.T, n int) []ratelimit.Event {
 }
 
 // An admission whose answer comes after its caller was answered otherwise
-// (a fallback's decision, its context's error) is given back when its
-// algorithm settles, and stays counted, told so, when it cannot (here
-// Redis's TIME is frozen before every deadline: the scripts' deadline
-// cannot refuse the call, only the refund can undo it).
+// (a fallback's decision, its context's error) is given back, but for a
+// window's counted on the server's clock (no WithClock), whose window is
+// the server's to know: that one stays counted, told so. (Here Redis's
+// TIME is frozen before every deadline: the scripts' deadline cannot
+// refuse the call, only the refund can undo it.)
 func TestLateAnswersAreGivenBack(t *testing.T) {
 	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval, ratelimit.FixedWindow} {
 		for _, how := range []string{"timeout", "cancel", "deadline"} {
@@ -138,7 +139,7 @@ func TestLateAnswersAreGivenBack(t *testing.T) {
 				if alg == ratelimit.FixedWindow {
 					want = 7
 					if e.Err == nil || !strings.Contains(e.Err.Error(), "stays counted") {
-						t.Errorf("a late admission that cannot settle: %v, want it told as counted", e.Err)
+						t.Errorf("a late admission of a window on the server's clock: %v, want it told as counted", e.Err)
 					}
 				} else if e.Err != nil {
 					t.Errorf("the refund failed: %v", e.Err)

@@ -52,17 +52,13 @@ type held struct {
 }
 
 // Reserve counts n requests (1 to 1e9) for key if they pass, all or none,
-// as AllowN does, and keeps them open: Settle sets their final cost. It
-// refuses with ErrInvalid, before Redis, a limiter whose algorithm cannot
-// settle (every bundled one can). With a lockout, the reservation that
-// uses the limit up starts it, and giving any of it back lifts it. For the
-// windows it counts on this process's clock.
+// as AllowN does, and keeps them open: Settle sets their final cost. With
+// a lockout, the reservation that uses the limit up starts it, and giving
+// any of it back lifts it. For the windows it counts on this process's
+// clock (WithClock), which must be within 60 s of the server's.
 func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservation, error) {
 	if l == nil {
 		return nil, errNilLimiter
-	}
-	if err := l.canSettle(); err != nil {
-		return nil, err
 	}
 	if err := checkCost(n); err != nil {
 		return nil, err
@@ -87,14 +83,6 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int64) (*Reservatio
 		r.parts = []held{{l: l, key: key, n: n, at: a.now, lockout: d.LockedOut}}
 	}
 	return r, err
-}
-
-// canSettle refuses a limiter whose algorithm has no settle.
-func (l *Limiter) canSettle() error {
-	if scripts[l.alg].settle == nil {
-		return fmt.Errorf("%w: limiter %q cannot settle a reservation: its algorithm has no settle (%v)", ErrInvalid, l.name, l.alg)
-	}
-	return nil
 }
 
 // reservationOf joins the reservations of a rule's parts under its

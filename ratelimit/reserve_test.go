@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,15 +104,11 @@ func TestReserveSettle(t *testing.T) {
 	}
 }
 
-// settling is every algorithm whose script settles a reservation.
-var settling = []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.TokenBucket, ratelimit.TokenBucketInterval,
-	ratelimit.LeakyBucket, ratelimit.FixedWindow, ratelimit.SlidingWindowCounter, ratelimit.SlidingWindowLog}
-
 // A reservation made before a Reset gives back nothing after it: the key
 // holds no state, and none is made.
 func TestReserveSettleAfterReset(t *testing.T) {
 	ctx := context.Background()
-	for _, alg := range settling {
+	for _, alg := range ratelimit.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
 			l, _ := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg),
@@ -135,41 +130,52 @@ func TestReserveSettleAfterReset(t *testing.T) {
 	}
 }
 
-// Reserve refuses, before Redis, a limiter that cannot settle; Settle
-// refuses a cost out of range and a reservation past its window.
+// What is still refused, every bundled algorithm settling: a cost out of
+// 1 to 1e9, before Redis, by every rule; a Rule of the user's own whose
+// Reserve fails, its error as it is through Select and All; a settle out
+// of range or past its window.
 func TestReserveRefuses(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
-	for _, alg := range ratelimit.Algorithms() {
-		if slices.Contains(settling, alg) {
-			continue
-		}
-		l := newLimiter(t, f.rdb, alg)
-		if _, err := l.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-			t.Errorf("%v: Reserve = %v, want ErrInvalid", alg, err)
-		}
-	}
-	// All refuses before any of its rules counts; Select when it chooses.
 	gcra, _ := ratelimit.New(f.rdb, "gcra", ratelimit.PerMinute(5))
 	window := newLimiter(t, f.rdb, ratelimit.FixedWindow)
 	both, _ := ratelimit.All(gcra, window)
-	if _, err := both.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("All with a fixed window: Reserve = %v, want ErrInvalid", err)
+	atom, err := ratelimit.Atomic(gcra, newNamed(t, f.rdb, "gcra2", ratelimit.GCRA))
+	if err != nil {
+		t.Fatal(err)
 	}
 	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
-	if _, err := chosen.Reserve(ctx, "k", 1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("Select of a fixed window: Reserve = %v, want ErrInvalid", err)
+	rules := map[string]ratelimit.Rule{"Limiter": gcra, "All": both, "Atomic": atom, "Select": chosen, "Unlimited": ratelimit.Unlimited}
+	for name, rule := range rules {
+		for _, n := range []int64{0, -1, 1e9 + 1} {
+			if _, err := rule.Reserve(ctx, "k", n); !errors.Is(err, ratelimit.ErrInvalid) {
+				t.Errorf("%s: Reserve of %d = %v, want ErrInvalid", name, n, err)
+			}
+		}
 	}
 	if n := f.rdb.DBSize(ctx).Val(); n != 0 {
 		t.Errorf("refused reservations wrote %d keys", n)
 	}
+
+	errRefused := errors.New("no reservations here")
+	own := refusingRule{Rule: gcra, err: errRefused}
+	mine := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return own, nil })
+	withOwn, _ := ratelimit.All(newNamed(t, f.rdb, "other", ratelimit.GCRA), own)
+	for name, rule := range map[string]ratelimit.Rule{"Select": mine, "All": withOwn} {
+		if _, err := rule.Reserve(ctx, "k", 1); !errors.Is(err, errRefused) {
+			t.Errorf("%s of a rule whose Reserve fails: %v, want its error", name, err)
+		}
+	}
+
 	if _, err := ratelimit.New(f.rdb, "w", ratelimit.PerMinute(5), ratelimit.WithSettleWithin(0)); !errors.Is(err, ratelimit.ErrInvalid) {
 		t.Errorf("WithSettleWithin(0): %v, want ErrInvalid", err)
 	}
 	l, _ := ratelimit.New(f.rdb, "w", ratelimit.PerMinute(5), ratelimit.WithSettleWithin(time.Millisecond))
 	r, _ := l.Reserve(ctx, "k", 2)
-	if err := r.Settle(ctx, -1); !errors.Is(err, ratelimit.ErrInvalid) {
-		t.Errorf("Settle(-1): %v, want ErrInvalid", err)
+	for _, m := range []int64{-1, 1e9 + 1} {
+		if err := r.Settle(ctx, m); !errors.Is(err, ratelimit.ErrInvalid) {
+			t.Errorf("Settle(%d): %v, want ErrInvalid", m, err)
+		}
 	}
 	time.Sleep(5 * time.Millisecond)
 	if err := r.Cancel(ctx); !errors.Is(err, ratelimit.ErrInvalid) {
@@ -307,7 +313,7 @@ func TestLLMTokensReserve(t *testing.T) {
 	}
 }
 
-// Every algorithm that settles gives back and charges alike: a refund
+// Every algorithm gives back and charges alike: a refund
 // frees what it gives back, a charge past the limit leaves the key in
 // debt. The limiter's clock is the frozen server's: the sliding windows'
 // Reserve counts on the caller's clock.
@@ -320,7 +326,7 @@ func TestReserveSettleEveryAlgorithm(t *testing.T) {
 		ratelimit.GCRA: 2 * time.Minute, ratelimit.TokenBucket: 2 * time.Minute, ratelimit.TokenBucketInterval: 2 * time.Minute,
 		ratelimit.LeakyBucket: 2 * time.Minute, ratelimit.SlidingWindowCounter: 103125 * time.Millisecond, ratelimit.SlidingWindowLog: time.Minute,
 	}
-	for _, alg := range settling {
+	for _, alg := range ratelimit.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			f := newFrozen(t)
 			l, err := ratelimit.New(f.rdb, "reserve", ratelimit.PerMinute(10), ratelimit.WithAlgorithm(alg),
@@ -382,7 +388,7 @@ func TestReserveSettleMatchesModelOnRedis(t *testing.T) {
 	const limit = 100
 	at := time.Now().Add(30 * time.Second)
 	clock := ratelimit.WithClock(func() time.Time { return at })
-	for _, alg := range settling {
+	for _, alg := range ratelimit.Algorithms() {
 		t.Run(alg.String(), func(t *testing.T) {
 			l, err := ratelimit.New(rdb, "model-"+alg.String(), ratelimit.PerMinute(limit), ratelimit.WithAlgorithm(alg), clock)
 			if err != nil {
@@ -490,4 +496,14 @@ func TestReserveSettleLogBound(t *testing.T) {
 	if d, _ := l.Peek(ctx, "k"); d.Remaining != 8 {
 		t.Errorf("after a refused charge: %d left, want 8 (the reservation stands)", d.Remaining)
 	}
+}
+
+// refusingRule is a Rule of the user's own whose Reserve fails with err.
+type refusingRule struct {
+	ratelimit.Rule
+	err error
+}
+
+func (r refusingRule) Reserve(context.Context, string, int64) (*ratelimit.Reservation, error) {
+	return nil, r.err
 }

@@ -47,8 +47,7 @@ type script struct {
 	batch func(ctx context.Context, c redis.Scripter, key string, l Limit, now time.Time, reqs []request) ([]outcome, error)
 	check func(l Limit) *limitError
 	// settle gives back (delta < 0) or counts (delta > 0) units of a
-	// reservation (reserve.go) counted at the instant at; nil for a script
-	// that cannot.
+	// reservation (reserve.go) counted at the instant at.
 	settle func(ctx context.Context, c redis.Scripter, key string, l Limit, delta int64, now, at time.Time) (reply, error)
 	// settleAt is set for a script whose settle must know which window
 	// counted the reservation: Reserve counts on this process's clock (a

@@ -132,9 +132,8 @@ func WithCost(cost func(ctx context.Context, fullMethod string) int64) Option {
 // handler returned, such as codes.Unauthenticated for failed logins. As
 // httplimit.WithCountIf, the rule reserves the call before the handler
 // (ratelimit.Rule.Reserve), so calls that come together cannot pass a
-// used-up limit, and gives back one that does not count. A rule Reserve
-// refuses (ErrInvalid: an algorithm that cannot settle) is peeked before
-// the handler and counted after it.
+// used-up limit, and gives back one that does not count. An error from
+// Reserve goes to the error handler.
 func WithCountIf(count func(code codes.Code) bool) Option {
 	return func(i *interceptor) { i.countIf = count }
 }
@@ -161,7 +160,7 @@ func UnaryServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) gr
 	i := newInterceptor(rule, key, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var resp any
-		err := i.call(ctx, info.FullMethod, true, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }, func() error {
+		err := i.call(ctx, info.FullMethod, func(md metadata.MD) error { return grpc.SetHeader(ctx, md) }, func() error {
 			var err error
 			resp, err = handler(ctx, req)
 			return err
@@ -176,7 +175,7 @@ func UnaryServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) gr
 func StreamServerInterceptor(rule ratelimit.Rule, key KeyFunc, opts ...Option) grpc.StreamServerInterceptor {
 	i := newInterceptor(rule, key, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return i.call(ss.Context(), info.FullMethod, false, ss.SetHeader, func() error { return handler(srv, ss) })
+		return i.call(ss.Context(), info.FullMethod, ss.SetHeader, func() error { return handler(srv, ss) })
 	}
 }
 
@@ -274,12 +273,9 @@ func newInterceptor(rule ratelimit.Rule, key KeyFunc, opts []Option) *intercepto
 }
 
 // call decides one call or stream, sets the rate-limit metadata with
-// setHeader, and runs handle if it passes. With WithCountIf the metadata
-// is the reservation's; for a rule that cannot settle, a unary call's
-// header goes out with its response, so a counted one gets the metadata of
-// the count, and a stream's, which may go out with its first message, gets
-// the peek's.
-func (i *interceptor) call(ctx context.Context, method string, unary bool, setHeader func(metadata.MD) error, handle func() error) error {
+// setHeader (the reservation's, with WithCountIf), and runs handle if it
+// passes.
+func (i *interceptor) call(ctx context.Context, method string, setHeader func(metadata.MD) error, handle func() error) error {
 	if i.skip != nil && i.skip(ctx, method) {
 		return handle()
 	}
@@ -293,21 +289,10 @@ func (i *interceptor) call(ctx context.Context, method string, unary bool, setHe
 	}
 	var d ratelimit.Decision
 	var res *ratelimit.Reservation
-	peeked := false
-	switch {
-	case i.countIf == nil:
+	if i.countIf == nil {
 		d, err = i.rule.AllowN(ctx, key, n)
-	default:
-		if res, err = i.rule.Reserve(ctx, key, n); err == nil {
-			d = res.Decision
-			break
-		}
-		if !errors.Is(err, ratelimit.ErrInvalid) {
-			break
-		}
-		// A rule that cannot settle: peek now, count after.
-		d, err = i.rule.Peek(ctx, key)
-		peeked = true
+	} else if res, err = i.rule.Reserve(ctx, key, n); err == nil {
+		d = res.Decision
 	}
 	if err != nil {
 		return i.fail(ctx, err)
@@ -317,8 +302,7 @@ func (i *interceptor) call(ctx context.Context, method string, unary bool, setHe
 		defer cancel()
 		_ = res.Cancel(cctx) // a failed give-back leaves the call counted, the safe side
 	}
-	later := unary && peeked && d.Allowed
-	if md := headerMD(d); md != nil && !later {
+	if md := headerMD(d); md != nil {
 		_ = setHeader(md) // fails only once headers are sent, which they cannot be yet
 	}
 	if !d.Allowed {
@@ -331,21 +315,8 @@ func (i *interceptor) call(ctx context.Context, method string, unary bool, setHe
 		return handle()
 	}
 	err = handle()
-	counts := i.countIf(status.Code(err))
-	switch {
-	case !peeked:
-		if !counts {
-			giveBack()
-		}
-	case counts:
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if counted, cerr := i.rule.AllowN(cctx, key, n); cerr == nil { // else the rule's hook sees the error
-			d = counted
-		}
-	}
-	if md := headerMD(d); md != nil && later {
-		_ = setHeader(md) // the handler may have sent them (grpc.SendHeader): then none
+	if !i.countIf(status.Code(err)) {
+		giveBack()
 	}
 	return err
 }

@@ -277,11 +277,25 @@ func TestKeysAndRules(t *testing.T) {
 			// A counted call's metadata is the count's: the second used up
 			// the limit.
 			if got, wantR := strings.Join(md.Get("ratelimit"), ","), []string{";r=1;", ";r=0;"}; i < 2 && !strings.Contains(got, wantR[i]) {
-				t.Errorf("bad login %d: ratelimit %q, want %s (the count's, not the peek's)", i, got, wantR[i])
+				t.Errorf("bad login %d: ratelimit %q, want %s (the count's)", i, got, wantR[i])
 			}
 		}
 		if _, err := check(c, "password", "right"); status.Code(err) != codes.ResourceExhausted {
 			t.Fatalf("good login after two failures: %v", err)
+		}
+	})
+
+	// A Rule of the user's own whose Reserve fails: its error, for a call
+	// and a stream.
+	t.Run("count if, no reservation", func(t *testing.T) {
+		refused := status.Error(codes.FailedPrecondition, "no reservations here")
+		rule := noReserve{Rule: newLimiter(t, rdb, "noreserve", ratelimit.PerMinute(2)), err: refused}
+		c := serve(t, rule, grpclimit.ByPeer(), false, grpclimit.WithCountIf(func(code codes.Code) bool { return code != codes.OK }))
+		if _, err := check(c); status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("call: %v, want Reserve's FailedPrecondition", err)
+		}
+		if _, err := watch(c); status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("stream: %v, want Reserve's FailedPrecondition", err)
 		}
 	})
 
@@ -395,4 +409,14 @@ func TestCountIfConcurrent(t *testing.T) {
 			t.Fatalf("run %d: %d of 200 wrong passwords reached the handler and %d were denied, want 5 and 195", run, n, denied.Load())
 		}
 	}
+}
+
+// noReserve is a Rule of the user's own whose Reserve fails with err.
+type noReserve struct {
+	ratelimit.Rule
+	err error
+}
+
+func (r noReserve) Reserve(context.Context, string, int64) (*ratelimit.Reservation, error) {
+	return nil, r.err
 }

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -93,8 +94,8 @@ func TestCountIfBruteForceConcurrent(t *testing.T) {
 }
 
 // Under WithCountIf a request All denies runs no handler and counts
-// nowhere: what All counted in its other rules is given back. A Select
-// whose choice cannot settle is a 500 that says so.
+// nowhere: what All counted in its other rules is given back. A rule
+// whose Reserve fails is a 500 that says why.
 func TestCountIfGivesBack(t *testing.T) {
 	ctx := context.Background()
 	f := newFrozen(t)
@@ -128,10 +129,19 @@ func TestCountIfGivesBack(t *testing.T) {
 		}
 	}
 
-	window, _ := ratelimit.New(f.rdb, "window", ratelimit.PerMinute(1), ratelimit.WithAlgorithm(ratelimit.SlidingWindowLog))
-	chosen := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return window, nil })
-	rec := serve(httplimit.Middleware(chosen, httplimit.ByClientIP(), failed)(http.NotFoundHandler()), get("192.0.2.1:1"))
-	if p := problemOf(t, rec); rec.Code != 500 || !strings.Contains(p.Detail, "cannot settle") {
-		t.Errorf("a Select choosing a sliding log: %d %+v, want 500 saying it cannot settle", rec.Code, p)
+	// A Rule of the user's own whose Reserve fails: a 500 with its error,
+	// and no handler.
+	refusing := ratelimit.Select(func(context.Context, string) (ratelimit.Rule, error) { return noReserve{login}, nil })
+	ran = 0
+	rec := serve(httplimit.Middleware(refusing, httplimit.ByClientIP(), failed)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran++ })), get("192.0.2.1:1"))
+	if p := problemOf(t, rec); rec.Code != 500 || !strings.Contains(p.Detail, "no reservations here") || ran != 0 {
+		t.Errorf("a rule whose Reserve fails: %d %+v, the handler ran %d times; want 500 with its error, no handler", rec.Code, p, ran)
 	}
+}
+
+// noReserve is a Rule of the user's own that cannot reserve.
+type noReserve struct{ ratelimit.Rule }
+
+func (noReserve) Reserve(context.Context, string, int64) (*ratelimit.Reservation, error) {
+	return nil, fmt.Errorf("%w: no reservations here", ratelimit.ErrInvalid)
 }

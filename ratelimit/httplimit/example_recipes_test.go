@@ -117,8 +117,11 @@ func ExampleWithSkip() {
 // any 15 minutes, however paced, lock the address out for a day, whatever
 // the password then.
 func ExampleWithCountIf() {
-	rdb := exampleRedis()
-	guard, _ := ratelimit.New(rdb, "login", ratelimit.Per(5, 15*time.Minute), ratelimit.WithLockout(24*time.Hour))
+	// The example's Redis runs at 2026-01-01 00:00 UTC, and the limiter
+	// reads that clock too; with a real server, leave WithClock out.
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	guard, _ := ratelimit.New(exampleRedis(), "login", ratelimit.Per(5, 15*time.Minute), ratelimit.WithLockout(24*time.Hour),
+		ratelimit.WithClock(func() time.Time { return now }))
 	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Password") != "s3cret" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -137,8 +140,7 @@ func ExampleWithCountIf() {
 
 // Brute force, exact: each login is reserved before the handler, so 200
 // wrong passwords at once let 5 reach it, and the fifth starts the
-// lockout. A right password gives its attempt back. (GCRA settles; a
-// lockout's default, the sliding log, does not yet.)
+// lockout. A right password gives its attempt back.
 func ExampleWithCountIf_atOnce() {
 	rdb := exampleRedis()
 	guard, _ := ratelimit.New(rdb, "login", ratelimit.Per(5, 15*time.Minute),

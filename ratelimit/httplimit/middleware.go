@@ -16,7 +16,6 @@ import (
 
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/clientip"
-	"github.com/redlimit/redlimit/ratelimit/internal/reserving"
 )
 
 // Middleware limits an http.Handler: key says who a request counts against
@@ -34,7 +33,6 @@ func Middleware(rule ratelimit.Rule, key KeyFunc, opts ...Option) func(http.Hand
 	for _, o := range opts {
 		o(m)
 	}
-	m.reserve = m.countIf != nil && reserving.Check(rule) == nil
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m.serve(w, r, next)
@@ -74,8 +72,8 @@ func WithSkip(skip func(r *http.Request) bool) Option {
 // handler answers, such as 401 for failed logins. Before the handler the
 // rule reserves the request (Rule.Reserve), so requests that come together
 // cannot pass a used-up limit; one that does not count is given back
-// (Cancel) once its status is known. A rule whose algorithm cannot settle
-// is peeked before the handler and counted after it (docs/http.md).
+// (Cancel) once its status is known. An error from Reserve goes to the
+// error handler (docs/http.md).
 func WithCountIf(count func(status int) bool) Option {
 	return func(m *middleware) { m.countIf = count }
 }
@@ -88,7 +86,6 @@ type middleware struct {
 	fail    func(http.ResponseWriter, *http.Request, error)
 	skip    func(*http.Request) bool
 	countIf func(int) bool
-	reserve bool // countIf, by a reservation: the rule can settle
 	now     func() time.Time
 }
 
@@ -106,16 +103,11 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.cost != nil {
 		n = m.cost(r)
 	}
-	if m.reserve {
+	if m.countIf != nil {
 		m.serveReserved(w, r, next, key, n)
 		return
 	}
-	var d ratelimit.Decision
-	if m.countIf != nil {
-		d, err = m.rule.Peek(r.Context(), key)
-	} else {
-		d, err = m.rule.AllowN(r.Context(), key, n)
-	}
+	d, err := m.rule.AllowN(r.Context(), key, n)
 	if err != nil {
 		m.fail(w, r, err)
 		return
@@ -125,28 +117,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.denied(w, r, d)
 		return
 	}
-	if m.countIf == nil {
-		next.ServeHTTP(w, r)
-		return
-	}
-	// A request that counts is charged when its status is known, before it
-	// goes out, so the response's fields show the decision after counting
-	// (the peek's, should counting fail).
-	sw := &statusWriter{ResponseWriter: w, commit: func(status int) {
-		if !m.countIf(status) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
-		defer cancel()
-		if d, err := m.rule.AllowN(ctx, key, n); err == nil { // else the rule's hook sees the error
-			clearHeaders(w.Header())
-			writeHeaders(w.Header(), d, m.now())
-		}
-	}}
-	// Deferred, so a handler that writes nothing, or panics after a
-	// failure, still counts.
-	defer sw.settle(http.StatusOK)
-	next.ServeHTTP(sw, r)
+	next.ServeHTTP(w, r)
 }
 
 // serveReserved is WithCountIf by a reservation: counted before the

@@ -182,7 +182,10 @@ func TestBadLimit(t *testing.T) {
 // the handler.
 func TestBruteForce(t *testing.T) {
 	f := newFrozen(t)
-	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithLockout(time.Hour))
+	// A lockout's sliding log reserves on this process's clock: the
+	// server's.
+	guard, err := ratelimit.New(f.rdb, "login", ratelimit.PerMinute(3), ratelimit.WithLockout(time.Hour),
+		ratelimit.WithClock(func() time.Time { return f.Now }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +266,8 @@ func TestBruteForcePaced(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFrozen(t)
-			guard, err := ratelimit.New(f.rdb, "login", ratelimit.Per(5, 15*time.Minute), append(tt.opts, ratelimit.WithLockout(24*time.Hour))...)
+			clock := ratelimit.WithClock(func() time.Time { return f.Now }) // the server's
+			guard, err := ratelimit.New(f.rdb, "login", ratelimit.Per(5, 15*time.Minute), append(tt.opts, ratelimit.WithLockout(24*time.Hour), clock)...)
 			if err != nil {
 				t.Fatal(err)
 			}

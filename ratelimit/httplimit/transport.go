@@ -48,9 +48,8 @@ func NewTransport(next http.RoundTripper, rule ratelimit.Rule, key KeyFunc, marg
 // RoundTrip sends req through next once admitted. When it cannot, it
 // returns an error matching context.DeadlineExceeded when the wait would
 // pass req's deadline, ratelimit.ErrInvalid when req can never pass, or
-// the key function's or the rule's error. An admission it does not send
-// on is given back when the rule can reserve (a Limiter whose algorithm
-// settles), and stays counted otherwise.
+// the key function's or the rule's error. Each admission is a
+// reservation (Rule.Reserve): one it does not send on is given back.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	key, err := t.key(req)
 	if err != nil {
@@ -91,42 +90,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the decision was asked for: the rule counted it after that instant.
 type admission struct {
 	at time.Time
-	r  *ratelimit.Reservation // nil when the rule cannot give it back
+	r  *ratelimit.Reservation
 }
 
-// drop lets an admission go unsent, and gives it back when it is a
-// reservation. One that cannot be given back (or whose Cancel fails)
-// stays counted, which only lowers the rate the receiver sees.
-func (a admission) drop(ctx context.Context) {
-	if a.r != nil {
-		_ = a.r.Cancel(ctx)
-	}
-}
-
-// A reserver is a rule that can give an admission back: a
-// *ratelimit.Limiter, and any rule with its Reserve.
-type reserver interface {
-	Reserve(ctx context.Context, key string, n int64) (*ratelimit.Reservation, error)
-}
-
-// decide asks the rule for one request for key: a reservation when the
-// rule can make one, AllowN's decision otherwise.
-func (t *Transport) decide(ctx context.Context, key string) (ratelimit.Decision, *ratelimit.Reservation, error) {
-	if rs, ok := t.rule.(reserver); ok {
-		r, err := rs.Reserve(ctx, key, 1)
-		switch {
-		case err == nil:
-			return r.Decision, r, nil
-		case !errors.Is(err, ratelimit.ErrInvalid):
-			return ratelimit.Decision{}, nil, err
-		}
-		// Refused, and nothing counted: a limiter whose algorithm or
-		// lockout cannot settle (AllowN decides), or an invalid request
-		// (AllowN refuses it too).
-	}
-	d, err := t.rule.AllowN(ctx, key, 1)
-	return d, nil, err
-}
+// drop lets an admission go unsent and gives it back. One whose Cancel
+// fails stays counted, which only lowers the rate the receiver sees.
+func (a admission) drop(ctx context.Context) { _ = a.r.Cancel(ctx) }
 
 // stale reports whether a's request may no longer be sent.
 func (t *Transport) stale(a admission) bool { return time.Since(a.at) > t.margin }
@@ -188,13 +157,17 @@ func (t *Transport) admit(ctx context.Context, key string) (admission, error) {
 // next try; interval is the limit's time per request.
 func (t *Transport) try(ctx context.Context, key string) (a admission, wait, interval time.Duration, err error) {
 	a.at = time.Now()
-	d, r, err := t.decide(ctx, key)
-	switch {
-	case err != nil:
+	r, err := t.rule.Reserve(ctx, key, 1)
+	if err != nil {
 		return a, 0, 0, err
-	case d.Allowed:
+	}
+	d := r.Decision
+	if d.Allowed {
 		a.r = r
 		return a, 0, 0, nil
+	}
+	_ = r.Cancel(ctx) // what All counted in its other rules
+	switch {
 	case d.RetryAfter == ratelimit.Never:
 		return a, 0, 0, fmt.Errorf("%w: httplimit: a request can never pass %q (burst %d)", ratelimit.ErrInvalid, d.Name, d.Limit.Burst)
 	case d.Cause != nil && d.RetryAfter <= 0:

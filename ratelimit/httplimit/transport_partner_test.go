@@ -85,13 +85,13 @@ type admittedAt struct{ ratelimit.Rule }
 
 type admittedKey struct{}
 
-func (r admittedAt) AllowN(ctx context.Context, key string, n int64) (ratelimit.Decision, error) {
+func (r admittedAt) Reserve(ctx context.Context, key string, n int64) (*ratelimit.Reservation, error) {
 	at := time.Now()
-	d, err := r.Rule.AllowN(ctx, key, n)
-	if p, ok := ctx.Value(admittedKey{}).(*time.Time); ok && err == nil && d.Allowed {
+	res, err := r.Rule.Reserve(ctx, key, n)
+	if p, ok := ctx.Value(admittedKey{}).(*time.Time); ok && err == nil && res.Decision.Allowed {
 		*p = at
 	}
-	return d, err
+	return res, err
 }
 
 // saturate starts a busy loop on every core, each a process of its own (as

@@ -244,20 +244,50 @@ func init() {
 	}
 	register(Spec{Script: "sliding_window_log", CostArg: 2, NowArg: 3},
 		Scenario{
-			Name:        "sliding window log: a refund removes members at at, never another instant's",
+			Name:        "sliding window log: a refund removes members at at or later, the earliest first, never earlier ones",
 			Keys:        []string{"settle:{swl-a}"},
 			CallerClock: true,
 			Steps: []Step{
 				{At: 100 * ms, Args: swl(5, sec, 3), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 1000}},
 				{At: 200 * ms, Args: swl(5, sec, 2), Want: R(true, 0, 0, 1000), TTL: []int64{Grace + 1000}},
 				{At: 300 * ms, Args: swl(5, sec, 2, "refund", Held(100*ms)), Want: R(true, 2, 0, 900), TTL: []int64{Grace + 900}},
-				// No member at 150 ms: nothing comes back.
-				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(150*ms)), Want: R(false, 2, 0, 900), TTL: []int64{Grace + 900}},
-				// Both at 200 ms come back, of 5 asked; the newest is at 100 ms.
-				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(200*ms)), Want: R(true, 4, 0, 800), TTL: []int64{Grace + 800}},
+				// No member at 150 ms: the two at 200 ms are the earliest
+				// after it and come back, of 5 asked; the one at 100 ms
+				// stays, the newest now.
+				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(150*ms)), Want: R(true, 4, 0, 800), TTL: []int64{Grace + 800}},
+				// Nothing at 200 ms or later: nothing comes back.
+				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(200*ms)), Want: R(false, 4, 0, 800), TTL: []int64{Grace + 800}},
 				// The one left at 100 ms is numbered 1: an admit there
 				// numbers on from it.
 				{At: 100 * ms, Args: swl(5, sec, 2), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 800}},
+				{At: 300 * ms, Args: swl(5, sec, 3, "refund", Held(100*ms)), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
+			},
+		},
+		Scenario{
+			Name:        "sliding window log: a reservation judged later than at (behind another caller's newest member) is refunded",
+			Keys:        []string{"settle:{swl-f}"},
+			CallerClock: true,
+			Steps: []Step{
+				// A caller with a clock ahead logs one at 300 ms.
+				{At: 300 * ms, Args: swl(5, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{Grace + 1000}},
+				// A reservation at 200 ms is judged, and logged, at 300 ms.
+				{At: 200 * ms, Args: swl(5, sec, 2), Want: R(true, 2, 0, 1100), TTL: []int64{Grace + 1000}},
+				// Its refund at 200 ms finds the three at 300 ms and takes
+				// two, the highest numbers: 1 is left, numbered 1.
+				{At: 200 * ms, Args: swl(5, sec, 2, "refund", Held(200*ms)), Want: R(true, 4, 0, 1100), TTL: []int64{Grace + 1000}},
+				{At: 300 * ms, Args: swl(5, sec, 1, "refund", Held(300*ms)), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
+			},
+		},
+		Scenario{
+			// A reservation counted at 100 ms, then a reset (its members
+			// gone), then others log two at 300 ms: the refund takes up to
+			// its cost of those, as GCRA's and the buckets' refunds give up
+			// to their cost to the state written after a reset.
+			Name:        "sliding window log: after a reset, a refund takes up to its cost of the members at or after at",
+			Keys:        []string{"settle:{swl-g}"},
+			CallerClock: true,
+			Steps: []Step{
+				{At: 300 * ms, Args: swl(5, sec, 2), Want: R(true, 3, 0, 1000), TTL: []int64{Grace + 1000}},
 				{At: 300 * ms, Args: swl(5, sec, 3, "refund", Held(100*ms)), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
 			},
 		},

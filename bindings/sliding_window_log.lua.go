@@ -104,7 +104,9 @@ type SlidingWindowLogResult struct {
 // s until s + window >= at + window, so the walk up from at stops at s or
 // before, and every member it removes is the reservation's or one that
 // leaves no later; the count is exact and the window never frees sooner
-// than an exact refund would (later by s - at at worst). After a reset
+// than an exact refund would (later by s - at at worst). Refunds that
+// interleave may take each other's members, and then in all they remove
+// members no later than their own. After a reset
 // the refund may take up to cost members others logged at at or later.
 // Once at has left the window (or the key was reset or expired and holds
 // nothing at or after at) nothing comes back and nothing is written.
@@ -223,7 +225,9 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- s until s + window >= at + window, so the walk up from at stops at s or
 --- before, and every member it removes is the reservation's or one that
 --- leaves no later; the count is exact and the window never frees sooner
---- than an exact refund would (later by s - at at worst). After a reset
+--- than an exact refund would (later by s - at at worst). Refunds that
+--- interleave may take each other's members, and then in all they remove
+--- members no later than their own. After a reset
 --- the refund may take up to cost members others logged at at or later.
 --- Once at has left the window (or the key was reset or expired and holds
 --- nothing at or after at) nothing comes back and nothing is written.

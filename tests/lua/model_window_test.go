@@ -278,7 +278,8 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 		}
 		p = min(p, 2e15)
 	}
-	// A settle moves what it can in held's window (a charge whose window
+	// A settle moves what it can in held's window, a refund then in the
+	// next one too, never past the current window (a charge whose window
 	// slid out: the current one), then answers as a peek.
 	var moved int64
 	switch wh := held / W; {
@@ -288,6 +289,9 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	case settle < 0 && wh == w-1:
 		moved = min(cost, p)
 		p -= moved
+		more := min(cost-moved, c)
+		c -= more
+		moved += more
 	case settle > 0 && wh == w-1:
 		moved = min(cost, 2e15-p)
 		p += moved

@@ -168,15 +168,42 @@ func init() {
 				{At: 200 * ms, Args: swc(10, sec, 4, "refund", Held(100*ms)), Want: R(true, 8, 0, 1800), TTL: []int64{Grace + 1800}},
 				// The next window: the previous count of 2 weighs 2 at 200 ms in.
 				{At: 1200 * ms, Args: swc(10, sec, 5), Want: R(true, 3, 0, 1800), TTL: []int64{Grace + 1800}},
-				// At 100 ms is the previous window now: 2 are there to give back.
-				{At: 1300 * ms, Args: swc(10, sec, 3, "refund", Held(100*ms)), Want: R(true, 5, 0, 1700), TTL: []int64{Grace + 1700}},
-				{At: 1300 * ms, Args: swc(10, sec, 1, "refund", Held(1200*ms)), Want: R(true, 6, 0, 1700), TTL: []int64{Grace + 1700}},
-				// Two windows on, 1.2 s is the previous window: 2 of its 4
-				// come back, the rest weighs 1 at 500 ms in.
+				// At 100 ms is the previous window now: its 2 come back, and
+				// the third from the next window, the current one.
+				{At: 1300 * ms, Args: swc(10, sec, 3, "refund", Held(100*ms)), Want: R(true, 6, 0, 1700), TTL: []int64{Grace + 1700}},
+				{At: 1300 * ms, Args: swc(10, sec, 1, "refund", Held(1200*ms)), Want: R(true, 7, 0, 1700), TTL: []int64{Grace + 1700}},
+				// Two windows on, 1.2 s is the previous window: 2 of its 3
+				// come back, the one left weighs 1 at 500 ms in.
 				{At: 2500 * ms, Args: swc(10, sec, 2, "refund", Held(1200*ms)), Want: R(true, 9, 0, 500), TTL: []int64{Grace + 1500}},
 				// 100 ms has slid out of the estimate: nothing comes back.
 				{At: 2500 * ms, Args: swc(10, sec, 1, "refund", Held(100*ms)), Want: R(false, 9, 0, 500), TTL: []int64{Grace + 1500}},
 				{At: 2500 * ms, Args: swc(10, sec, 0), Want: R(true, 9, 0, 500), TTL: []int64{Grace + 1500}},
+			},
+		},
+		Scenario{
+			Name:        "sliding window counter: a reservation judged in the window after at's (behind another caller's count) is refunded",
+			Keys:        []string{"settle:{swc-f}"},
+			CallerClock: true,
+			Steps: []Step{
+				// A caller with a clock ahead counts one at 1.1 s.
+				{At: 1100 * ms, Args: swc(10, sec, 1), Want: R(true, 9, 0, 1900), TTL: []int64{Grace + 1900}},
+				// A reservation at 900 ms is judged at 1 s, counted there.
+				{At: 900 * ms, Args: swc(10, sec, 3), Want: R(true, 6, 0, 2100), TTL: []int64{Grace + 1900}},
+				// Its refund at 900 ms finds nothing in that window and
+				// takes the 3 from the next one.
+				{At: 900 * ms, Args: swc(10, sec, 3, "refund", Held(900*ms)), Want: R(true, 9, 0, 2100), TTL: []int64{Grace + 1900}},
+				// The window after the current one is never taken from.
+				{At: 1100 * ms, Args: swc(10, sec, 5, "refund", Held(1100*ms)), Want: R(true, 10, 0, 0), TTL: []int64{Grace + 1900}},
+			},
+		},
+		Scenario{
+			Name:        "sliding window counter: after a reset, a refund takes up to its cost from the window after at's",
+			Keys:        []string{"settle:{swc-g}"},
+			CallerClock: true,
+			Steps: []Step{
+				// Counted at 900 ms, then a reset, then 4 counted at 1.2 s.
+				{At: 1200 * ms, Args: swc(10, sec, 4), Want: R(true, 6, 0, 1800), TTL: []int64{Grace + 1800}},
+				{At: 1200 * ms, Args: swc(10, sec, 3, "refund", Held(900*ms)), Want: R(true, 9, 0, 1800), TTL: []int64{Grace + 1800}},
 			},
 		},
 		Scenario{

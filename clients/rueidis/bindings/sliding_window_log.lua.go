@@ -19,7 +19,7 @@ var SlidingWindowLogScript = rueidis.NewLuaScript(slidingWindowLogSource)
 func SlidingWindowLogSource() string { return slidingWindowLogSource }
 
 // SlidingWindowLogHash is the SHA1 of SlidingWindowLogSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowLogHash = "b9c2533e18ac5b44bea8b39a93e1ca3bdedca659"
+const SlidingWindowLogHash = "7139f3a731ee8fde2b4281d4c884b650d3ed3b5b"
 
 var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", source: slidingWindowLogSource, hash: SlidingWindowLogHash}
 
@@ -107,7 +107,9 @@ type SlidingWindowLogResult struct {
 // s until s + window >= at + window, so the walk up from at stops at s or
 // before, and every member it removes is the reservation's or one that
 // leaves no later; the count is exact and the window never frees sooner
-// than an exact refund would (later by s - at at worst). After a reset
+// than an exact refund would (later by s - at at worst). Refunds that
+// interleave may take each other's members, and then in all they remove
+// members no later than their own. After a reset
 // the refund may take up to cost members others logged at at or later.
 // Once at has left the window (or the key was reset or expired and holds
 // nothing at or after at) nothing comes back and nothing is written.
@@ -226,7 +228,9 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- s until s + window >= at + window, so the walk up from at stops at s or
 --- before, and every member it removes is the reservation's or one that
 --- leaves no later; the count is exact and the window never frees sooner
---- than an exact refund would (later by s - at at worst). After a reset
+--- than an exact refund would (later by s - at at worst). Refunds that
+--- interleave may take each other's members, and then in all they remove
+--- members no later than their own. After a reset
 --- the refund may take up to cost members others logged at at or later.
 --- Once at has left the window (or the key was reset or expired and holds
 --- nothing at or after at) nothing comes back and nothing is written.

@@ -278,7 +278,8 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 		}
 		p = min(p, 2e15)
 	}
-	// A settle moves what it can in held's window (a charge whose window
+	// A settle moves what it can in held's window, a refund then in the
+	// next one too, never past the current window (a charge whose window
 	// slid out: the current one), then answers as a peek.
 	var moved int64
 	switch wh := held / W; {
@@ -288,6 +289,9 @@ func modelSlidingWindowCounter(r *Redis, keys, argv []string) ([]int64, error) {
 	case settle < 0 && wh == w-1:
 		moved = min(cost, p)
 		p -= moved
+		more := min(cost-moved, c)
+		c -= more
+		moved += more
 	case settle > 0 && wh == w-1:
 		moved = min(cost, 2e15-p)
 		p += moved
@@ -431,7 +435,8 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 	first := sort.Search(len(log), func(i int) bool { return log[i].score > float64(gone) })
 	live := int64(len(log) - first)
 	// A settle moves what it can, then answers as a peek: a refund removes
-	// the highest numbers at held (while held is in the window), a charge
+	// up to cost members at held or later, earliest first (while held is in
+	// the window), a charge
 	// logs at held (or now, once held has left), up to 10000 members.
 	var moved int64
 	if settle != 0 && cost > 0 {
@@ -440,19 +445,39 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 			z[m.name] = m.score
 		}
 		if settle < 0 && held > gone {
-			var k int64
+			// Up to cost members at held or later, the earliest instants
+			// first, the highest numbers within one: those left at an
+			// instant stay numbered 1 to their count.
+			// Each instant's first member in ZRANGE's order is read and
+			// checked, as the script reads it.
+			counts := map[float64]int64{}
+			var firsts []member
 			for _, m := range log {
-				if m.score == float64(held) {
-					k++
+				if m.score >= float64(held) {
+					if counts[m.score] == 0 {
+						firsts = append(firsts, m)
+					}
+					counts[m.score]++
 				}
 			}
-			moved = min(cost, k)
-			for i := int64(0); i < moved; i++ {
-				name := fmt.Sprintf("%d:%d", held, k-i)
-				if sc, ok := z[name]; !ok || sc != float64(held) {
+			for _, f := range firsts {
+				if moved == cost {
+					break
+				}
+				t, ok := logTime(f.name, f.score, latest(r))
+				if !ok {
 					return nil, notLog
 				}
-				delete(z, name)
+				k := counts[f.score]
+				j := min(cost-moved, k)
+				for i := int64(0); i < j; i++ {
+					name := fmt.Sprintf("%d:%d", t, k-i)
+					if sc, ok := z[name]; !ok || sc != float64(t) {
+						return nil, notLog
+					}
+					delete(z, name)
+				}
+				moved += j
 			}
 		} else if settle > 0 {
 			us := now
@@ -490,10 +515,22 @@ func modelSlidingWindowLog(r *Redis, keys, argv []string) ([]int64, error) {
 				}
 				return log[i].name < log[j].name
 			})
-			if len(log) == 0 {
+			// The log is read again as a call reads it: a refund can leave
+			// an unchecked foreign member newest (the members between the
+			// oldest and the newest are not read), and then the script
+			// keeps the TTL and counts nothing.
+			ok1, ok2 := true, true
+			if len(log) > 0 {
+				_, ok1 = logTime(log[0].name, log[0].score, latest(r))
+				last, ok2 = logTime(log[len(log)-1].name, log[len(log)-1].score, latest(r))
+			}
+			switch {
+			case len(log) == 0:
 				delete(r.data, keys[0])
-			} else {
-				last = int64(log[len(log)-1].score)
+			case !ok1 || !ok2:
+				r.data[keys[0]].zset = z
+				log = nil
+			default:
 				r.data[keys[0]] = &value{kind: "zset", zset: z, expireAt: r.now + 1000*max(1, ms(ttl(r, last+W, true)))}
 			}
 			first = sort.Search(len(log), func(i int) bool { return log[i].score > float64(gone) })

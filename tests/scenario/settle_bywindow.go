@@ -168,15 +168,42 @@ func init() {
 				{At: 200 * ms, Args: swc(10, sec, 4, "refund", Held(100*ms)), Want: R(true, 8, 0, 1800), TTL: []int64{Grace + 1800}},
 				// The next window: the previous count of 2 weighs 2 at 200 ms in.
 				{At: 1200 * ms, Args: swc(10, sec, 5), Want: R(true, 3, 0, 1800), TTL: []int64{Grace + 1800}},
-				// At 100 ms is the previous window now: 2 are there to give back.
-				{At: 1300 * ms, Args: swc(10, sec, 3, "refund", Held(100*ms)), Want: R(true, 5, 0, 1700), TTL: []int64{Grace + 1700}},
-				{At: 1300 * ms, Args: swc(10, sec, 1, "refund", Held(1200*ms)), Want: R(true, 6, 0, 1700), TTL: []int64{Grace + 1700}},
-				// Two windows on, 1.2 s is the previous window: 2 of its 4
-				// come back, the rest weighs 1 at 500 ms in.
+				// At 100 ms is the previous window now: its 2 come back, and
+				// the third from the next window, the current one.
+				{At: 1300 * ms, Args: swc(10, sec, 3, "refund", Held(100*ms)), Want: R(true, 6, 0, 1700), TTL: []int64{Grace + 1700}},
+				{At: 1300 * ms, Args: swc(10, sec, 1, "refund", Held(1200*ms)), Want: R(true, 7, 0, 1700), TTL: []int64{Grace + 1700}},
+				// Two windows on, 1.2 s is the previous window: 2 of its 3
+				// come back, the one left weighs 1 at 500 ms in.
 				{At: 2500 * ms, Args: swc(10, sec, 2, "refund", Held(1200*ms)), Want: R(true, 9, 0, 500), TTL: []int64{Grace + 1500}},
 				// 100 ms has slid out of the estimate: nothing comes back.
 				{At: 2500 * ms, Args: swc(10, sec, 1, "refund", Held(100*ms)), Want: R(false, 9, 0, 500), TTL: []int64{Grace + 1500}},
 				{At: 2500 * ms, Args: swc(10, sec, 0), Want: R(true, 9, 0, 500), TTL: []int64{Grace + 1500}},
+			},
+		},
+		Scenario{
+			Name:        "sliding window counter: a reservation judged in the window after at's (behind another caller's count) is refunded",
+			Keys:        []string{"settle:{swc-f}"},
+			CallerClock: true,
+			Steps: []Step{
+				// A caller with a clock ahead counts one at 1.1 s.
+				{At: 1100 * ms, Args: swc(10, sec, 1), Want: R(true, 9, 0, 1900), TTL: []int64{Grace + 1900}},
+				// A reservation at 900 ms is judged at 1 s, counted there.
+				{At: 900 * ms, Args: swc(10, sec, 3), Want: R(true, 6, 0, 2100), TTL: []int64{Grace + 1900}},
+				// Its refund at 900 ms finds nothing in that window and
+				// takes the 3 from the next one.
+				{At: 900 * ms, Args: swc(10, sec, 3, "refund", Held(900*ms)), Want: R(true, 9, 0, 2100), TTL: []int64{Grace + 1900}},
+				// The window after the current one is never taken from.
+				{At: 1100 * ms, Args: swc(10, sec, 5, "refund", Held(1100*ms)), Want: R(true, 10, 0, 0), TTL: []int64{Grace + 1900}},
+			},
+		},
+		Scenario{
+			Name:        "sliding window counter: after a reset, a refund takes up to its cost from the window after at's",
+			Keys:        []string{"settle:{swc-g}"},
+			CallerClock: true,
+			Steps: []Step{
+				// Counted at 900 ms, then a reset, then 4 counted at 1.2 s.
+				{At: 1200 * ms, Args: swc(10, sec, 4), Want: R(true, 6, 0, 1800), TTL: []int64{Grace + 1800}},
+				{At: 1200 * ms, Args: swc(10, sec, 3, "refund", Held(900*ms)), Want: R(true, 9, 0, 1800), TTL: []int64{Grace + 1800}},
 			},
 		},
 		Scenario{
@@ -244,20 +271,50 @@ func init() {
 	}
 	register(Spec{Script: "sliding_window_log", CostArg: 2, NowArg: 3},
 		Scenario{
-			Name:        "sliding window log: a refund removes members at at, never another instant's",
+			Name:        "sliding window log: a refund removes members at at or later, the earliest first, never earlier ones",
 			Keys:        []string{"settle:{swl-a}"},
 			CallerClock: true,
 			Steps: []Step{
 				{At: 100 * ms, Args: swl(5, sec, 3), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 1000}},
 				{At: 200 * ms, Args: swl(5, sec, 2), Want: R(true, 0, 0, 1000), TTL: []int64{Grace + 1000}},
 				{At: 300 * ms, Args: swl(5, sec, 2, "refund", Held(100*ms)), Want: R(true, 2, 0, 900), TTL: []int64{Grace + 900}},
-				// No member at 150 ms: nothing comes back.
-				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(150*ms)), Want: R(false, 2, 0, 900), TTL: []int64{Grace + 900}},
-				// Both at 200 ms come back, of 5 asked; the newest is at 100 ms.
-				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(200*ms)), Want: R(true, 4, 0, 800), TTL: []int64{Grace + 800}},
+				// No member at 150 ms: the two at 200 ms are the earliest
+				// after it and come back, of 5 asked; the one at 100 ms
+				// stays, the newest now.
+				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(150*ms)), Want: R(true, 4, 0, 800), TTL: []int64{Grace + 800}},
+				// Nothing at 200 ms or later: nothing comes back.
+				{At: 300 * ms, Args: swl(5, sec, 5, "refund", Held(200*ms)), Want: R(false, 4, 0, 800), TTL: []int64{Grace + 800}},
 				// The one left at 100 ms is numbered 1: an admit there
 				// numbers on from it.
 				{At: 100 * ms, Args: swl(5, sec, 2), Want: R(true, 2, 0, 1000), TTL: []int64{Grace + 800}},
+				{At: 300 * ms, Args: swl(5, sec, 3, "refund", Held(100*ms)), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
+			},
+		},
+		Scenario{
+			Name:        "sliding window log: a reservation judged later than at (behind another caller's newest member) is refunded",
+			Keys:        []string{"settle:{swl-f}"},
+			CallerClock: true,
+			Steps: []Step{
+				// A caller with a clock ahead logs one at 300 ms.
+				{At: 300 * ms, Args: swl(5, sec, 1), Want: R(true, 4, 0, 1000), TTL: []int64{Grace + 1000}},
+				// A reservation at 200 ms is judged, and logged, at 300 ms.
+				{At: 200 * ms, Args: swl(5, sec, 2), Want: R(true, 2, 0, 1100), TTL: []int64{Grace + 1000}},
+				// Its refund at 200 ms finds the three at 300 ms and takes
+				// two, the highest numbers: 1 is left, numbered 1.
+				{At: 200 * ms, Args: swl(5, sec, 2, "refund", Held(200*ms)), Want: R(true, 4, 0, 1100), TTL: []int64{Grace + 1000}},
+				{At: 300 * ms, Args: swl(5, sec, 1, "refund", Held(300*ms)), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
+			},
+		},
+		Scenario{
+			// A reservation counted at 100 ms, then a reset (its members
+			// gone), then others log two at 300 ms: the refund takes up to
+			// its cost of those, as GCRA's and the buckets' refunds give up
+			// to their cost to the state written after a reset.
+			Name:        "sliding window log: after a reset, a refund takes up to its cost of the members at or after at",
+			Keys:        []string{"settle:{swl-g}"},
+			CallerClock: true,
+			Steps: []Step{
+				{At: 300 * ms, Args: swl(5, sec, 2), Want: R(true, 3, 0, 1000), TTL: []int64{Grace + 1000}},
 				{At: 300 * ms, Args: swl(5, sec, 3, "refund", Held(100*ms)), Want: R(true, 5, 0, 0), TTL: []int64{NoKey}},
 			},
 		},

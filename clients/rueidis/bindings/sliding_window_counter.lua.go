@@ -19,7 +19,7 @@ var SlidingWindowCounterScript = rueidis.NewLuaScript(slidingWindowCounterSource
 func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
 
 // SlidingWindowCounterHash is the SHA1 of SlidingWindowCounterSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowCounterHash = "c2e259c960c87ff8d66799402f5b5c24bb7dfbe3"
+const SlidingWindowCounterHash = "b162f0d04d8583d678d63d6e7a1574ac5a976d59"
 
 var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", source: slidingWindowCounterSource, hash: SlidingWindowCounterHash}
 
@@ -50,7 +50,7 @@ type SlidingWindowCounterParams struct {
 	Now time.Time
 	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
-	// Settle (ARGV[6] onwards, [0..1] of them): none: an admit; refund: cost comes back from the window that holds at; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
+	// Settle (ARGV[6] onwards, [0..1] of them): none: an admit; refund: cost comes back from the window that holds at, then the next; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
 	Settle []SlidingWindowCounterSettle
 }
 
@@ -108,19 +108,24 @@ type SlidingWindowCounterResult struct {
 // arguments, the word and at, the caller clock the reservation was counted
 // at (no more than 60 s past TIME); the call is judged at the later of its
 // clock and at. refund gives cost back from the count of the window (of the
-// current length) that holds at, the current or the previous one, never
-// below 0 and never from another window; once that window has slid out of
-// the estimate (or the key was reset or expired) nothing comes back and
-// nothing is written. charge counts cost in that window whatever the limit
-// (debt: the counts may pass it, and admits wait until the estimate falls
-// back); once that window has slid out it counts in the current one, so no
-// charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
-// takes what fits that. A reservation judged in a later window than at's (a
-// caller with a later clock had counted there, or the key was empty and the
-// server's TIME had passed into the next window) was counted there; its
-// refund still comes from at's window, never a later one. After a changed
-// window, at's window is the one of the new length that holds at; a changed
-// limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+// current length) that holds at, then what it lacks from the next window,
+// never below 0 in each and never from a window after the current one;
+// once at's window has slid out of the estimate (or the key was reset or
+// expired) nothing comes back and nothing is written. A reservation judged
+// in a later window than at's (a caller with a later clock had counted
+// there, or the key was empty and the server's TIME had passed into the
+// next window, as ratelimit's Reserve, with its own clock, meets on a
+// key's first reservation) counted its n units (n >= cost) in that next
+// window, so the refund finds them: what it takes first from at's window
+// weighs no more than a unit of the next one in the estimate, so it gives
+// back less than an exact refund would, never more. After a reset it may
+// take up to cost from counts written since. charge counts cost in at's
+// window whatever the limit (debt: the counts may pass it, and admits wait
+// until the estimate falls back); once that window has slid out it counts
+// in the current one, so no charge is lost. A count is at most 1e15 (a
+// previous one 2e15): a charge takes what fits that. After a changed
+// window, at's window is the one of the new length that holds at; a
+// changed limit changes no count. Neither is ever denied. A cost of 0 moves nothing
 // and writes nothing. Their reply: allowed, whether any unit moved;
 // remaining, most cost admitted now; retry_after, until a cost of 1 is
 // admitted (0: now); reset_after, until both counts weigh 0.
@@ -231,19 +236,24 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- arguments, the word and at, the caller clock the reservation was counted
 --- at (no more than 60 s past TIME); the call is judged at the later of its
 --- clock and at. refund gives cost back from the count of the window (of the
---- current length) that holds at, the current or the previous one, never
---- below 0 and never from another window; once that window has slid out of
---- the estimate (or the key was reset or expired) nothing comes back and
---- nothing is written. charge counts cost in that window whatever the limit
---- (debt: the counts may pass it, and admits wait until the estimate falls
---- back); once that window has slid out it counts in the current one, so no
---- charge is lost. A count is at most 1e15 (a previous one 2e15): a charge
---- takes what fits that. A reservation judged in a later window than at's (a
---- caller with a later clock had counted there, or the key was empty and the
---- server's TIME had passed into the next window) was counted there; its
---- refund still comes from at's window, never a later one. After a changed
---- window, at's window is the one of the new length that holds at; a changed
---- limit changes no count. Neither is ever denied. A cost of 0 moves nothing
+--- current length) that holds at, then what it lacks from the next window,
+--- never below 0 in each and never from a window after the current one;
+--- once at's window has slid out of the estimate (or the key was reset or
+--- expired) nothing comes back and nothing is written. A reservation judged
+--- in a later window than at's (a caller with a later clock had counted
+--- there, or the key was empty and the server's TIME had passed into the
+--- next window, as ratelimit's Reserve, with its own clock, meets on a
+--- key's first reservation) counted its n units (n >= cost) in that next
+--- window, so the refund finds them: what it takes first from at's window
+--- weighs no more than a unit of the next one in the estimate, so it gives
+--- back less than an exact refund would, never more. After a reset it may
+--- take up to cost from counts written since. charge counts cost in at's
+--- window whatever the limit (debt: the counts may pass it, and admits wait
+--- until the estimate falls back); once that window has slid out it counts
+--- in the current one, so no charge is lost. A count is at most 1e15 (a
+--- previous one 2e15): a charge takes what fits that. After a changed
+--- window, at's window is the one of the new length that holds at; a
+--- changed limit changes no count. Neither is ever denied. A cost of 0 moves nothing
 --- and writes nothing. Their reply: allowed, whether any unit moved;
 --- remaining, most cost admitted now; retry_after, until a cost of 1 is
 --- admitted (0: now); reset_after, until both counts weigh 0.
@@ -265,7 +275,7 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- @arg    cost         int[0..1e9]       cost to count; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: cost comes back from the window that holds at; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
+--- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: cost comes back from the window that holds at, then the next; charge: cost is counted there, into debt if need be; at, the caller clock of the reservation
 --- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          most cost admitted right now, never negative
 --- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a cost of 1 is admitted); -1 when cost exceeds limit
@@ -496,17 +506,23 @@ end
 -- A refund or a charge, never denied: moved is what it moves, in the
 -- window of the current length that holds held (the current one or the
 -- previous); a charge whose window slid out counts in the current one.
+-- A refund from the previous window takes what it lacks there from the
+-- current one, where a reservation judged after held counted: taking from
+-- the earlier window first gives back less, never more (see the header).
 -- Then the call answers as a peek would, and writes what moved.
 local moved = 0
 if settle then
   local wh = held - held % window_us
   if settle < 0 then
-    if wh == start then
-      moved = cost < c and cost or c
-      c = c - moved
-    elseif wh == start - window_us then
+    if wh == start - window_us then
       moved = cost < p and cost or p
       p = p - moved
+    end
+    if wh == start or wh == start - window_us then
+      local more = cost - moved
+      more = more < c and more or c
+      c = c - more
+      moved = moved + more
     end
   elseif wh == start - window_us then
     moved = 2e15 - p

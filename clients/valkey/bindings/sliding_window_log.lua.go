@@ -19,7 +19,7 @@ var SlidingWindowLogScript = valkey.NewLuaScript(slidingWindowLogSource)
 func SlidingWindowLogSource() string { return slidingWindowLogSource }
 
 // SlidingWindowLogHash is the SHA1 of SlidingWindowLogSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowLogHash = "9facbfab774fe1f188cb67a1a4ce30287cd0b331"
+const SlidingWindowLogHash = "7139f3a731ee8fde2b4281d4c884b650d3ed3b5b"
 
 var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", source: slidingWindowLogSource, hash: SlidingWindowLogHash}
 
@@ -50,7 +50,7 @@ type SlidingWindowLogParams struct {
 	Now time.Time
 	// Deadline (ARGV[5], sent as whole microseconds since the epoch, rounded down; the zero time as 0 (none), [1..2^52]): when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
 	Deadline time.Time
-	// Settle (ARGV[6] onwards, [0..1] of them): none: an admit; refund: up to cost members at at are removed; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
+	// Settle (ARGV[6] onwards, [0..1] of them): none: an admit; refund: up to cost members at at or later are removed, the earliest first; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
 	Settle []SlidingWindowLogSettle
 }
 
@@ -97,18 +97,25 @@ type SlidingWindowLogResult struct {
 // Settling a reservation (an admit, then its final cost), with two more
 // arguments, the word and at, the caller clock the reservation was counted
 // at (no more than 60 s past TIME); the call is judged at the later of its
-// clock, at and the newest member. The reservation's members are those at
-// at. refund removes up to cost members at at, never one at another instant;
-// members at one instant are alike (two reservations at one µs share them,
-// and removing either's is the same log). Once at has left the window (or
-// the key was reset or expired) nothing comes back and nothing is written. A
-// reservation judged later than at (behind another caller's newest member,
-// or on an empty key behind the server's TIME) was logged at that later
-// instant, and its refund finds less at at, never more: ratelimit's Reserve
-// sends its own clock, and a clock behind TIME meets the empty-key case on a
-// key's first reservation. charge logs cost members at at whatever the limit
-// (debt: admits wait until enough leave), or at the instant of the call once
-// at has left the window, so no charge is lost; one that would leave more
+// clock, at and the newest member. A reservation is logged at the instant
+// its call was judged at, s >= at: later than at behind another caller's
+// newest member, or on an empty key behind the server's TIME (so usually
+// on a key's first reservation: ratelimit's Reserve sends its own clock).
+// refund removes up to cost members at at or later, the earliest first and
+// the highest numbers within an instant, while at is in the window. That
+// is safe: the reservation's n members (n >= the refund's cost) stay at
+// s until s + window >= at + window, so the walk up from at stops at s or
+// before, and every member it removes is the reservation's or one that
+// leaves no later; the count is exact and the window never frees sooner
+// than an exact refund would (later by s - at at worst). Refunds that
+// interleave may take each other's members, and then in all they remove
+// members no later than their own. After a reset
+// the refund may take up to cost members others logged at at or later.
+// Once at has left the window (or the key was reset or expired and holds
+// nothing at or after at) nothing comes back and nothing is written.
+// charge logs cost members at at whatever the limit (debt: admits wait
+// until enough leave), or at the instant of the call once at has left the
+// window, so no charge is lost; one that would leave more
 // than the 10000 members a log holds is refused with BADARG and changes
 // nothing. A changed limit or window applies to the log as it stands.
 // Neither is ever denied otherwise. A cost of 0 moves nothing and writes
@@ -211,18 +218,25 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- Settling a reservation (an admit, then its final cost), with two more
 --- arguments, the word and at, the caller clock the reservation was counted
 --- at (no more than 60 s past TIME); the call is judged at the later of its
---- clock, at and the newest member. The reservation's members are those at
---- at. refund removes up to cost members at at, never one at another instant;
---- members at one instant are alike (two reservations at one µs share them,
---- and removing either's is the same log). Once at has left the window (or
---- the key was reset or expired) nothing comes back and nothing is written. A
---- reservation judged later than at (behind another caller's newest member,
---- or on an empty key behind the server's TIME) was logged at that later
---- instant, and its refund finds less at at, never more: ratelimit's Reserve
---- sends its own clock, and a clock behind TIME meets the empty-key case on a
---- key's first reservation. charge logs cost members at at whatever the limit
---- (debt: admits wait until enough leave), or at the instant of the call once
---- at has left the window, so no charge is lost; one that would leave more
+--- clock, at and the newest member. A reservation is logged at the instant
+--- its call was judged at, s >= at: later than at behind another caller's
+--- newest member, or on an empty key behind the server's TIME (so usually
+--- on a key's first reservation: ratelimit's Reserve sends its own clock).
+--- refund removes up to cost members at at or later, the earliest first and
+--- the highest numbers within an instant, while at is in the window. That
+--- is safe: the reservation's n members (n >= the refund's cost) stay at
+--- s until s + window >= at + window, so the walk up from at stops at s or
+--- before, and every member it removes is the reservation's or one that
+--- leaves no later; the count is exact and the window never frees sooner
+--- than an exact refund would (later by s - at at worst). Refunds that
+--- interleave may take each other's members, and then in all they remove
+--- members no later than their own. After a reset
+--- the refund may take up to cost members others logged at at or later.
+--- Once at has left the window (or the key was reset or expired and holds
+--- nothing at or after at) nothing comes back and nothing is written.
+--- charge logs cost members at at whatever the limit (debt: admits wait
+--- until enough leave), or at the instant of the call once at has left the
+--- window, so no charge is lost; one that would leave more
 --- than the 10000 members a log holds is refused with BADARG and changes
 --- nothing. A changed limit or window applies to the log as it stands.
 --- Neither is ever denied otherwise. A cost of 0 moves nothing and writes
@@ -247,7 +261,7 @@ const slidingWindowLogSource = `--- Sliding window log: an exact rolling window.
 --- @arg    cost         int[0..1e9]       units to admit; 0 only peeks
 --- @arg    now          unix_us[1..2^52]|server_clock=0  caller clock, within 60 s of the server's TIME
 --- @arg    deadline     unix_us[1..2^52]|none=0  when the caller stops waiting: a call the server runs at or after it answers EXPIRED; 0: none
---- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: up to cost members at at are removed; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
+--- @arg    ...settle[0..1] (take string/^(refund|charge)$/, at unix_us[1..2^52])  none: an admit; refund: up to cost members at at or later are removed, the earliest first; charge: cost members are logged at at, into debt if need be; at, the caller clock of the reservation
 --- @return allowed      bool              refund, charge: whether any unit moved
 --- @return remaining    int[0..]          units that still fit in the window, never negative
 --- @return retry_after  ms[0..]|never=-1          0 when allowed (refund, charge: until a cost of 1 fits); -1 when cost exceeds limit
@@ -542,10 +556,14 @@ local function expire(us)
 end
 
 -- A refund or a charge, never denied: moved is the units it moves. A
--- refund removes up to cost of the members at held, the highest numbers
--- first (members at one instant are alike: whose they were does not
--- matter), and none at any other instant; once held has left the window it
--- finds nothing. A charge logs cost members at held, or at now once held
+-- refund removes up to cost members at held or later, the earliest first,
+-- the highest numbers first within an instant (members at one instant are
+-- alike: whose they were does not matter), and none before held; once held
+-- has left the window it finds nothing. The reservation's own members sit
+-- at some instant s >= held (it was judged at the later of its clock, the
+-- newest member and TIME), cost of them, until s + window: walking up from
+-- held stops at s or before, so every member removed is ours or one that
+-- leaves no later than ours (see the header). A charge logs cost members at held, or at now once held
 -- has left the window, past the limit if need be, but never past the
 -- 10000 members a log holds: one that would is refused. Then the call
 -- answers as a peek would.
@@ -553,21 +571,39 @@ local moved = 0
 if settle and cost > 0 then
   if settle < 0 then
     if held > gone then
-      -- The members at held are numbered 1 to k: the highest numbers go,
-      -- each checked first (a member missing, or at another time, is not
-      -- this script's log: BADSTATE, nothing written).
-      local stamp = format('%d', held)
-      local k = redis.call('ZCOUNT', log, stamp, stamp)
-      moved = cost < k and cost or k
-      local drop = {}
-      for i = 1, moved do
-        local name = stamp .. ':' .. format('%d', k - i + 1)
-        local score = redis.call('ZSCORE', log, name)
-        if not score or score + 0 ~= held then
+      -- Up to cost members at held or later, the earliest first: at most
+      -- 10000 come back. At each instant the highest numbers go, so those
+      -- left are numbered 1 to their count. Every instant but the last one
+      -- read comes whole; the last may hold more (ZCOUNT). The members
+      -- before held are counted, not read, to find where to start. Each
+      -- name is checked first (a member missing, or at another time, is
+      -- not this script's log: BADSTATE, nothing written).
+      local skip = redis.call('ZCOUNT', log, '-inf', '(' .. format('%d', held))
+      local got = redis.call('ZRANGE', log, format('%d', skip), format('%d', skip + cost - 1), 'WITHSCORES')
+      local drop, i = {}, 1
+      while i <= #got do
+        local us, j = time(got[i], got[i + 1]), 0
+        if us == nil then
           return badstate()
         end
-        drop[i] = name
+        local stamp = format('%d', us)
+        while i <= #got and got[i + 1] + 0 == us do
+          j, i = j + 1, i + 2
+        end
+        local k = j
+        if i > #got and #got == 2 * cost then
+          k = redis.call('ZCOUNT', log, stamp, stamp)
+        end
+        for n = k, k - j + 1, -1 do
+          local name = stamp .. ':' .. format('%d', n)
+          local score = redis.call('ZSCORE', log, name)
+          if not score or score + 0 ~= us then
+            return badstate()
+          end
+          drop[#drop + 1] = name
+        end
       end
+      moved = #drop
       for i = 1, moved, 1000 do
         redis.call('ZREM', log, unpack(drop, i, i + 999 < moved and i + 999 or moved))
       end

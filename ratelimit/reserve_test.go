@@ -378,9 +378,9 @@ func TestReserveSettleEveryAlgorithm(t *testing.T) {
 // limit). First in turn, checking each decision and the Peek after it, then
 // from 8 goroutines at once, checking the sum. The caller clock stands 30 s
 // ahead of the server's TIME (the scripts take 60 s), so that every call is
-// judged at it for as long as the test can take: the instant a window
-// settles by (a caller behind TIME on an empty key counts at TIME instead;
-// the scripts' headers say what its settle finds then).
+// judged at it for as long as the test can take, the instant a window
+// settles by (a caller behind TIME on an empty key is judged at TIME, and
+// a refund finds it there: windowrefund_test.go).
 func TestReserveSettleMatchesModelOnRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 16})
 	defer rdb.Close()

@@ -58,18 +58,17 @@ type keyLine struct {
 // the line are guarded by the shard's mu; out is written once, before done
 // is closed.
 type waiter struct {
-	ctx   context.Context
-	a     ask // for the refund of an admission it left (late.go)
-	alg   Algorithm
-	limit Limit
-	cost  int64
-	now   time.Time // the caller clock; zero for the server's
-	due   time.Time // when its caller stops waiting; zero for never
-	sent  bool
-	left  bool   // its caller left after it was sent: its answer is late
-	seq   uint64 // its ticket, given as it is sent
-	done  chan struct{}
-	out   outcome
+	ctx context.Context
+	// a is the request: its algorithm, the limit sent (a.sends), its
+	// cost and the caller clock (a.now, zero for the server's); whole,
+	// for the refund of an admission it left (late.go).
+	a    ask
+	due  time.Time // when its caller stops waiting; zero for never
+	sent bool
+	left bool   // its caller left after it was sent: its answer is late
+	seq  uint64 // its ticket, given as it is sent
+	done chan struct{}
+	out  outcome
 }
 
 func newCoalescer() *coalescer {
@@ -131,7 +130,7 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 		})
 		return r, t, err
 	}
-	w := &waiter{ctx: ctx, a: a, alg: a.alg, limit: a.sends, cost: a.cost, now: a.now, due: s.due(ctx), done: make(chan struct{})}
+	w := &waiter{ctx: ctx, a: a, due: s.due(ctx), done: make(chan struct{})}
 	if line == nil {
 		line = &keyLine{}
 		sh.keys[rk] = line
@@ -221,7 +220,7 @@ func (line *keyLine) take(tickets *atomic.Uint64) []*waiter {
 	batch := make([]*waiter, 0, min(len(line.waiting), maxBatch))
 	rest := line.waiting[:0]
 	for _, w := range line.waiting {
-		if len(batch) < maxBatch && w.alg == h.alg && w.limit == h.limit && w.now.IsZero() == h.now.IsZero() && w.now.UnixMicro() == h.now.UnixMicro() {
+		if len(batch) < maxBatch && w.a.alg == h.a.alg && w.a.sends == h.a.sends && w.a.now.IsZero() == h.a.now.IsZero() && w.a.now.UnixMicro() == h.a.now.UnixMicro() {
 			w.sent = true
 			w.seq = tickets.Add(1)
 			batch = append(batch, w)
@@ -246,7 +245,7 @@ func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 	var latest time.Time
 	forever := false
 	for i, w := range batch {
-		reqs[i] = request{cost: w.cost, due: w.due}
+		reqs[i] = request{cost: w.a.cost, due: w.due}
 		if w.due.IsZero() {
 			forever = true
 		} else if w.due.After(latest) {
@@ -263,7 +262,7 @@ func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 		ctx, cancel = context.WithDeadline(ctx, latest)
 		defer cancel()
 	}
-	outs, err := scripts[h.alg].batch(ctx, snd.rdb, rk, h.limit, h.now, reqs)
+	outs, err := scripts[h.a.alg].batch(ctx, snd.rdb, rk, h.a.sends, h.a.now, reqs)
 	var left []ask
 	s := c.shard(rk)
 	s.mu.Lock()
@@ -274,7 +273,7 @@ func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 			w.out = outs[i]
 		}
 		if w.left {
-			if w.out.err == nil && w.out.r.Allowed && w.cost > 0 {
+			if w.out.err == nil && w.out.r.Allowed && w.a.cost > 0 {
 				left = append(left, w.a)
 			}
 			continue

@@ -203,6 +203,8 @@ func TestBruteForceReserve(t *testing.T) {
 		{"limit", nil},
 		// The lockout counts through the reservation: the fifth starts it.
 		{"lockout", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(time.Hour)}},
+		// The lockout's own default: it counts in a sliding log.
+		{"lockout-log", []ratelimit.Option{ratelimit.WithLockout(time.Hour)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			logins, err := ratelimit.New(rdb, "logins-"+tt.name, ratelimit.Per(5, 15*time.Minute), tt.opts...)

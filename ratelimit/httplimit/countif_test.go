@@ -34,6 +34,8 @@ func TestCountIfBruteForceConcurrent(t *testing.T) {
 	}{
 		{"limit", nil},
 		{"lockout", []ratelimit.Option{ratelimit.WithAlgorithm(ratelimit.GCRA), ratelimit.WithLockout(time.Hour)}},
+		// The lockout's own default: it counts in a sliding log.
+		{"lockout-log", []ratelimit.Option{ratelimit.WithLockout(time.Hour)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			guard, err := ratelimit.New(rdb, "login-"+tt.name, ratelimit.Per(5, 15*time.Minute), tt.opts...)

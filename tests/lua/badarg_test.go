@@ -192,28 +192,6 @@ func firstWrite(t *testing.T, name, src string, minArgs int) (*Redis, []string, 
 	return nil, nil, nil
 }
 
-// fullWrite is firstWrite for a write of at least n arguments, from any
-// scenario.
-func fullWrite(t *testing.T, name, src string, n int) (*Redis, []string, []string) {
-	t.Helper()
-	for _, sc := range scenario.All() {
-		if sc.Script != name || sc.Strings != nil || sc.Preset != nil {
-			continue
-		}
-		r := New(scenario.T0)
-		for _, st := range sc.Steps {
-			r.SetTime(max(r.Now(), scenario.T0+st.At.Microseconds()))
-			argv := sc.Argv(st)
-			got, err := r.Eval(src, sc.Keys, argv)
-			if err == nil && len(argv) >= n && scenario.SpecOf(name).Wrote(argv, ints64(got)) {
-				return r, sc.Keys, argv
-			}
-		}
-	}
-	t.Fatalf("%s: no scenario admits a write of %d arguments", name, n)
-	return nil, nil, nil
-}
-
 func expectBadArg(t *testing.T, r *Redis, src string, keys, argv []string, prefix string) {
 	t.Helper()
 	before := r.Snapshot()

@@ -56,6 +56,73 @@ var allScripts = []*scriptMeta{
 	tokenBucketInfo,
 }
 
+// MultiKeyForm returns the multi-key form of the package's script whose SHA1
+// is hash (its Script's Hash), or nil for a script without @multi. One call
+// of it runs 1 to 64 calls of the script in turn, each exactly as a call of
+// its own: KEYS holds every call's keys in turn; ARGV, for each call, its
+// number of keys, its number of arguments and its arguments. Its reply is
+// each call's own reply or error, in order. On a Cluster its keys must
+// share one slot.
+func MultiKeyForm(hash string) *redis.Script { return multiKeyForms[hash] }
+
+var multiKeyForms = map[string]*redis.Script{
+	ConcurrencyScript.Hash():          redis.NewScript(multiBefore + concurrencySource + multiAfter),
+	FixedWindowScript.Hash():          redis.NewScript(multiBefore + fixedWindowSource + multiAfter),
+	GCRAScript.Hash():                 redis.NewScript(multiBefore + gcraSource + multiAfter),
+	LeakyBucketScript.Hash():          redis.NewScript(multiBefore + leakyBucketSource + multiAfter),
+	MultiScript.Hash():                redis.NewScript(multiBefore + multiSource + multiAfter),
+	SlidingWindowCounterScript.Hash(): redis.NewScript(multiBefore + slidingWindowCounterSource + multiAfter),
+	SlidingWindowLogScript.Hash():     redis.NewScript(multiBefore + slidingWindowLogSource + multiAfter),
+	TokenBucketScript.Hash():          redis.NewScript(multiBefore + tokenBucketSource + multiAfter),
+}
+
+// multiBefore and multiAfter wrap a script's text into its multi-key form.
+const multiBefore = `local one = function(KEYS, ARGV)
+`
+
+const multiAfter = `
+end
+-- luagen's multi-key form: ARGV is, per call, its key count, its argument
+-- count and its arguments; KEYS, every call's keys in turn. The reply is
+-- each call's own reply or error, in order.
+local calls, nargv, nkeys, a, k = {}, #ARGV, #KEYS, 1, 0
+while a <= nargv do
+  local nk, na = ARGV[a], ARGV[a + 1]
+  if #calls == 64 or not (nk and na and string.find(nk, '^%d%d?%d?%d?$') and string.find(na, '^%d%d?%d?%d?$')) then
+    return redis.error_reply('BADARG multi-key call: ARGV must be, for each of 1 to 64 calls, its key count, its argument count and its arguments')
+  end
+  nk, na = tonumber(nk), tonumber(na)
+  if k + nk > nkeys or a + 1 + na > nargv then
+    return redis.error_reply('BADARG multi-key call: call ' .. (#calls + 1) .. ' names more keys or arguments than were sent')
+  end
+  calls[#calls + 1] = {k, nk, a + 1, na}
+  k, a = k + nk, a + 2 + na
+end
+if #calls == 0 or k ~= nkeys then
+  return redis.error_reply('BADARG multi-key call: ' .. nkeys .. ' keys sent and ' .. k .. ' named, in ' .. #calls .. ' calls (1 to 64)')
+end
+local out = {}
+for i = 1, #calls do
+  local c, ks, as = calls[i], {}, {}
+  for j = 1, c[2] do
+    ks[j] = KEYS[c[1] + j]
+  end
+  for j = 1, c[4] do
+    as[j] = ARGV[c[3] + j]
+  end
+  local ok, r = pcall(one, ks, as)
+  if not ok then
+    if type(r) ~= 'table' or type(r.err) ~= 'string' then
+      r = {err = string.gsub(tostring(r), '^[^:]*:%d+: ', '')}
+    end
+  elseif r == nil then
+    r = false
+  end
+  out[i] = r
+end
+return out
+`
+
 // ScriptError is an error reply whose first word is an @error code of the
 // package. Its Unwrap returns the code's sentinel, so errors.Is(err, ErrX)
 // works.

@@ -149,7 +149,7 @@ func Generate(inputs []Input, opt Options) (*Output, error) {
 		}
 		fv = newFunctionsView(opt.Package, opt.Functions, scripts, parts)
 	}
-	shared, functions, err := renderShared(client, newSharedView(opt.Package, scripts), fv, out.Files)
+	shared, functions, err := renderShared(client, newSharedView(opt.Package, client, scripts, all), fv, out.Files)
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,9 @@ type Script struct {
 	Shebang bool // the first line is #!lua ...
 	// ShebangFlags are the flags= words of the #! line.
 	ShebangFlags []string
+	// Multi is set by @multi: luagen also gives the script's multi-key
+	// form (multi.go), one call that runs up to MultiCalls calls of it.
+	Multi bool
 }
 
 // HasFlag reports whether the header lists flag in @flags.
@@ -161,6 +164,14 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 				seenCode[code] = line
 				s.Errors = append(s.Errors, ErrorCode{Code: code, Doc: doc, Line: line})
 			}
+		case "@multi":
+			if s.Multi {
+				r.errorf(line, "@multi: already declared")
+			}
+			s.Multi = true
+			if s.Shebang {
+				r.errorf(line, "@multi: a script with a #! line has no multi-key form (its flags would have to lead the form's text); drop one or the other")
+			}
 		case "@flags":
 			if rest == "" {
 				r.errorf(line, "@flags: missing flags")
@@ -173,7 +184,7 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 				s.Flags = append(s.Flags, f)
 			}
 		default:
-			r.errorf(line, "unknown tag %q (want @key, @arg, @return, @error or @flags)", tag)
+			r.errorf(line, "unknown tag %q (want @key, @arg, @return, @error, @flags or @multi)", tag)
 		}
 	}
 

@@ -54,7 +54,7 @@ func TestMalformed(t *testing.T) {
 				"--- @flags no-writes, fast", "return 1"),
 			want: []string{
 				"x.lua:1: header has no summary: start it with a line saying what the script does",
-				`x.lua:2: unknown tag "@retrun" (want @key, @arg, @return, @error or @flags)`,
+				`x.lua:2: unknown tag "@retrun" (want @key, @arg, @return, @error, @flags or @multi)`,
 				"x.lua:3: @arg Rate: name must be lower case letters, digits and _ (like retry_after)",
 				"x.lua:4: @error badarg: code must be upper case letters, digits and _ (like BADARG)",
 				`x.lua:5: @flags: unknown flag "fast" (want no-writes, allow-oom, allow-stale, no-cluster or allow-cross-slot-keys)`,

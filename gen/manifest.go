@@ -15,10 +15,23 @@ import (
 // Schema (one file, versioned with ManifestVersion; every manifest luagen
 // writes in the tests is validated against it).
 type manifestFile struct {
-	Comment   string           `json:"comment"`
-	Version   int              `json:"version"`
-	Functions *manifestLibrary `json:"functions,omitempty"`
-	Scripts   []manifestScript `json:"scripts"`
+	Comment   string             `json:"comment"`
+	Version   int                `json:"version"`
+	Functions *manifestLibrary   `json:"functions,omitempty"`
+	MultiForm *manifestMultiForm `json:"multi_form,omitempty"`
+	Scripts   []manifestScript   `json:"scripts"`
+}
+
+// manifestMultiForm is how a script becomes its multi-key form (multi.go).
+type manifestMultiForm struct {
+	Before   string `json:"before"`
+	After    string `json:"after"`
+	MaxCalls int    `json:"max_calls"`
+}
+
+// manifestMulti is a script's multi-key form.
+type manifestMulti struct {
+	SHA1 string `json:"sha1"`
 }
 
 // manifestLibrary is the Functions library, when one is generated.
@@ -51,6 +64,8 @@ type manifestScript struct {
 	Errors  []manifestError `json:"errors"`
 	// Function is the script's function in the library, if there is one.
 	Function *manifestFunction `json:"function,omitempty"`
+	// Multi is the script's multi-key form, if it has one (@multi).
+	Multi *manifestMulti `json:"multi,omitempty"`
 }
 
 type manifestKey struct {
@@ -229,6 +244,11 @@ func manifest(scripts []*Script, files map[string]string, lib *manifestLibrary) 
 			if s.HasFlag("no-writes") {
 				ms.Function.Command = "FCALL_RO"
 			}
+		}
+		if s.Multi {
+			sum := sha1.Sum(multiSource(s))
+			ms.Multi = &manifestMulti{SHA1: hex.EncodeToString(sum[:])}
+			m.MultiForm = &manifestMultiForm{Before: multiBefore, After: multiAfter, MaxCalls: MultiCalls}
 		}
 		ms.Keys = manifestKeys(s.Keys)
 		for _, e := range s.Errors {

@@ -77,6 +77,13 @@ func parseScript(file string, src []byte) (s *Script, diags, functions Diagnosti
 		b.check(s, r)
 	}
 	l.finish()
+	if s.Multi {
+		// The multi-key form wraps the chunk in a function too.
+		for _, d := range c.functions {
+			d.Msg = "@multi: " + d.Msg
+			r.diags = append(r.diags, d)
+		}
+	}
 	r.diags.sort()
 	return s, r.diags, c.functions
 }

@@ -599,17 +599,26 @@ type sharedView struct {
 	Pkg     string
 	Scripts []string // unexported names
 	Errors  []errorView
+	// Multi are the scripts with @multi, for MultiKeyForm (go-redis only).
+	Multi               []multiView
+	MultiBefore, MultiAfter string
 }
+
+// multiView is a script with @multi: its Go name and unexported name.
+type multiView struct{ Go, Unexported string }
 
 type errorView struct {
 	Code, Sentinel, Doc string
 }
 
-func newSharedView(pkg string, scripts []*Script) sharedView {
-	v := sharedView{Pkg: pkg}
+func newSharedView(pkg string, client clientKind, scripts []*Script, all []*names) sharedView {
+	v := sharedView{Pkg: pkg, MultiBefore: goLiteral(multiBefore), MultiAfter: goLiteral(multiAfter)}
 	seen := map[string]bool{}
-	for _, s := range scripts {
+	for i, s := range scripts {
 		v.Scripts = append(v.Scripts, unexported(s.Name))
+		if s.Multi && client.files == nil {
+			v.Multi = append(v.Multi, multiView{Go: all[i].Go, Unexported: all[i].Unexported})
+		}
 		for _, e := range s.Errors {
 			if !seen[e.Code] {
 				seen[e.Code] = true

@@ -88,6 +88,7 @@
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
+--- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -10,6 +10,7 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 	"github.com/redlimit/redlimit/ratelimit/internal/key"
+	"github.com/redlimit/redlimit/ratelimit/internal/multikey"
 	"github.com/redlimit/redlimit/ratelimit/internal/option"
 )
 
@@ -83,8 +84,11 @@ func New(rdb Client, name string, limit Limit, opts ...Option) (*Limiter, error)
 		local = newLocal()
 	}
 	var batches *coalescer
-	if !l.alone && (scripts[l.alg].batch != nil || l.block > 0) {
-		batches = newCoalescer()
+	if !l.alone {
+		l.rdb = multikey.Wrap(l.rdb, rdb) // the send stage across keys
+		if scripts[l.alg].batch != nil || l.block > 0 {
+			batches = newCoalescer()
+		}
 	}
 	lt := &late{rdb: l.rdb, clock: l.clock, prefix: l.prefix, max: maxLate}
 	if l.cache != nil {
@@ -195,6 +199,10 @@ func checkCost(n int64) error {
 	return nil
 }
 
+// userClient is the client New was given, under the guard and the
+// batching across keys.
+func userClient(c redis.Scripter) redis.Scripter { return guard.Unwrap(multikey.Unwrap(c)) }
+
 // sameClient reports whether every limiter uses one client, so one pipeline
 // or one script call can carry all their calls. Clients that cannot be
 // compared count as different.
@@ -204,9 +212,9 @@ func sameClient(limiters []*Limiter) (same bool) {
 			same = false
 		}
 	}()
-	c := guard.Unwrap(limiters[0].rdb) // each Limiter has a guard of its own
+	c := userClient(limiters[0].rdb) // each Limiter has a guard of its own
 	for _, l := range limiters[1:] {
-		if l == nil || guard.Unwrap(l.rdb) != c {
+		if l == nil || userClient(l.rdb) != c {
 			return false
 		}
 	}

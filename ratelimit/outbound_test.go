@@ -38,7 +38,10 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 	const run = 3500 * time.Millisecond
 	recipe := ratelimit.Limit{Rate: n, Period: time.Second + outboundMargin, Burst: n}
 
-	type call struct{ sent, made time.Time }
+	// asked is when the call's Wait began: a lower bound of its decision's
+	// instant, for a call whose command the hook did not see (it went in
+	// a batch across callers, under another caller's context).
+	type call struct{ sent, made, asked time.Time }
 	var (
 		mu    sync.Mutex
 		calls []call
@@ -60,6 +63,7 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 				for {
 					var sent time.Time
 					ctx, cancel := context.WithDeadline(outbound.WithSent(context.Background(), &sent), stop)
+					asked := time.Now()
 					err := api.Wait(ctx, "api")
 					cancel()
 					made := time.Now()
@@ -73,7 +77,7 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 						return
 					}
 					mu.Lock()
-					calls = append(calls, call{sent, made})
+					calls = append(calls, call{sent, made, asked})
 					mu.Unlock()
 				}
 			}()
@@ -82,10 +86,13 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 	wg.Wait()
 
 	var made []time.Time
-	late := 0
+	late, unseen := 0, 0
 	for _, c := range calls {
 		if c.sent.IsZero() {
-			t.Fatal("a call whose admitting command was never seen by the hook")
+			// A lower bound only: such a call is judged more strictly
+			// (more likely left out as late), never less.
+			c.sent = c.asked
+			unseen++
 		}
 		// Redis's TIME is in whole µs, so a decision may read up to 1 µs
 		// before the instant its command was sent.
@@ -95,9 +102,12 @@ func TestOutboundNeverMoreThanNInAnySecond(t *testing.T) {
 		}
 		made = append(made, c.made)
 	}
+	if unseen == len(calls) {
+		t.Fatal("the hook saw no call's admitting command")
+	}
 	worst, at := outbound.WorstSecond(made)
-	t.Logf("%d calls in %v (%.1f a second after the first %d), %d made later than %v after their decision; at most %d in one second (from %v)",
-		len(calls), run, outbound.Sustained(made, n), n, late, outboundMargin, worst, at)
+	t.Logf("%d calls in %v (%.1f a second after the first %d), %d made later than %v after their decision (%d judged from their Wait's start); at most %d in one second (from %v)",
+		len(calls), run, outbound.Sustained(made, n), n, late, outboundMargin, unseen, worst, at)
 	if worst > n {
 		t.Errorf("%d calls in one second, from %v: the recipe promises at most %d", worst, at, n)
 	}

@@ -19,7 +19,7 @@ var ConcurrencyScript = rueidis.NewLuaScript(concurrencySource)
 func ConcurrencySource() string { return concurrencySource }
 
 // ConcurrencyHash is the SHA1 of ConcurrencySource(), the hash EVALSHA and SCRIPT LOAD use.
-const ConcurrencyHash = "fe3e0f49a9344a24eebdea00e4a24693682e334d"
+const ConcurrencyHash = "d4d471a7b818f151d70008eb425ceb6f4b40dc7f"
 
 var concurrencyInfo = &scriptMeta{file: "concurrency.lua", source: concurrencySource, hash: ConcurrencyHash}
 
@@ -217,6 +217,7 @@ const concurrencySource = `--- Caps the requests in flight per key: at most limi
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key has this script's type but not its state (another script's members, numbers out of range); it is left untouched
+--- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -19,7 +19,7 @@ var FixedWindowScript = rueidis.NewLuaScript(fixedWindowSource)
 func FixedWindowSource() string { return fixedWindowSource }
 
 // FixedWindowHash is the SHA1 of FixedWindowSource(), the hash EVALSHA and SCRIPT LOAD use.
-const FixedWindowHash = "9bda2986550eb75e1b30b96c9e14ee440fdb54e4"
+const FixedWindowHash = "c14443de86f54ce219ab7983823d9bd39f9f240c"
 
 var fixedWindowInfo = &scriptMeta{file: "fixed_window.lua", source: fixedWindowSource, hash: FixedWindowHash}
 
@@ -263,6 +263,7 @@ const fixedWindowSource = `--- Fixed window: counts cost against limit in window
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
+--- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -18,7 +18,7 @@ var MultiScript = rueidis.NewLuaScript(multiSource)
 func MultiSource() string { return multiSource }
 
 // MultiHash is the SHA1 of MultiSource(), the hash EVALSHA and SCRIPT LOAD use.
-const MultiHash = "114a36a51c9a540d15034a5f6a0f056c5320171a"
+const MultiHash = "50188d796f578f5f198aa7a3857cf787b52e47a2"
 
 var multiInfo = &scriptMeta{file: "multi.lua", source: multiSource, hash: MultiHash}
 
@@ -205,6 +205,7 @@ const multiSource = `--- Checks several limits on one request and counts it agai
 --- @error  EXPIRED       the server ran the call at or after its deadline; no key is written
 --- @error  WRONGTYPE     a key holds another type of value; no key is written
 --- @error  BADSTATE      a key is a string but not a GCRA state (another script's, another layout, a number out of range); no key is written
+--- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

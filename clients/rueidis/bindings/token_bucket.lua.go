@@ -18,7 +18,7 @@ var TokenBucketScript = rueidis.NewLuaScript(tokenBucketSource)
 func TokenBucketSource() string { return tokenBucketSource }
 
 // TokenBucketHash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const TokenBucketHash = "8cd27e71281756ea7e7d6684bbf06f219ad4140a"
+const TokenBucketHash = "1188fd17bb3e19cccd104ea7038c73c3ae6fe12c"
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", source: tokenBucketSource, hash: TokenBucketHash}
 
@@ -264,6 +264,7 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
+--- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -18,7 +18,7 @@ var LeakyBucketScript = valkey.NewLuaScript(leakyBucketSource)
 func LeakyBucketSource() string { return leakyBucketSource }
 
 // LeakyBucketHash is the SHA1 of LeakyBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const LeakyBucketHash = "6769e2ec9756dd18e2d8c2abce3820e10f01abd9"
+const LeakyBucketHash = "aaded9d5bab951758156561a7e07c5e9b2c2a1d9"
 
 var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", source: leakyBucketSource, hash: LeakyBucketHash}
 
@@ -265,6 +265,7 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
+--- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.

@@ -1,0 +1,320 @@
+// Package multikey is a limiter's send stage across keys: while a script
+// call is in flight to a Redis node (on a Cluster, to a slot), further calls
+// of the same script for other keys wait, and go together as one call of the
+// script's multi-key form (bindings.MultiKeyForm) when it returns. That form
+// runs each call in turn exactly as a call of its own at that instant would
+// run, so batching changes no answer; it saves a round trip and Redis's
+// per-command work for every call but one. A call alone is sent at once, as
+// it would be without this stage: no timer ever holds one.
+//
+// It sits below every script call a limiter makes (decisions, the per-key
+// batches, settles, refunds), above the guard (one breaker verdict per
+// batch). On a Cluster a batch's keys share a slot: the bundled scripts
+// carry no #! line, so no allow-cross-slot-keys flag, and a slot's keys move
+// together when it migrates, so a MOVED or ASK mid-batch redirects the whole
+// call, which Redis refuses before running any of it (go-redis follows).
+package multikey
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+)
+
+// maxCalls is the most calls one batch carries: the form's own bound.
+const maxCalls = 64
+
+// maxArgs bounds a batch's arguments, so that a batch of per-key batches
+// (64 requests each) stays a bounded piece of Redis's time.
+const maxArgs = 1024
+
+const shards = 16
+
+// Client is a guarded client whose script calls batch across keys. It
+// passes on what the rest of the limiter asks of a client.
+type Client struct {
+	redis.Scripter // the guarded client: every call of this stage goes through it
+	process        func(context.Context, redis.Cmder) error
+	cluster        bool // batch within a slot only
+	seed           maphash.Seed
+	shards         [shards]shard
+}
+
+type shard struct {
+	mu sync.Mutex
+	// lines has an entry for every group with a call in flight; nil while
+	// nobody waits behind it (a lone call allocates nothing here).
+	lines map[group]*line
+	_     [40]byte
+}
+
+// group is the calls that may go in one batch: one script, one slot (-1
+// off a Cluster).
+type group struct {
+	hash string
+	slot int
+}
+
+type line struct{ waiting []*waiter }
+
+// waiter is a call waiting for its group's next batch. sent and the line
+// are guarded by the shard's mu; done is closed once cmd holds the answer.
+type waiter struct {
+	ctx  context.Context
+	cmd  *redis.Cmd
+	keys []string
+	args []any
+	sent bool
+	done chan struct{}
+}
+
+// Wrap returns c, the guarded client over user, with its script calls
+// batched across keys, when user is a client whose node Wrap can tell (a
+// *redis.Client, Sentinel's included, or a *redis.ClusterClient); any other
+// (a Ring, an AutoPipeliner, another library's client) is returned as is.
+func Wrap(c, user redis.Scripter) redis.Scripter {
+	p, ok := c.(interface {
+		Process(context.Context, redis.Cmder) error
+	})
+	if !ok {
+		return c
+	}
+	m := &Client{Scripter: c, process: p.Process, seed: maphash.MakeSeed()}
+	switch user.(type) {
+	case *redis.Client:
+	case *redis.ClusterClient:
+		m.cluster = true
+	default:
+		return c
+	}
+	for i := range m.shards {
+		m.shards[i].lines = map[group]*line{}
+	}
+	return m
+}
+
+// Unwrap returns the client Wrap wrapped.
+func Unwrap(c redis.Scripter) redis.Scripter {
+	if m, ok := c.(*Client); ok {
+		return m.Scripter
+	}
+	return c
+}
+
+// Process sends cmd; an EVALSHA of a script with a multi-key form goes
+// through its group's line. (The bindings send EVALSHA this way.)
+func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
+	c, ok := cmd.(*redis.Cmd)
+	if !ok {
+		return m.process(ctx, cmd)
+	}
+	args := c.Args()
+	if len(args) < 3 || args[0] != "evalsha" {
+		return m.process(ctx, cmd)
+	}
+	hash, _ := args[1].(string)
+	nk, ok := args[2].(int)
+	if !ok || nk < 0 || 3+nk > len(args) || bindings.MultiKeyForm(hash) == nil {
+		return m.process(ctx, cmd)
+	}
+	keys := make([]string, nk)
+	for i := range keys {
+		if keys[i], ok = args[3+i].(string); !ok {
+			return m.process(ctx, cmd)
+		}
+	}
+	g := m.group(hash, keys)
+	if m.enter(ctx, g, c, keys, args[3+nk:]) {
+		err := m.process(ctx, cmd)
+		m.next(g)
+		return err
+	}
+	return c.Err()
+}
+
+// EvalSha is the bindings' call when its arguments do not fit their buffer
+// (a per-key batch): the same line as Process.
+func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	if bindings.MultiKeyForm(sha1) == nil {
+		return m.Scripter.EvalSha(ctx, sha1, keys, args...)
+	}
+	g := m.group(sha1, keys)
+	c := redis.NewCmd(ctx)
+	if m.enter(ctx, g, c, keys, args) {
+		c = m.Scripter.EvalSha(ctx, sha1, keys, args...)
+		m.next(g)
+	}
+	return c
+}
+
+// group is the group of a call on keys (its keys share a slot, or the call
+// fails on a Cluster whether batched or not).
+func (m *Client) group(hash string, keys []string) group {
+	g := group{hash: hash, slot: -1}
+	if m.cluster && len(keys) > 0 {
+		g.slot = slot(keys[0])
+	}
+	return g
+}
+
+func (m *Client) shard(g group) *shard {
+	return &m.shards[(maphash.String(m.seed, g.hash)+uint64(g.slot))%shards]
+}
+
+// enter reports whether the call is its group's only one in flight, and
+// then the caller sends it itself, and calls next once it returns.
+// Otherwise it waits for a batch and its answer is in c when enter returns.
+func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string, args []any) (own bool) {
+	sh := m.shard(g)
+	sh.mu.Lock()
+	ln, busy := sh.lines[g]
+	if !busy {
+		sh.lines[g] = nil
+		sh.mu.Unlock()
+		return true
+	}
+	w := &waiter{ctx: ctx, cmd: c, keys: keys, args: args, done: make(chan struct{})}
+	if ln == nil {
+		ln = &line{}
+		sh.lines[g] = ln
+	}
+	ln.waiting = append(ln.waiting, w)
+	sh.mu.Unlock()
+	select {
+	case <-w.done:
+		return false
+	case <-ctx.Done():
+	}
+	sh.mu.Lock()
+	if w.sent {
+		// Its batch is on the wire: its answer comes within the batch's
+		// deadline, which is at least its own, and the caller's own
+		// stage reads it on (a late answer is given back there).
+		sh.mu.Unlock()
+		<-w.done
+		return false
+	}
+	for i, o := range ln.waiting {
+		if o == w {
+			ln.waiting = append(ln.waiting[:i], ln.waiting[i+1:]...)
+			break
+		}
+	}
+	sh.mu.Unlock()
+	c.SetErr(ctx.Err()) // never sent: it counted nothing
+	return false
+}
+
+// next hands g, whose call just returned, to the calls that came
+// meanwhile: their batch goes out on a goroutine of its own.
+func (m *Client) next(g group) {
+	sh := m.shard(g)
+	sh.mu.Lock()
+	ln := sh.lines[g]
+	if ln == nil || len(ln.waiting) == 0 {
+		delete(sh.lines, g)
+		sh.mu.Unlock()
+		return
+	}
+	batch, args := ln.waiting, 0
+	for i, w := range ln.waiting {
+		args += 2 + len(w.args)
+		if i == maxCalls || i > 0 && args > maxArgs {
+			batch = ln.waiting[:i]
+			break
+		}
+	}
+	for _, w := range batch {
+		w.sent = true
+	}
+	batch = append([]*waiter(nil), batch...)
+	rest := ln.waiting[len(batch):]
+	ln.waiting = append(ln.waiting[:0], rest...)
+	clear(ln.waiting[len(ln.waiting):cap(ln.waiting)])
+	sh.mu.Unlock()
+	go m.flush(g, batch)
+}
+
+// flush sends one batch and answers each of its calls. It runs until the
+// latest deadline of its callers' contexts (none if one has none), without
+// their cancellation: one caller leaving must not fail the others' calls.
+func (m *Client) flush(g group, batch []*waiter) {
+	defer m.next(g)
+	if len(batch) == 1 { // a call of its own costs less than the form
+		w := batch[0]
+		m.answer(w, m.Scripter.EvalSha(context.WithoutCancel(w.ctx), g.hash, w.keys, w.args...))
+		return
+	}
+	var keys []string
+	args := make([]any, 0, 2*len(batch))
+	var latest time.Time
+	forever := false
+	for _, w := range batch {
+		keys = append(keys, w.keys...)
+		args = append(args, len(w.keys), len(w.args))
+		args = append(args, w.args...)
+		if d, ok := w.ctx.Deadline(); !ok {
+			forever = true
+		} else if d.After(latest) {
+			latest = d
+		}
+	}
+	ctx := context.WithoutCancel(batch[0].ctx)
+	if !forever {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, latest)
+		defer cancel()
+	}
+	form := bindings.MultiKeyForm(g.hash)
+	cmd := form.EvalSha(ctx, m.Scripter, keys, args...)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = form.Eval(ctx, m.Scripter, keys, args...)
+	}
+	replies, err := cmd.Slice()
+	for i, w := range batch {
+		switch {
+		case err != nil:
+			w.cmd.SetErr(err)
+		case i >= len(replies):
+			w.cmd.SetErr(fmt.Errorf("multikey: %d replies for %d calls", len(replies), len(batch)))
+		default:
+			switch v := replies[i].(type) {
+			case error:
+				w.cmd.SetErr(v)
+			case nil:
+				w.cmd.SetErr(redis.Nil)
+			default:
+				w.cmd.SetVal(v)
+			}
+		}
+		close(w.done)
+	}
+}
+
+// answer copies a call's own answer into w's command.
+func (m *Client) answer(w *waiter, c *redis.Cmd) {
+	if err := c.Err(); err != nil {
+		w.cmd.SetErr(err)
+	} else {
+		w.cmd.SetVal(c.Val())
+	}
+	close(w.done)
+}
+
+// Pipeline passes on the guarded client's (All's batches).
+func (m *Client) Pipeline() redis.Pipeliner {
+	return m.Scripter.(interface{ Pipeline() redis.Pipeliner }).Pipeline()
+}
+
+// Del passes on the guarded client's (Reset).
+func (m *Client) Del(ctx context.Context, keys ...string) *redis.IntCmd {
+	return m.Scripter.(interface {
+		Del(context.Context, ...string) *redis.IntCmd
+	}).Del(ctx, keys...)
+}

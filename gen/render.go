@@ -600,7 +600,7 @@ type sharedView struct {
 	Scripts []string // unexported names
 	Errors  []errorView
 	// Multi are the scripts with @multi, for MultiKeyForm (go-redis only).
-	Multi               []multiView
+	Multi                   []multiView
 	MultiBefore, MultiAfter string
 }
 

@@ -20,8 +20,10 @@ import (
 
 // Slot migration under load, on a cluster of the test's own (3 masters):
 // 200 user keys whose limiter keys all hash to one slot S, a limiter of 5
-// and one of 10 000 per algorithm and an Atomic rule of two GCRA limits
-// (multi.lua: two keys of S in one call), 32 goroutines deciding on random
+// (they fill, mostly during the first move: the bound) and one of 10 000
+// (they admit through every move: the count) per algorithm and an Atomic
+// rule of two GCRA limits of 5 and 10 000 (multi.lua: two keys of S in
+// one call), 32 goroutines deciding on random
 // keys while S moves from master to master three times by the protocol
 // redis-cli --cluster reshard follows (SETSLOT IMPORTING and MIGRATING,
 // GETKEYSINSLOT and MIGRATE a few keys at a time, SETSLOT NODE). The
@@ -34,7 +36,10 @@ import (
 // the load, each key's state on the slot's last owner must count what its
 // callers were told was admitted, plus at most the calls that failed (an
 // admission whose reply was lost). More would be a request decided twice;
-// less, state lost in a move (and then over-admission).
+// less, state lost in a move (and then over-admission). Errors are
+// counted, not bounded: Atomic's calls fail with TRYAGAIN while its two
+// keys are split between the nodes, or not yet made (Redis creates no
+// key for a multi-key call of a slot being imported).
 func TestSlotMigrationUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of its own")
@@ -230,6 +235,13 @@ func TestSlotMigrationUnderLoad(t *testing.T) {
 		decided.Load(), elapsed.Round(time.Millisecond), workers, slot, moved, admitted, batched.Load(), exhausted)
 	t.Logf("%d decisions failed (%d of single limiters, %d of Atomic; %d (rule, key) pairs): %v; slowest decision %v",
 		failed.Load(), failedBy[0], failedBy[1], withErrors, samples, time.Duration(slowest.Load()).Round(time.Millisecond))
+	// The calls met every window of the moves, or the test checked
+	// nothing of them.
+	met := redirects(t, ctx, nodes)
+	t.Logf("the nodes answered %v", met)
+	if met["ASK"] == 0 || met["MOVED"] == 0 || met["TRYAGAIN"] == 0 {
+		t.Errorf("the calls met no ASK, MOVED or TRYAGAIN: %v", met)
+	}
 	// Most limits of 5 (8 per key) must have filled, or the bound was
 	// never tested: about 18 decisions reach each (rule, key) pair.
 	if exhausted < int64(len(keys))*8/2 {
@@ -441,6 +453,11 @@ func TestDecisionsMidMigration(t *testing.T) {
 				}
 			}
 		}
+	}
+	if met := redirects(t, ctx, nodes); met["ASK"] == 0 {
+		t.Errorf("the calls met no ASK: %v", met)
+	} else {
+		t.Logf("the nodes answered %v", met)
 	}
 	t.Logf("slot %d halfway from %s to %s: %d decisions in %v, %d from coalesced batches; Atomic's failed: %d of %d for new keys, %v",
 		slot, nodes[src].addr, nodes[dst].addr, len(jobs), took.Round(time.Millisecond), batched.Load(), failed[kindNew], per*asks, samples)
@@ -657,6 +674,28 @@ func must(t *testing.T, ctx context.Context, c *redis.Client, args ...any) {
 	if err := c.Do(ctx, args...).Err(); err != nil {
 		t.Fatalf("%s: %v: %v", c.Options().Addr, args, err)
 	}
+}
+
+// redirects sums what the nodes answered ASK, MOVED and TRYAGAIN
+// (INFO errorstats, since the nodes started: the cluster is the test's).
+func redirects(t *testing.T, ctx context.Context, nodes []clusterNode) map[string]int64 {
+	t.Helper()
+	sum := map[string]int64{}
+	for _, n := range nodes {
+		info, err := n.c.Info(ctx, "errorstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			for _, e := range []string{"ASK", "MOVED", "TRYAGAIN"} {
+				var c int64
+				if _, err := fmt.Sscanf(line, "errorstat_"+e+":count=%d", &c); err == nil {
+					sum[e] += c
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // slotKeys says how many keys of slot each node holds, for a failure's log.

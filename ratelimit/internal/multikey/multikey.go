@@ -48,8 +48,7 @@ type Client struct {
 
 type shard struct {
 	mu sync.Mutex
-	// lines has an entry for every group with a call in flight; nil while
-	// nobody waits behind it (a lone call allocates nothing here).
+	// lines has an entry for every group with a call in flight.
 	lines map[group]*line
 	_     [40]byte
 }
@@ -61,7 +60,17 @@ type group struct {
 	slot int
 }
 
-type line struct{ waiting []*waiter }
+// line is a group's calls: how many are in flight (1 to depth) and those
+// waiting for one to return.
+type line struct {
+	busy    int
+	waiting []*waiter
+}
+
+// depth is how many calls of a group may be in flight at once: two, so
+// that Redis runs one batch while the next gathers and travels (with one,
+// Redis idles for every round trip).
+const depth = 2
 
 // waiter is a call waiting for its group's next batch. sent and the line
 // are guarded by the shard's mu; done is closed once cmd holds the answer.
@@ -173,17 +182,17 @@ func (m *Client) shard(g group) *shard {
 func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string, args []any) (own bool) {
 	sh := m.shard(g)
 	sh.mu.Lock()
-	ln, busy := sh.lines[g]
-	if !busy {
-		sh.lines[g] = nil
-		sh.mu.Unlock()
-		return true
-	}
-	w := &waiter{ctx: ctx, cmd: c, keys: keys, args: args, done: make(chan struct{})}
+	ln := sh.lines[g]
 	if ln == nil {
 		ln = &line{}
 		sh.lines[g] = ln
 	}
+	if ln.busy < depth {
+		ln.busy++
+		sh.mu.Unlock()
+		return true
+	}
+	w := &waiter{ctx: ctx, cmd: c, keys: keys, args: args, done: make(chan struct{})}
 	ln.waiting = append(ln.waiting, w)
 	sh.mu.Unlock()
 	select {
@@ -211,14 +220,16 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string
 	return false
 }
 
-// next hands g, whose call just returned, to the calls that came
-// meanwhile: their batch goes out on a goroutine of its own.
+// next hands g's call that just returned on to the calls that came
+// meanwhile: their batch goes out on a goroutine of its own, in its place.
 func (m *Client) next(g group) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
-	if ln == nil || len(ln.waiting) == 0 {
-		delete(sh.lines, g)
+	if len(ln.waiting) == 0 {
+		if ln.busy--; ln.busy == 0 {
+			delete(sh.lines, g)
+		}
 		sh.mu.Unlock()
 		return
 	}
@@ -241,35 +252,23 @@ func (m *Client) next(g group) {
 	go m.flush(g, batch)
 }
 
-// flush sends one batch and answers each of its calls. It runs until the
-// latest deadline of its callers' contexts (none if one has none), without
-// their cancellation: one caller leaving must not fail the others' calls.
+// flush sends one batch and answers each of its calls, under detach's
+// context. A batch Redis refused before running it goes call by call.
 func (m *Client) flush(g group, batch []*waiter) {
 	defer m.next(g)
+	ctx, cancel := detach(batch...)
+	defer cancel()
 	if len(batch) == 1 { // a call of its own costs less than the form
 		w := batch[0]
-		m.answer(w, m.Scripter.EvalSha(context.WithoutCancel(w.ctx), g.hash, w.keys, w.args...))
+		m.answer(w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
 		return
 	}
 	var keys []string
 	args := make([]any, 0, 2*len(batch))
-	var latest time.Time
-	forever := false
 	for _, w := range batch {
 		keys = append(keys, w.keys...)
 		args = append(args, len(w.keys), len(w.args))
 		args = append(args, w.args...)
-		if d, ok := w.ctx.Deadline(); !ok {
-			forever = true
-		} else if d.After(latest) {
-			latest = d
-		}
-	}
-	ctx := context.WithoutCancel(batch[0].ctx)
-	if !forever {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, latest)
-		defer cancel()
 	}
 	form := bindings.MultiKeyForm(g.hash)
 	cmd := form.EvalSha(ctx, m.Scripter, keys, args...)
@@ -277,6 +276,10 @@ func (m *Client) flush(g group, batch []*waiter) {
 		cmd = form.Eval(ctx, m.Scripter, keys, args...)
 	}
 	replies, err := cmd.Slice()
+	if notRun(err) {
+		m.alone(g, batch)
+		return
+	}
 	for i, w := range batch {
 		switch {
 		case err != nil:
@@ -295,6 +298,53 @@ func (m *Client) flush(g group, batch []*waiter) {
 		}
 		close(w.done)
 	}
+}
+
+// notRun reports an error by which Redis refused a batch before running
+// any of it, and would run its calls one by one: a slot migrating, whose
+// keys are not all on one node yet (TRYAGAIN, or an ASK or MOVED that
+// go-redis's redirects did not resolve), or keys of several slots.
+func notRun(err error) bool {
+	for _, p := range [...]string{"TRYAGAIN", "ASK", "MOVED", "CROSSSLOT"} {
+		if err != nil && redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// alone sends each call of a batch Redis did not run as a call of its
+// own, at once, as it would have gone without this stage.
+func (m *Client) alone(g group, batch []*waiter) {
+	var wg sync.WaitGroup
+	for _, w := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := detach(w)
+			defer cancel()
+			m.answer(w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
+		}()
+	}
+	wg.Wait()
+}
+
+// detach is a context for a batch's call: the first caller's values,
+// without its cancellation (one caller leaving must not fail the others'
+// calls), until the latest of the callers' deadlines, or none if one has
+// none.
+func detach(batch ...*waiter) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, w := range batch {
+		d, ok := w.ctx.Deadline()
+		if !ok {
+			return context.WithoutCancel(batch[0].ctx), func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(batch[0].ctx), latest)
 }
 
 // answer copies a call's own answer into w's command.

@@ -1,0 +1,248 @@
+package multikey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/internal/redisserver"
+)
+
+// counting is a client that counts the commands it is sent, and can hold
+// them at a gate.
+type counting struct {
+	*redis.Client
+	sent atomic.Int64
+	gate chan struct{} // when not nil, each command waits for a value
+}
+
+func (c *counting) Process(ctx context.Context, cmd redis.Cmder) error {
+	c.sent.Add(1)
+	if c.gate != nil {
+		<-c.gate
+	}
+	return c.Client.Process(ctx, cmd)
+}
+
+func (c *counting) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, append(append([]any{"evalsha", sha, len(keys)}, stringsToAny(keys)...), args...)...)
+	_ = c.Process(ctx, cmd)
+	return cmd
+}
+
+func (c *counting) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, append(append([]any{"eval", src, len(keys)}, stringsToAny(keys)...), args...)...)
+	_ = c.Process(ctx, cmd)
+	return cmd
+}
+
+func stringsToAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func gcra(ctx context.Context, c redis.Scripter, key string, cost int64) (bindings.GCRAResult, error) {
+	return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Minute, Take: bindings.GCRATakeAll,
+		Requests: []bindings.GCRARequest{{Cost: cost}}})
+}
+
+// servers are the servers the stage runs on: miniredis, and a real
+// redis-server (which CI requires).
+func servers(t *testing.T) map[string]string {
+	mr := miniredis.RunT(t)
+	return map[string]string{"miniredis": mr.Addr(), "redis": redisserver.Start(t)}
+}
+
+// Calls on many keys at once go in few calls, and each is answered as a
+// call of its own: every key's first three pass, the fourth does not, and
+// a key of another type fails alone.
+func TestBatchesAnswerEachCall(t *testing.T) {
+	for name, addr := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+			defer rdb.Close()
+			rdb.FlushAll(ctx)
+			rdb.LPush(ctx, "wrong", "x")
+			inner := &counting{Client: rdb}
+			c := Wrap(inner, rdb)
+			if _, ok := c.(*Client); !ok {
+				t.Fatal("a *redis.Client was not wrapped")
+			}
+			const keys, per = 50, 4
+			var wg sync.WaitGroup
+			allowed := make([]atomic.Int64, keys)
+			var wrong atomic.Int64
+			for k := range keys {
+				for range per {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						r, err := gcra(ctx, c, fmt.Sprint("k", k), 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if r.Decisions[0].Allowed == 1 {
+							allowed[k].Add(1)
+						}
+					}()
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, err := gcra(ctx, c, "wrong", 1)
+					if !errors.Is(err, bindings.ErrWrongType) {
+						t.Errorf("a list's call: %v, want WRONGTYPE", err)
+					}
+					wrong.Add(1)
+				}()
+			}
+			wg.Wait()
+			for k := range keys {
+				if n := allowed[k].Load(); n != 3 {
+					t.Errorf("key k%d: %d of %d allowed, want 3", k, n, per)
+				}
+			}
+			calls := keys * (per + 1)
+			sent := inner.sent.Load()
+			t.Logf("%d calls in %d commands", calls, sent)
+			if sent >= int64(calls) {
+				t.Errorf("%d calls in %d commands: no batch formed", calls, sent)
+			}
+		})
+	}
+}
+
+// A call that waits behind another and whose caller leaves before its
+// batch is sent is never sent: it counts nothing.
+func TestLeftBeforeSentCountsNothing(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	defer rdb.Close()
+	if err := bindings.LoadAll(ctx, rdb); err != nil { // one command per call: no NOSCRIPT, then EVAL
+		t.Fatal(err)
+	}
+	inner := &counting{Client: rdb, gate: make(chan struct{})}
+	c := Wrap(inner, rdb)
+	var wg sync.WaitGroup
+	for i := range depth { // the calls in flight, held at the gate
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := gcra(ctx, c, fmt.Sprint("first", i), 1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for inner.sent.Load() < depth {
+		time.Sleep(time.Millisecond)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	left := make(chan error)
+	go func() {
+		_, err := gcra(wctx, c, "second", 1)
+		left <- err
+	}()
+	m := c.(*Client)
+	for waiting(m) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the call that left: %v, want context.Canceled", err)
+	}
+	for range depth {
+		inner.gate <- struct{}{}
+	}
+	wg.Wait()
+	if n := rdb.Exists(ctx, "second").Val(); n != 0 {
+		t.Error("the call that left before its batch was sent counted")
+	}
+	if n := inner.sent.Load(); n != depth {
+		t.Errorf("%d commands sent, want %d", n, depth)
+	}
+}
+
+func waiting(m *Client) (n int) {
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for _, ln := range sh.lines {
+			n += len(ln.waiting)
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// The form is loaded on demand: a server without it (SCRIPT FLUSH) gets
+// EVAL.
+func TestFormAfterScriptFlush(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 32})
+	defer rdb.Close()
+	rdb.ScriptFlush(ctx)
+	inner := &counting{Client: rdb, gate: make(chan struct{})}
+	c := Wrap(inner, rdb)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := gcra(ctx, c, fmt.Sprint("k", i), 1)
+			errs <- err
+		}()
+	}
+	for waiting(c.(*Client)) < 20-depth {
+		time.Sleep(time.Millisecond)
+	}
+	close(inner.gate) // every command goes on
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := rdb.Exists(ctx, "k0", "k19").Val(); n != 2 {
+		t.Errorf("%d of 2 keys written", n)
+	}
+}
+
+// slot agrees with Redis's CLUSTER KEYSLOT (values from its docs and a
+// server).
+func TestSlot(t *testing.T) {
+	for key, want := range map[string]int{
+		"foo": 12182, "bar": 5061, "hello": 866, "somekey": 11058,
+		"{user1000}.following": 3443, "{user1000}.followers": 3443,
+		"foo{}{bar}": 8363, "foo{{bar}}zap": 4015, "foo{bar}{zap}": 5061,
+		"rl:api:{alice}": slot("alice"),
+	} {
+		if got := slot(key); got != want {
+			t.Errorf("slot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+// Other clients go unwrapped: a Ring shards by key, and an AutoPipeliner
+// or another library's client has a node this stage cannot tell.
+func TestWrapOnlyWhatItCanRoute(t *testing.T) {
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if c := Wrap(ring, ring); c != redis.Scripter(ring) {
+		t.Error("a Ring was wrapped")
+	}
+}

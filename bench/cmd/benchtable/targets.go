@@ -54,7 +54,7 @@ func targets(r *results) []check {
 	// Issue 25: coalescing a hot key, and the fastest client path. The
 	// default rows (redlimit_gcra, redlimit_gcra_rueidis) coalesce; the
 	// "_nobatch" rows, ratelimit.WithoutCoalescing, are GCRA as it was.
-	const nocoalesce = "redlimit_gcra_nobatch"
+	const nobatch = "redlimit_gcra_nobatch"
 	if u, ok := r.perSecond("hot-allow", g, "ulule_limiter"); ok {
 		if v, ok := r.perSecond("hot-allow", g, "redlimit_gcra"); ok {
 			atLeast("hot key, all admitted: ratelimit GCRA, default options, ≥ 3× ulule's decisions/s", "hot-allow, gcra", v/u, 3)
@@ -82,10 +82,10 @@ func targets(r *results) []check {
 		out = append(out, c)
 	}
 	if v, ok := r.perSecond("distinct", g, "redlimit_gcra"); ok {
-		if was, ok := r.perSecond("distinct", g, nocoalesce); ok {
+		if was, ok := r.perSecond("distinct", g, nobatch); ok {
 			atLeast("100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing", "distinct, gcra", v/was, 0.95)
 		} else {
-			notMeasured("100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing", "distinct, gcra", "≥ 0.95×", "no "+nocoalesce+" row")
+			notMeasured("100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing", "distinct, gcra", "≥ 0.95×", "no "+nobatch+" row")
 		}
 	}
 	for _, s := range scenarios {
@@ -94,9 +94,9 @@ func targets(r *results) []check {
 			continue
 		}
 		const target = "one goroutine: p50 within 5% of ratelimit GCRA without coalescing"
-		was, ok := r.get(s, 1, nocoalesce, "p50-us")
+		was, ok := r.get(s, 1, nobatch, "p50-us")
 		if !ok {
-			notMeasured(target, s+", gcra", "≤ 1.05× its p50", "no "+nocoalesce+" row")
+			notMeasured(target, s+", gcra", "≤ 1.05× its p50", "no "+nobatch+" row")
 			continue
 		}
 		c := check{target: target, setting: s + ", gcra", got: fmt.Sprintf("%.0f µs", v), bound: fmt.Sprintf("≤ %.0f µs", 1.05*was), met: v <= 1.05*was}

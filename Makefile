@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench bench-partner demo rls screenshot ci download
+.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench bench-keys bench-partner demo rls screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -153,6 +153,16 @@ lint:
 # table.
 bench:
 	GO=$(GO) bench/run.sh
+
+# The rows that judge batching calls for other keys, in a few minutes:
+# the distinct scenario at 64 goroutines, every algorithm over go-redis,
+# rueidis and valkey-go beside its row without batching, the floors, ulule
+# and redis_rate, then the HTTP rows from 100 000 client addresses; the
+# keys table and the targets printed, the raw output in
+# bench/results/keys.txt (OUT=results/NAME.txt for another file), nothing
+# committed written. Before and after a change: see bench/keys.sh.
+bench-keys:
+	GO=$(GO) bench/keys.sh
 
 # The partner measurement of docs/http.md alone (BenchmarkTransportPartner
 # on a redis-server of its own): PARTNER_RUNS runs of PARTNER_DURATION

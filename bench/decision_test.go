@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -56,19 +58,34 @@ var keyNames = func() []string {
 // AutoPipeliner rows run only where there is something to coalesce.
 var callers = []int{1, 16, 64}
 
+// decisionRun (-decision.run) keeps the rows whose "scenario=S/g=G/impl=I"
+// it matches; the others are neither announced nor run. A -bench filter
+// would skip them after their "# bench-expect" line, which cmd/benchtable
+// then counts as missing (make bench-keys runs the distinct rows alone).
+var decisionRun *regexp.Regexp
+
+func init() {
+	flag.Func("decision.run", "run only the BenchmarkDecision rows whose scenario=S/g=G/impl=I matches this regexp", func(s string) (err error) {
+		decisionRun, err = regexp.Compile(s)
+		return err
+	})
+}
+
 // impl is one row: a limiter made afresh for every run (a deny cache
 // starts empty), and the callers it runs at.
 type impl struct {
 	name     string
 	make     func() limiter
 	pipeline bool // runs only with several callers
+	only64   bool // runs only at 64 callers
 }
 
 // BenchmarkDecision times one decision of cost 1 per op, as
 // BenchmarkDecision/scenario=S/g=G/impl=I: every scenario at 1, 16 and 64
 // goroutines (g), for the EVALSHA floor, redlimit's six scripts (plain,
-// over go-redis's AutoPipeliner "_ap", and with the deny cache "_cache"),
-// and the peers (redis_rate also over the AutoPipeliner).
+// over go-redis's AutoPipeliner "_ap", with the deny cache "_cache", over
+// rueidis and valkey-go, and unbatched "_nobatch"), and the peers
+// (redis_rate also over the AutoPipeliner).
 //
 // Besides ns/op (wall time per decision; with g > 1 the inverse of
 // throughput), B/op and allocs/op (every goroutine of the process: the
@@ -119,25 +136,36 @@ func BenchmarkDecision(b *testing.B) {
 		// redlimit's rows: each variant is the six scripts (or those it
 		// names) as ratelimit runs them over one client. rueidis and
 		// valkey-go pipeline by default; over valkey-go (the rueidis adapter
-		// under another import path), GCRA and the token bucket; GCRA over
-		// rueidis with a MaxFlushDelay of 20 µs.
-		coalescing := []string{"gcra", "token_bucket"} // the algorithms that coalesce
+		// under another import path), GCRA and the token bucket (all six in
+		// the distinct scenario at 64 goroutines); GCRA over rueidis with a
+		// MaxFlushDelay of 20 µs.
+		//
+		// The "_nobatch" rows are the same with ratelimit.WithoutCoalescing:
+		// each decision a script call of its own, no batching of a hot key's
+		// requests nor of other keys'. GCRA and the token bucket have them
+		// everywhere; in the distinct scenario at 64 goroutines every
+		// algorithm has one over each client (and over valkey-go every
+		// algorithm runs there), so each batched row has its unbatched twin
+		// in the same run.
+		coalescing := []string{"gcra", "token_bucket"} // the algorithms that coalesced first
 		variants := []ourVariant{
-			{plain, c, false, nil},
-			{variant{suffix: "_ap"}, ap, true, nil},
-			{withCache, c, false, nil},
-			{variant{suffix: "_rueidis"}, other.rueidis, true, nil},
-			{variant{suffix: "_valkey"}, other.valkey, true, coalescing},
-			{variant{suffix: "_flush20us_rueidis"}, other.rueidisFlush, true, []string{"gcra"}},
-			{variant{"_nocoalesce", withoutCoalescing}, c, false, coalescing},
-			{variant{"_nocoalesce_rueidis", withoutCoalescing}, other.rueidis, true, []string{"gcra"}},
+			{plain, c, false, nil, false},
+			{variant{suffix: "_ap"}, ap, true, nil, false},
+			{withCache, c, false, nil, false},
+			{variant{suffix: "_rueidis"}, other.rueidis, true, nil, false},
+			{variant{suffix: "_valkey"}, other.valkey, true, coalescing, true},
+			{variant{suffix: "_flush20us_rueidis"}, other.rueidisFlush, true, []string{"gcra"}, false},
+			{variant{"_nobatch", withoutCoalescing}, c, false, coalescing, true},
+			{variant{"_nobatch_rueidis", withoutCoalescing}, other.rueidis, true, []string{"gcra"}, true},
+			{variant{"_nobatch_valkey", withoutCoalescing}, other.valkey, true, []string{}, true},
 		}
 		for _, v := range variants {
 			for i, l := range ours(v.c, sc.q, false, v.variant) {
-				if v.only != nil && !slices.Contains(v.only, strings.TrimSuffix(strings.TrimPrefix(l.name, "redlimit_"), v.suffix)) {
+				everywhere := v.only == nil || slices.Contains(v.only, strings.TrimSuffix(strings.TrimPrefix(l.name, "redlimit_"), v.suffix))
+				if !everywhere && !(v.distinct64 && sc.fresh) {
 					continue
 				}
-				impls = append(impls, impl{name: l.name, pipeline: v.pipeline, make: func() limiter {
+				impls = append(impls, impl{name: l.name, pipeline: v.pipeline, only64: !everywhere, make: func() limiter {
 					return ours(v.c, sc.q, false, v.variant)[i]
 				}})
 			}
@@ -172,21 +200,60 @@ func BenchmarkDecision(b *testing.B) {
 
 		// Each process starts every group at a random row, so a machine
 		// that slows down during a pass does not always hurt the same
-		// ones; make bench runs six passes and takes the medians.
+		// ones; make bench runs six passes and takes the medians. A row
+		// without batching runs next to its batched twin, the two in a
+		// random order: their ratio (cmd/benchtable's keys table) then
+		// compares runs a second apart, not a pass apart, on a machine
+		// whose load drifts.
+		units := twins(impls)
 		for _, g := range callers {
-			start := rand.IntN(len(impls))
-			for i := range impls {
-				im := impls[(start+i)%len(impls)]
-				if im.pipeline && g == 1 {
-					continue
+			start := rand.IntN(len(units))
+			for i := range units {
+				unit := units[(start+i)%len(units)]
+				if len(unit) == 2 && rand.IntN(2) == 0 {
+					unit = []impl{unit[1], unit[0]}
 				}
-				expect("decision", "scenario", sc.name, "g", g, "impl", im.name)
-				b.Run(fmt.Sprintf("scenario=%s/g=%d/impl=%s", sc.name, g, im.name), func(b *testing.B) {
-					benchDecisions(b, ctx, c, sent, im.make(), sc, g)
-				})
+				for _, im := range unit {
+					if im.pipeline && g == 1 || im.only64 && g != 64 {
+						continue
+					}
+					name := fmt.Sprintf("scenario=%s/g=%d/impl=%s", sc.name, g, im.name)
+					if decisionRun != nil && !decisionRun.MatchString(name) {
+						continue
+					}
+					expect("decision", "scenario", sc.name, "g", g, "impl", im.name)
+					b.Run(name, func(b *testing.B) {
+						benchDecisions(b, ctx, c, sent, im.make(), sc, g)
+					})
+				}
 			}
 		}
 	}
+}
+
+// twins groups impls into units of one row, or of a batched row and its
+// twin without batching ("redlimit_gcra_rueidis" and
+// "redlimit_gcra_nobatch_rueidis"), in the order of their first rows.
+func twins(impls []impl) [][]impl {
+	var units [][]impl
+	at := map[string]int{} // a batched row's name -> its unit
+	for _, im := range impls {
+		if !strings.Contains(im.name, "_nobatch") {
+			at[im.name] = len(units)
+			units = append(units, []impl{im})
+		}
+	}
+	for _, im := range impls {
+		if !strings.Contains(im.name, "_nobatch") {
+			continue
+		}
+		if i, ok := at[strings.Replace(im.name, "_nobatch", "", 1)]; ok {
+			units[i] = append(units[i], im)
+		} else {
+			units = append(units, []impl{im})
+		}
+	}
+	return units
 }
 
 // ourVariant is a set of redlimit's rows: a variant over a client.
@@ -194,7 +261,10 @@ type ourVariant struct {
 	variant
 	c        ratelimit.Client
 	pipeline bool     // runs only with several callers
-	only     []string // the algorithms it runs; nil for all six
+	only     []string // the algorithms it runs everywhere; nil for all six
+	// distinct64: the algorithms that only leaves out run too, in the
+	// distinct scenario at 64 goroutines alone.
+	distinct64 bool
 }
 
 // warmPool opens a connection for every caller, so that no run pays for

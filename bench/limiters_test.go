@@ -72,11 +72,10 @@ type variant struct {
 // denyCacheSize is the deny cache of the "_cache" rows.
 const denyCacheSize = 10000
 
-// withoutCoalescing makes BenchmarkDecision's rows "_nocoalesce" (GCRA
-// and the token bucket, the algorithms that coalesce, each request a
-// script call of its own, as before coalescing) and "_nocoalesce_rueidis"
-// (GCRA over rueidis), beside the default rows, which coalesce a hot key's
-// concurrent requests.
+// withoutCoalescing makes BenchmarkDecision's "_nobatch" rows: each
+// decision a script call of its own, batched neither with a hot key's
+// other requests nor with other keys', beside the default rows, which
+// batch both.
 var withoutCoalescing = []ratelimit.Option{ratelimit.WithoutCoalescing()}
 
 var (

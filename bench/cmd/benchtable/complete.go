@@ -6,11 +6,24 @@ import (
 	"strings"
 )
 
+// The parts of a raw output: each test's or benchmark's results.
+const (
+	partDecision = "BenchmarkDecision"
+	partMemory   = "BenchmarkMemory"
+	partAccuracy = "TestAccuracy"
+	partAnatomy  = "TestAnatomy"
+	partHTTP     = "TestHTTP"
+	partOutbound = "TestOutbound"
+)
+
+// allParts are the parts make bench writes, all of which the tables need.
+var allParts = []string{partDecision, partMemory, partAccuracy, partAnatomy, partHTTP, partOutbound}
+
 // complete reports what the raw output lacks for the tables: every row a
-// pass announced must have reported once for each announcement, and every
-// section must have rows, so that a partial run fails here instead of
+// pass announced must have reported once for each announcement, and each
+// of parts must have rows, so that a partial run fails here instead of
 // printing a table with rows missing (or keeping the last run's).
-func complete(r *results) error {
+func complete(r *results, parts []string) error {
 	var missing []string
 	for key, n := range r.expect {
 		if got := r.seen[key]; got < n {
@@ -18,19 +31,17 @@ func complete(r *results) error {
 		}
 	}
 	slices.Sort(missing)
-	for _, s := range []struct {
-		name string
-		n    int
-	}{
-		{"BenchmarkDecision", len(r.decision)},
-		{"BenchmarkMemory", len(r.memory)},
-		{"TestAccuracy", len(r.accuracy)},
-		{"TestAnatomy", len(r.anatomyRows)},
-		{"TestHTTP", len(r.httpRows)},
-		{"TestOutbound", len(r.outboundRows)},
-	} {
-		if s.n == 0 {
-			missing = append(missing, "every result of "+s.name)
+	rows := map[string]int{
+		partDecision: len(r.decision),
+		partMemory:   len(r.memory),
+		partAccuracy: len(r.accuracy),
+		partAnatomy:  len(r.anatomyRows),
+		partHTTP:     len(r.httpRows),
+		partOutbound: len(r.outboundRows),
+	}
+	for _, p := range allParts {
+		if slices.Contains(parts, p) && rows[p] == 0 {
+			missing = append(missing, "every result of "+p)
 		}
 	}
 	if len(r.expect) == 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,36 +50,40 @@ func TestTargets(t *testing.T) {
 		got[c.target+" / "+c.setting] = c.got + " " + v
 	}
 	want := map[string]string{
-		"Redis CPU per decision over a pipelining client: GCRA and token bucket ≤ 6 µs / hot-deny, gcra_ap":      "5.5 µs met",
-		"Redis CPU per decision over a pipelining client: GCRA and token bucket ≤ 6 µs / hot-deny, gcra_rueidis": "7.0 µs 17% over",
-		"Redis CPU per decision unpipelined: every script ≤ ulule's / hot-deny, worst: gcra":                     "9.0 µs 12% over",
-		"decisions/s unpipelined: GCRA and fixed window ≥ ulule's / hot-deny, gcra":                              "0.92× 8% short",
-		"memory per key: GCRA ≤ 1.2× ulule's / gcra":                                                             "130.0 B met",
-		"memory per key: GCRA ≤ redis_rate's / gcra":                                                             "130.0 B met",
-		"over rueidis / valkey-go at 64 goroutines: ≥ 3× redis_rate's decisions/s / hot-deny, gcra_rueidis":      "3.12× met",
-		"over rueidis / valkey-go at 64 goroutines: ≥ 3× redis_rate's decisions/s / hot-deny, gcra_valkey":       "2.78× 7% short",
-		"over rueidis / valkey-go: p99 below redis_rate's / hot-deny, gcra_rueidis":                              "900 µs met",
-		"over rueidis / valkey-go: p99 below redis_rate's / hot-deny, gcra_valkey":                               "3000 µs 50% over",
-		"HTTP requests/s: ≥ 1.0× ulule's unpipelined / redlimit":                                                 "1.00× met",
-		"HTTP requests/s: ≥ 2× ulule's pipelined / redlimit_ap":                                                  "2.05× met",
-		"HTTP requests/s: ≥ 2× ulule's pipelined / redlimit_rueidis":                                             "1.95× 2% short",
-		"deny cache under a flood: ≥ 10× redis_rate's decisions/s / hot-deny, 64 goroutines, slowest: gcra":      "12× met",
-		"100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing / distinct, gcra":                      "0.96× met",
-		"Redis CPU per decision unpipelined: every script ≤ ulule's / hot-allow, worst: gcra":                    "2.0 µs met",
-		"decisions/s unpipelined: GCRA and fixed window ≥ ulule's / hot-allow, gcra":                             "3.50× met",
-		"hot key, all admitted: p99 ≤ ulule's / hot-allow, gcra":                                                 "2000 µs met",
-		"hot key, all admitted: ratelimit GCRA, default options, ≥ 3× ulule's decisions/s / hot-allow, gcra":     "3.50× met",
-		"hot key: Redis CPU per decision ≤ 2 µs / hot-allow, gcra":                                               "2.0 µs met",
-		"no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key / 2 rounds":             "0 over met",
-		"one goroutine: p50 within 5% of ratelimit GCRA without coalescing / hot-deny, gcra":                     "52 µs met",
-		"outbound recipe: at most N calls in any second, every round / log_1s_50ms":                              "100 met",
-		"outbound recipe: ≥ 0.95 N calls a second sustained / log_1s_50ms":                                       "0.98× met",
-		"ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings / hot-deny, gcra_rueidis": "1.00× met",
-		"ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings / hot-deny, gcra_valkey":  "0.89× 1% short",
-		"ratelimit over rueidis ≥ 1.1× ulule's decisions/s / hot-deny, gcra_rueidis":                             "2.75× met",
-		"deny cache: Redis commands per cached denial / hot-deny, 64 goroutines, most of six":                    "0 met",
-		"Go allocations per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                "10 met",
-		"Go bytes per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                      "560 met",
+		"Redis CPU per decision over a pipelining client: GCRA and token bucket ≤ 6 µs / hot-deny, gcra_ap":            "5.5 µs met",
+		"Redis CPU per decision over a pipelining client: GCRA and token bucket ≤ 6 µs / hot-deny, gcra_rueidis":       "7.0 µs 17% over",
+		"Redis CPU per decision unpipelined: every script ≤ ulule's / hot-deny, worst: gcra":                           "9.0 µs 12% over",
+		"decisions/s unpipelined: GCRA and fixed window ≥ ulule's / hot-deny, gcra":                                    "0.92× 8% short",
+		"memory per key: GCRA ≤ 1.2× ulule's / gcra":                                                                   "130.0 B met",
+		"memory per key: GCRA ≤ redis_rate's / gcra":                                                                   "130.0 B met",
+		"over rueidis / valkey-go at 64 goroutines: ≥ 3× redis_rate's decisions/s / hot-deny, gcra_rueidis":            "3.12× met",
+		"over rueidis / valkey-go at 64 goroutines: ≥ 3× redis_rate's decisions/s / hot-deny, gcra_valkey":             "2.78× 7% short",
+		"over rueidis / valkey-go: p99 below redis_rate's / hot-deny, gcra_rueidis":                                    "900 µs met",
+		"over rueidis / valkey-go: p99 below redis_rate's / hot-deny, gcra_valkey":                                     "3000 µs 50% over",
+		"HTTP requests/s: ≥ 1.0× ulule's unpipelined / redlimit":                                                       "1.00× met",
+		"HTTP requests/s: ≥ 2× ulule's pipelined / redlimit_ap":                                                        "2.05× met",
+		"HTTP requests/s: ≥ 2× ulule's pipelined / redlimit_rueidis":                                                   "1.95× 2% short",
+		"deny cache under a flood: ≥ 10× redis_rate's decisions/s / hot-deny, 64 goroutines, slowest: gcra":            "12× met",
+		"100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing / distinct, gcra":                            "0.96× met",
+		"Redis CPU per decision unpipelined: every script ≤ ulule's / hot-allow, worst: gcra":                          "2.0 µs met",
+		"decisions/s unpipelined: GCRA and fixed window ≥ ulule's / hot-allow, gcra":                                   "3.50× met",
+		"hot key, all admitted: p99 ≤ ulule's / hot-allow, gcra":                                                       "2000 µs met",
+		"hot key, all admitted: ratelimit GCRA, default options, ≥ 3× ulule's decisions/s / hot-allow, gcra":           "3.50× met",
+		"hot key: Redis CPU per decision ≤ 2 µs / hot-allow, gcra":                                                     "2.0 µs met",
+		"no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key / 2 rounds":                   "0 over met",
+		"one goroutine: p50 within 5% of ratelimit GCRA without coalescing / hot-deny, gcra":                           "52 µs met",
+		"outbound recipe: at most N calls in any second, every round / log_1s_50ms":                                    "100 met",
+		"outbound recipe: ≥ 0.95 N calls a second sustained / log_1s_50ms":                                             "0.98× met",
+		"ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings / hot-deny, gcra_rueidis":       "1.00× met",
+		"ratelimit over rueidis / valkey-go ≥ 0.9× the client's own generated bindings / hot-deny, gcra_valkey":        "0.89× 1% short",
+		"ratelimit over rueidis ≥ 1.1× ulule's decisions/s / hot-deny, gcra_rueidis":                                   "2.75× met",
+		"deny cache: Redis commands per cached denial / hot-deny, 64 goroutines, most of six":                          "0 met",
+		"Go allocations per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                      "10 met",
+		"Go bytes per decision ≤ redis_rate's / hot-deny, most: gcra at 64":                                            "560 met",
+		"100 000 distinct keys: ratelimit GCRA ≥ 2.5× ulule's decisions/s / distinct, gcra":                            "2.55× met",
+		"100 000 distinct keys: Redis CPU per GCRA decision ≤ 3 µs / distinct, gcra":                                   "9.0 µs 200% over",
+		"100 000 distinct keys: every algorithm ≥ 1.5× its own row without batching / distinct, go-redis, least: gcra": "0.96× 36% short",
+		"HTTP from 100 000 client addresses (X-Forwarded-For): ≥ 2× ulule's requests/s / redlimit_ips":                 "2.09× met",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -211,7 +216,7 @@ func TestComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := complete(load(t)); err != nil {
+	if err := complete(load(t), allParts); err != nil {
 		t.Fatalf("the fixture: %v", err)
 	}
 	for _, c := range []struct {
@@ -238,7 +243,7 @@ func TestComplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := complete(r); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := complete(r, allParts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("without %q: %v, want an error naming %q", c.drop, err, c.want)
 		}
 	}
@@ -251,6 +256,10 @@ func TestHTTPSection(t *testing.T) {
 	for _, want := range []string{
 		"| bare | 55000 | 1.00× | – | 1500 | 9000 | 0.00 | 0.000 | 2 |",
 		"| redlimit_ap | 43000 | 0.78× | 2.05× | 1500 | 9000 | 8.00 | 0.000 | 2 |",
+		// From 100 000 addresses, against the bare handler and ulule
+		// under the same load.
+		"| bare_ips | 42000 | 1.00× | – | 1500 | 9000 | 0.00 | 0.000 | 2 |",
+		"| redlimit_ips | 23000 | 0.55× | 2.09× | 2000 | 8000 | 6.00 | 0.000 | 2 |",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no %q in:\n%s", want, s)
@@ -290,7 +299,7 @@ func TestTargetsNotMeasuredAndOverAdmitted(t *testing.T) {
 	}
 	var kept []string
 	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.Contains(line, "_nocoalesce") {
+		if !strings.Contains(line, "_nobatch") {
 			kept = append(kept, line)
 		}
 	}
@@ -304,15 +313,16 @@ func TestTargetsNotMeasuredAndOverAdmitted(t *testing.T) {
 		got[c.target+" / "+c.setting] = fmt.Sprintf("%s %v %s", c.got, c.unmeasured, c.miss)
 	}
 	for k, want := range map[string]string{
-		"100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing / distinct, gcra":          "– true not measured (no redlimit_gcra_nocoalesce row)",
-		"one goroutine: p50 within 5% of ratelimit GCRA without coalescing / hot-deny, gcra":         "– true not measured (no redlimit_gcra_nocoalesce row)",
-		"no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key / 2 rounds": "1 over false over-admitted",
+		"100 000 distinct keys: ≥ 0.95× ratelimit GCRA without coalescing / distinct, gcra":               "– true not measured (no redlimit_gcra_nobatch row)",
+		"one goroutine: p50 within 5% of ratelimit GCRA without coalescing / hot-deny, gcra":              "– true not measured (no redlimit_gcra_nobatch row)",
+		"100 000 distinct keys: every algorithm ≥ 1.5× its own row without batching / distinct, go-redis": "– true not measured (no redlimit_gcra_nobatch)",
+		"no over-admission: every redlimit row of TestAccuracy, 64 goroutines on one key / 2 rounds":      "1 over false over-admitted",
 	} {
 		if got[k] != want {
 			t.Errorf("%s: %q, want %q", k, got[k], want)
 		}
 	}
-	if s := targetsSection(r); !strings.Contains(s, "| distinct, gcra | – | ≥ 0.95× | **not measured (no redlimit_gcra_nocoalesce row)** |") {
+	if s := targetsSection(r); !strings.Contains(s, "| distinct, gcra | – | ≥ 0.95× | **not measured (no redlimit_gcra_nobatch row)** |") {
 		t.Errorf("targets:\n%s", s)
 	}
 }
@@ -331,5 +341,64 @@ func TestOutboundSection(t *testing.T) {
 	}
 	if strings.Index(s, "| log_1s_50ms |") > strings.Index(s, "| gcra_burst5 |") {
 		t.Errorf("the recipe is not first:\n%s", s)
+	}
+}
+
+// The distinct-key table: each row against ulule and against its own row
+// without batching; then the HTTP rows from 100 000 addresses alone.
+func TestKeysSection(t *testing.T) {
+	s := keysSection(load(t))
+	for _, want := range []string{
+		"#### distinct, 64 goroutines (median of 2)",
+		"| redlimit_gcra | go-redis | 38462 | 2.55× | 0.96× | 9.0 | 560 | 10 | 2 |",
+		"| redlimit_gcra_nobatch | go-redis | 40000 | 2.65× | – | 9.0 | 560 | 10 | 2 |",
+		"| ulule_limiter | go-redis | 15083 | 1.00× | – | – | 460 | 16 | 2 |",
+		"| redlimit_ips | 23000 | 0.55× | 2.09× |",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no %q in:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "| redlimit_ap |") || strings.Contains(s, "hot-deny") {
+		t.Errorf("rows of another load:\n%s", s)
+	}
+}
+
+// -sections needs only the parts of the sections it prints: the keys
+// table, the decision rows and the HTTP tier; the targets, nothing.
+func TestPrintSectionsParts(t *testing.T) {
+	raw, err := os.ReadFile("testdata/raw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(drop ...string) string {
+		var kept []string
+		for _, line := range strings.Split(string(raw), "\n") {
+			if !slices.ContainsFunc(drop, func(d string) bool { return strings.HasPrefix(line, d) }) {
+				kept = append(kept, line)
+			}
+		}
+		name := t.TempDir() + "/raw.txt"
+		if err := os.WriteFile(name, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	partial := write("BenchmarkMemory", "ACCURACY", "ANATOMY", "OUTBOUND", "# bench-expect memory", "# bench-expect outbound")
+	if err := run(partial, "", ""); err == nil {
+		t.Error("run took a raw output without memory, accuracy, anatomy and outbound")
+	}
+	if err := printSections(partial, []string{"keys", "targets"}); err != nil {
+		t.Errorf("keys, targets: %v", err)
+	}
+	noHTTP := write("HTTP ", "# bench-expect http")
+	if err := printSections(noHTTP, []string{"keys"}); err == nil || !strings.Contains(err.Error(), "every result of TestHTTP") {
+		t.Errorf("keys without TestHTTP: %v", err)
+	}
+	if err := printSections(noHTTP, []string{"targets"}); err != nil {
+		t.Errorf("targets without TestHTTP: %v", err)
+	}
+	if err := printSections(partial, []string{"nosuch"}); err == nil {
+		t.Error("an unknown section is no error")
 	}
 }

@@ -14,9 +14,9 @@ var algorithms = []string{"token_bucket", "gcra", "leaky_bucket", "fixed_window"
 var peerNames = []string{"redis_rate", "ulule_limiter", "throttled", "redis_docs_token_bucket"}
 
 // implOrder is every row name in table order: the floors, redlimit's
-// scripts plain (with, after GCRA and the token bucket, their rows without
-// coalescing), over the AutoPipeliner, over rueidis (two over valkey-go)
-// and with the deny cache, GCRA through the rueidis and valkey-go
+// scripts plain (each with its row without batching), over the
+// AutoPipeliner, over rueidis (with the rows without batching) and with
+// the deny cache, over valkey-go, GCRA through the rueidis and valkey-go
 // bindings, two through the Functions library, several limits and a lease
 // (BenchmarkAtomic), then the peers.
 var implOrder = func() []string {
@@ -24,15 +24,21 @@ var implOrder = func() []string {
 	for _, suffix := range []string{"", "_ap", "_rueidis", "_cache"} {
 		for _, a := range algorithms {
 			out = append(out, "redlimit_"+a+suffix)
-			if suffix == "" && (a == "token_bucket" || a == "gcra") {
-				out = append(out, "redlimit_"+a+"_nocoalesce")
-			}
-			if suffix == "_rueidis" && a == "gcra" {
-				out = append(out, "redlimit_gcra_nocoalesce_rueidis", "redlimit_gcra_flush20us_rueidis")
+			switch suffix {
+			case "":
+				out = append(out, "redlimit_"+a+"_nobatch")
+			case "_rueidis":
+				out = append(out, "redlimit_"+a+"_nobatch_rueidis")
+				if a == "gcra" {
+					out = append(out, "redlimit_gcra_flush20us_rueidis")
+				}
 			}
 		}
 	}
-	out = append(out, "redlimit_token_bucket_valkey", "redlimit_gcra_valkey", "bindings_gcra_rueidis", "bindings_gcra_valkey")
+	for _, a := range algorithms {
+		out = append(out, "redlimit_"+a+"_valkey", "redlimit_"+a+"_nobatch_valkey")
+	}
+	out = append(out, "bindings_gcra_rueidis", "bindings_gcra_valkey")
 	out = append(out, "redlimit_token_bucket_fcall", "redlimit_gcra_fcall",
 		"redlimit_multi_2", "redlimit_allowall_2", "redlimit_multi_4", "redlimit_lease")
 	return append(append(out, peerNames...), "redis_rate_ap")

@@ -120,7 +120,13 @@ func runOutbound(t *testing.T, name string, alg ratelimit.Algorithm, limit ratel
 				for {
 					var sent time.Time
 					cctx, cancel := context.WithDeadline(outbound.WithSent(ctx, &sent), stop)
+					asked := time.Now()
 					err := l.Wait(cctx, key)
+					if sent.IsZero() {
+						// Its command went in a batch across callers, under
+						// another's context: the Wait's start bounds it.
+						sent = asked
+					}
 					made := time.Now()
 					cancel()
 					// The run is over, or the wait would pass its end (a

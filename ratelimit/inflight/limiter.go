@@ -27,6 +27,7 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
 	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 	"github.com/redlimit/redlimit/ratelimit/internal/key"
+	"github.com/redlimit/redlimit/ratelimit/internal/multikey"
 	"github.com/redlimit/redlimit/ratelimit/internal/option"
 )
 
@@ -161,7 +162,8 @@ func New(rdb redis.Scripter, name string, limit int64, ttl time.Duration, opts .
 	if ttl < time.Millisecond || ttl > maxLeaseTTL || ttl%time.Millisecond != 0 {
 		return nil, fmt.Errorf("%w: lease TTL %v, want a whole number of milliseconds from 1ms to 24h", ratelimit.ErrInvalid, ttl)
 	}
-	l := &Limiter{rdb: guard.Wrap(rdb), limit: limit, ttl: ttl, name: name, prefix: "rl:inflight:" + name + ":"}
+	// Acquires and releases on other keys go together (multikey).
+	l := &Limiter{rdb: multikey.Wrap(guard.Wrap(rdb), rdb), limit: limit, ttl: ttl, name: name, prefix: "rl:inflight:" + name + ":"}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

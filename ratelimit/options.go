@@ -90,10 +90,11 @@ func WithDenyCache(size int) Option {
 }
 
 // WithoutCoalescing sends every decision to Redis in a call of its own. By
-// default, decisions for a key that is already being decided in this
-// process wait for that call and then go together, as one call that
-// decides them in order with the same answers (GCRA and the token
-// buckets; see docs/performance.md).
+// default, decisions for a key already being decided in this process wait
+// for that call and go together, as one call that decides them in order
+// with the same answers (GCRA and the token buckets), and calls for other
+// keys on a busy node go together in one call of the script's multi-key
+// form (see docs/limiters.md).
 func WithoutCoalescing() Option {
 	return func(l *Limiter) error { l.alone = true; return nil }
 }

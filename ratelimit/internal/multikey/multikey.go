@@ -48,7 +48,8 @@ type Client struct {
 
 type shard struct {
 	mu sync.Mutex
-	// lines has an entry for every group with a call in flight.
+	// lines has an entry for every group that has had a call: one per
+	// script off a Cluster, one per script and slot on one.
 	lines map[group]*line
 	_     [40]byte
 }
@@ -132,14 +133,18 @@ func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
 	if !ok || nk < 0 || 3+nk > len(args) || bindings.MultiKeyForm(hash) == nil {
 		return m.process(ctx, cmd)
 	}
-	keys := make([]string, nk)
-	for i := range keys {
-		if keys[i], ok = args[3+i].(string); !ok {
+	for i := 3; i < 3+nk; i++ {
+		if _, ok := args[i].(string); !ok {
 			return m.process(ctx, cmd)
 		}
 	}
-	g := m.group(hash, keys)
-	if m.enter(ctx, g, c, keys, args[3+nk:]) {
+	g := group{hash: hash, slot: -1}
+	if m.cluster && nk > 0 {
+		g.slot = slot(args[3].(string))
+	}
+	// The keys are copied out only if the call waits: a lone call
+	// allocates nothing here.
+	if m.enter(ctx, g, c, nil, args[3:3+nk], args[3+nk:]) {
 		err := m.process(ctx, cmd)
 		m.next(g)
 		return err
@@ -155,7 +160,7 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 	}
 	g := m.group(sha1, keys)
 	c := redis.NewCmd(ctx)
-	if m.enter(ctx, g, c, keys, args) {
+	if m.enter(ctx, g, c, keys, nil, args) {
 		c = m.Scripter.EvalSha(ctx, sha1, keys, args...)
 		m.next(g)
 	}
@@ -176,10 +181,12 @@ func (m *Client) shard(g group) *shard {
 	return &m.shards[(maphash.String(m.seed, g.hash)+uint64(g.slot))%shards]
 }
 
-// enter reports whether the call is its group's only one in flight, and
-// then the caller sends it itself, and calls next once it returns.
+// enter reports whether the call may go at once (fewer than depth of its
+// group are in flight), and then the caller sends it itself and calls next
+// once it returns.
 // Otherwise it waits for a batch and its answer is in c when enter returns.
-func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string, args []any) (own bool) {
+// The call's keys are keys, or the strings of keyArgs.
+func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string, keyArgs, args []any) (own bool) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
@@ -191,6 +198,12 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string
 		ln.busy++
 		sh.mu.Unlock()
 		return true
+	}
+	if keys == nil {
+		keys = make([]string, len(keyArgs))
+		for i, k := range keyArgs {
+			keys[i] = k.(string)
+		}
 	}
 	w := &waiter{ctx: ctx, cmd: c, keys: keys, args: args, done: make(chan struct{})}
 	ln.waiting = append(ln.waiting, w)
@@ -227,9 +240,7 @@ func (m *Client) next(g group) {
 	sh.mu.Lock()
 	ln := sh.lines[g]
 	if len(ln.waiting) == 0 {
-		if ln.busy--; ln.busy == 0 {
-			delete(sh.lines, g)
-		}
+		ln.busy-- // the line stays: at most one per script and slot
 		sh.mu.Unlock()
 		return
 	}

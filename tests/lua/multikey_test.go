@@ -493,3 +493,19 @@ func TestMultiKeyFormKeepsTheText(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiKeyCountsArePlainDecimal: a count with a leading zero is not a
+// plain decimal (the scripts refuse "01" and "007" in every integer
+// argument: badarg_test.go's bad), so the form must refuse it too, before
+// any call runs.
+func TestMultiKeyCountsArePlainDecimal(t *testing.T) {
+	forms, _ := multiKeyForms(t)
+	good := []string{"3", "1", "1000", "0", "all", "1", "0"}
+	for _, c := range [][2]string{{"01", "7"}, {"1", "07"}, {"0001", "7"}, {"1", "0007"}, {"00", "7"}} {
+		r := New(scenario.T0)
+		got, err := r.Eval(forms["gcra"], []string{"k"}, append([]string{c[0], c[1]}, good...))
+		if err == nil || !strings.HasPrefix(err.Error(), "BADARG multi-key call: ") || len(r.Commands()) != 0 {
+			t.Errorf("counts %q: got (%v, %v) after %v, want a BADARG multi-key call and nothing sent", c, got, err, r.Commands())
+		}
+	}
+}

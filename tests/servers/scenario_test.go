@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,35 @@ func withLibrary(t *testing.T, c fnClient) fnClient {
 func TestScenarioTiers(t *testing.T) {
 	for _, tr := range tiers() {
 		t.Run(tr.name, func(t *testing.T) { tier.Run(t, tr.open(t)) })
+	}
+}
+
+// TestScenarioTiersMultiKey runs every scenario table through each
+// script's multi-key form (bindings.MultiKeyForm), every step as the
+// form's one call or between two calls of the same ARGV on other keys of
+// its slot, on miniredis, a real redis-server over RESP2 and RESP3 and the
+// cluster: each element must be what the gopher-lua tier answers that
+// call of its own, an error reply (BADARG, WRONGTYPE, BADSTATE) as that
+// call's own redis.Error, and the table's keys must be as the gopher-lua
+// tier leaves them.
+func TestScenarioTiersMultiKey(t *testing.T) {
+	for _, tr := range tiers() {
+		if strings.HasSuffix(tr.name, "fcall") {
+			continue // the form is a script: EVALSHA, not the library
+		}
+		modes := []tier.MultiKeyMode{tier.MultiKeyAlone, tier.MultiKeyAmong}
+		if tr.name == "redis-resp2" || tr.name == "cluster" {
+			modes = modes[1:] // RESP3 and miniredis take it alone too
+		}
+		for _, mode := range modes {
+			name := tr.name + map[tier.MultiKeyMode]string{tier.MultiKeyAlone: "/alone", tier.MultiKeyAmong: "/among"}[mode]
+			t.Run(name, func(t *testing.T) {
+				x := tr.open(t)
+				x.Name += "-multikey"
+				x.MultiKey = mode
+				tier.Run(t, x)
+			})
+		}
 	}
 }
 

@@ -52,7 +52,25 @@ type Tier struct {
 	// (BADARG, WRONGTYPE, BADSTATE), which typed errors must match.
 	Typed     func(ctx context.Context, script string, keys, argv []string) ([]any, error)
 	Sentinels map[string]error
+	// MultiKey, when set, sends every step through its script's
+	// multi-key form (bindings.MultiKeyForm) with raw ARGV instead: as
+	// the form's only call, or between two calls on other keys of the
+	// step's slot (see MultiKeyMode).
+	MultiKey MultiKeyMode
 }
+
+// MultiKeyMode is how a tier sends steps through the multi-key form.
+type MultiKeyMode int
+
+const (
+	// MultiKeyAlone sends each step as the one call of the form.
+	MultiKeyAlone MultiKeyMode = iota + 1
+	// MultiKeyAmong sends each step as the second of three calls: the
+	// same ARGV on keys of the step's slot that the table never uses
+	// comes before and after it, each element answered as the gopher-lua
+	// tier answers that call of its own.
+	MultiKeyAmong
+)
 
 // TTLSlack is how many ms a real server's clock may move during a step.
 const TTLSlack = 250
@@ -66,8 +84,18 @@ const TTLAhead = 50 // ms
 // the typed API.
 func Run(t *testing.T, tr Tier) {
 	run := fmt.Sprintf("run%d:%s:", time.Now().UnixNano(), tr.Name)
-	n := paths{byScript: map[string]int{}}
+	n := paths{byScript: map[string]int{}, codes: map[string]int{}}
 	defer func() {
+		if tr.MultiKey != 0 {
+			// Every step went through the form (the typed API does not
+			// send it); each kind of error must have come back inside
+			// its reply.
+			if !t.Failed() && (n.multi < 500 || n.codes["BADARG"] < 20 || n.codes["WRONGTYPE"] < 3 || n.codes["BADSTATE"] < 20) {
+				t.Errorf("%d steps through the multi-key form, errors in its replies %v: too few to show each call answered as its own", n.multi, n.codes)
+			}
+			t.Logf("%d steps through the multi-key form; errors in its replies: %v", n.multi, n.codes)
+			return
+		}
 		if !t.Failed() && (n.typed < 100 || n.raw < 20) {
 			t.Errorf("%d steps went through the typed API and %d raw: both paths must be exercised", n.typed, n.raw)
 		}
@@ -123,6 +151,7 @@ type stepper struct {
 	ref    *luatest.Redis
 	paths  *paths
 	shift  int64     // µs the run's clocks are moved from the table's T0
+	table  int       // the table's number in the run (paths.tables)
 	read   time.Time // when the gopher-lua tier last took the server's TIME
 }
 
@@ -131,6 +160,13 @@ type stepper struct {
 type paths struct {
 	typed, raw int
 	byScript   map[string]int
+	// multi counts the steps sent through the multi-key form; codes, the
+	// error codes that came back as elements of its replies.
+	multi int
+	codes map[string]int
+	// tables counts the tables run, to name each one's neighbour keys
+	// apart: tables may share keys, which they preset, but not these.
+	tables int
 }
 
 func runTier(t *testing.T, tr Tier, run string, sc scenario.Scenario, n *paths) {
@@ -139,7 +175,8 @@ func runTier(t *testing.T, tr Tier, run string, sc scenario.Scenario, n *paths) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := stepper{t: t, tr: tr, c: c, state: tr.State, typedC: c, sc: sc, script: Scripts[sc.Script], src: src, ref: luatest.New(scenario.T0), paths: n}
+	s := stepper{t: t, tr: tr, c: c, state: tr.State, typedC: c, sc: sc, script: Scripts[sc.Script], src: src, ref: luatest.New(scenario.T0), paths: n, table: n.tables}
+	n.tables++
 	if tr.ViaLibrary {
 		s.typedC = bindings.WithFunctions(c.(bindings.FunctionsCmdable))
 	}
@@ -280,7 +317,14 @@ func (s *stepper) step(i int, st scenario.Step) {
 	}
 	before := s.dump()
 	wantReply, wantErr := s.ref.Eval(s.src, s.sc.Keys, argv)
-	got, viaTyped, err := s.send(argv)
+	var got any
+	var viaTyped bool
+	var err error
+	if s.tr.MultiKey != 0 {
+		got, err = s.sendMultiKey(i, argv, wantErr)
+	} else {
+		got, viaTyped, err = s.send(argv)
+	}
 	wrote := err == nil && scenario.SpecOf(s.sc.Script).Wrote(argv, ints(got))
 	if !wrote {
 		// An error, a denial and a peek leave every key as it was.

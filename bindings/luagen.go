@@ -86,9 +86,12 @@ end
 -- count and its arguments; KEYS, every call's keys in turn. The reply is
 -- each call's own reply or error, in order.
 local calls, nargv, nkeys, a, k = {}, #ARGV, #KEYS, 1, 0
+local function count(s)
+  return s == '0' or string.find(s, '^[1-9]%d?%d?%d?$')
+end
 while a <= nargv do
   local nk, na = ARGV[a], ARGV[a + 1]
-  if #calls == 64 or not (nk and na and string.find(nk, '^%d%d?%d?%d?$') and string.find(na, '^%d%d?%d?%d?$')) then
+  if #calls == 64 or not (nk and na and count(nk) and count(na)) then
     return redis.error_reply('BADARG multi-key call: ARGV must be, for each of 1 to 64 calls, its key count, its argument count and its arguments')
   end
   nk, na = tonumber(nk), tonumber(na)
@@ -113,7 +116,11 @@ for i = 1, #calls do
   local ok, r = pcall(one, ks, as)
   if not ok then
     if type(r) ~= 'table' or type(r.err) ~= 'string' then
-      r = {err = string.gsub(tostring(r), '^[^:]*:%d+: ', '')}
+      r = string.gsub(tostring(r), '^[^:]*:%d+: ', '')
+      if not string.find(r, '^%u[%u%d_]* ') then
+        r = 'ERR ' .. r
+      end
+      r = {err = r}
     end
   elseif r == nil then
     r = false

@@ -38,7 +38,15 @@ type chunkChecker struct {
 	// Generate reports them only when a library is asked for.
 	functions Diagnostics
 	libLocals bool // the chunk's locals problem, said once
+	// multi are what a multi-key form could not hold besides functions's
+	// chunk problems; reported only for a script with @multi.
+	multi Diagnostics
 }
+
+// carriesOver are the fields of the redis table whose effect outlasts the
+// call that makes it, within one EVALSHA: a multi-key form's later calls
+// would run under it.
+var carriesOver = map[string]bool{"setresp": true, "set_repl": true}
 
 func newChunkChecker(r *reporter) *chunkChecker {
 	return &chunkChecker{r: r, reported: map[*function]bool{}}
@@ -76,6 +84,9 @@ func (c *chunkChecker) visit(w *walker, n any) {
 		key, ok2 := n.Key.(*ast.StringExpr)
 		if ok1 && ok2 && obj.Value == "redis" && w.lookup("redis") == nil && notInFunctions[key.Value] != "" {
 			c.inLibrary(n.Line(), "redis.%s does not exist in a Functions library: %s", key.Value, notInFunctions[key.Value])
+		}
+		if ok1 && ok2 && obj.Value == "redis" && w.lookup("redis") == nil && carriesOver[key.Value] {
+			c.multi = append(c.multi, Diagnostic{File: c.r.file, Line: n.Line(), Msg: fmt.Sprintf("@multi: redis.%s would carry over to the calls after this one in a multi-key call; drop @multi or the call", key.Value)})
 		}
 	}
 }

@@ -14,7 +14,9 @@ package gen
 // Each call runs as a call of its own at that instant would: the script
 // cannot tell it apart (it sees its own KEYS and ARGV), and an error in one
 // call (a BADARG, a key of the wrong type) is that call's element, while the
-// calls before and after it run. The layout itself is checked before any
+// calls before and after it run; a Lua error without a code gets ERR, as
+// Redis gives one. What a call would change for the calls after it in the
+// same EVALSHA (redis.setresp, redis.set_repl) is refused with @multi. The layout itself is checked before any
 // call runs; a bad one is a BADARG and nothing runs. On a Cluster every key
 // of one multi-key call must share one slot (the form carries no #! line,
 // so no allow-cross-slot-keys flag).
@@ -33,9 +35,12 @@ end
 -- count and its arguments; KEYS, every call's keys in turn. The reply is
 -- each call's own reply or error, in order.
 local calls, nargv, nkeys, a, k = {}, #ARGV, #KEYS, 1, 0
+local function count(s)
+  return s == '0' or string.find(s, '^[1-9]%d?%d?%d?$')
+end
 while a <= nargv do
   local nk, na = ARGV[a], ARGV[a + 1]
-  if #calls == 64 or not (nk and na and string.find(nk, '^%d%d?%d?%d?$') and string.find(na, '^%d%d?%d?%d?$')) then
+  if #calls == 64 or not (nk and na and count(nk) and count(na)) then
     return redis.error_reply('BADARG multi-key call: ARGV must be, for each of 1 to 64 calls, its key count, its argument count and its arguments')
   end
   nk, na = tonumber(nk), tonumber(na)
@@ -60,7 +65,11 @@ for i = 1, #calls do
   local ok, r = pcall(one, ks, as)
   if not ok then
     if type(r) ~= 'table' or type(r.err) ~= 'string' then
-      r = {err = string.gsub(tostring(r), '^[^:]*:%d+: ', '')}
+      r = string.gsub(tostring(r), '^[^:]*:%d+: ', '')
+      if not string.find(r, '^%u[%u%d_]* ') then
+        r = 'ERR ' .. r
+      end
+      r = {err = r}
     end
   elseif r == nil then
     r = false

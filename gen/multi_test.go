@@ -113,7 +113,16 @@ func TestMultiTag(t *testing.T) {
 		{
 			name: "... at chunk level",
 			src:  lua("--- s", "--- @return r int", "--- @multi", "local a = ...", "return 1"),
-			want: []string{"x.lua:4: @multi: ... at the script's chunk level: in a Functions library the chunk is the body of a callback, which is no vararg function, so Redis cannot compile it; read ARGV instead (under EVAL ... is empty anyway)"},
+			want: []string{"x.lua:4: @multi: ... at the script's chunk level: in the multi-key form the chunk is the body of a function, which is no vararg function, so Redis cannot compile it; read ARGV instead (under EVAL ... is empty anyway)"},
+		},
+		{
+			name: "redis.setresp carries over",
+			src:  lua("--- s", "--- @return r int", "--- @multi", "redis.setresp(3)", "return 1"),
+			want: []string{"x.lua:4: @multi: redis.setresp would carry over to the calls after this one in a multi-key call; drop @multi or the call"},
+		},
+		{
+			name: "redis.replicate_commands is there under EVAL",
+			src:  lua("--- s", "--- @return r int", "--- @multi", "redis.replicate_commands()", "return 1"),
 		},
 		{
 			name: "... at chunk level without @multi",

@@ -78,11 +78,16 @@ func parseScript(file string, src []byte) (s *Script, diags, functions Diagnosti
 	}
 	l.finish()
 	if s.Multi {
-		// The multi-key form wraps the chunk in a function too.
+		// The multi-key form wraps the chunk in a function too (but runs
+		// under EVAL: the redis table's EVAL-only fields are there).
 		for _, d := range c.functions {
-			d.Msg = "@multi: " + d.Msg
+			if strings.Contains(d.Msg, "does not exist in a Functions library") {
+				continue
+			}
+			d.Msg = "@multi: " + strings.Replace(d.Msg, "in a Functions library the chunk is the body of a callback", "in the multi-key form the chunk is the body of a function", 1)
 			r.diags = append(r.diags, d)
 		}
+		r.diags = append(r.diags, c.multi...)
 	}
 	r.diags.sort()
 	return s, r.diags, c.functions

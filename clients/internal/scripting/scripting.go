@@ -40,6 +40,9 @@ type Conn interface {
 	// replicas in a cluster, the server alone otherwise), for the
 	// commands that go to all of them: SCRIPT LOAD and SCRIPT EXISTS.
 	Nodes() []Conn
+	// Cluster reports a Redis Cluster, where a call's keys must share a
+	// slot; otherwise every key is on the one primary.
+	Cluster() bool
 }
 
 // Error is an error reply: the server's text after the "-" of RESP, such
@@ -63,6 +66,11 @@ type Scripter struct {
 
 // New returns a Scripter that sends its commands through conn.
 func New(conn Conn) *Scripter { return &Scripter{conn: conn} }
+
+// Cluster reports whether the client is a Redis Cluster's: ratelimit then
+// batches calls across keys only within a slot (and across any keys
+// otherwise).
+func (s *Scripter) Cluster() bool { return s.conn.Cluster() }
 
 var _ redis.Scripter = (*Scripter)(nil)
 

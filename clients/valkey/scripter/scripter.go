@@ -70,6 +70,8 @@ func (c conn) Do(ctx context.Context, name string, args []any, key int, readOnly
 	return decode(&msg, true)
 }
 
+func (c conn) Cluster() bool { return c.c.Mode() == valkey.ClientModeCluster }
+
 func (c conn) Nodes() []scripting.Conn {
 	var out []scripting.Conn
 	for _, n := range c.c.Nodes() {

@@ -86,8 +86,9 @@ type waiter struct {
 
 // Wrap returns c, the guarded client over user, with its script calls
 // batched across keys, when user is a client whose node Wrap can tell (a
-// *redis.Client, Sentinel's included, or a *redis.ClusterClient); any other
-// (a Ring, an AutoPipeliner, another library's client) is returned as is.
+// *redis.Client, Sentinel's included, a *redis.ClusterClient, or a client
+// with a Cluster method, as the rueidis and valkey-go scripters have); any
+// other (a Ring, an AutoPipeliner) is returned as is.
 func Wrap(c, user redis.Scripter) redis.Scripter {
 	p, ok := c.(interface {
 		Process(context.Context, redis.Cmder) error
@@ -96,10 +97,12 @@ func Wrap(c, user redis.Scripter) redis.Scripter {
 		return c
 	}
 	m := &Client{Scripter: c, process: p.Process, seed: maphash.MakeSeed()}
-	switch user.(type) {
+	switch u := user.(type) {
 	case *redis.Client:
 	case *redis.ClusterClient:
 		m.cluster = true
+	case interface{ Cluster() bool }: // the rueidis and valkey-go scripters
+		m.cluster = u.Cluster()
 	default:
 		return c
 	}

@@ -81,6 +81,7 @@ type waiter struct {
 	keys []string
 	args []any
 	sent bool
+	left bool // its caller left after it was sent: nobody reads cmd
 	done chan struct{}
 }
 
@@ -217,12 +218,19 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string
 	case <-ctx.Done():
 	}
 	sh.mu.Lock()
-	if w.sent {
-		// Its batch is on the wire: its answer comes within the batch's
-		// deadline, which is at least its own, and the caller's own
-		// stage reads it on (a late answer is given back there).
+	select {
+	case <-w.done: // the answer came as the wait ended: keep it
 		sh.mu.Unlock()
-		<-w.done
+		return false
+	default:
+	}
+	if w.sent {
+		// Its batch is on the wire: the caller leaves at its deadline,
+		// as it would leave a call of its own (ratelimit's send stage
+		// reads such a call on, under a context that ends later).
+		w.left = true
+		sh.mu.Unlock()
+		c.SetErr(ctx.Err())
 		return false
 	}
 	for i, o := range ln.waiting {
@@ -274,7 +282,7 @@ func (m *Client) flush(g group, batch []*waiter) {
 	defer cancel()
 	if len(batch) == 1 { // a call of its own costs less than the form
 		w := batch[0]
-		m.answer(w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
+		m.answer(g, w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
 		return
 	}
 	var keys []string
@@ -294,7 +302,13 @@ func (m *Client) flush(g group, batch []*waiter) {
 		m.alone(g, batch)
 		return
 	}
+	sh := m.shard(g)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	for i, w := range batch {
+		if w.left {
+			continue
+		}
 		switch {
 		case err != nil:
 			w.cmd.SetErr(err)
@@ -337,7 +351,7 @@ func (m *Client) alone(g group, batch []*waiter) {
 			defer wg.Done()
 			ctx, cancel := detach(w)
 			defer cancel()
-			m.answer(w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
+			m.answer(g, w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
 		}()
 	}
 	wg.Wait()
@@ -361,8 +375,15 @@ func detach(batch ...*waiter) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.WithoutCancel(batch[0].ctx), latest)
 }
 
-// answer copies a call's own answer into w's command.
-func (m *Client) answer(w *waiter, c *redis.Cmd) {
+// answer copies a call's own answer into w's command, unless its caller
+// left.
+func (m *Client) answer(g group, w *waiter, c *redis.Cmd) {
+	sh := m.shard(g)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if w.left {
+		return
+	}
 	if err := c.Err(); err != nil {
 		w.cmd.SetErr(err)
 	} else {

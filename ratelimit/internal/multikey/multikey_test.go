@@ -246,3 +246,55 @@ func TestWrapOnlyWhatItCanRoute(t *testing.T) {
 		t.Error("a Ring was wrapped")
 	}
 }
+
+// A caller whose call is on the wire in a batch leaves at its own
+// deadline, as it would leave a call of its own; the batch goes on.
+func TestLeftAfterSentReturnsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	defer rdb.Close()
+	if err := bindings.LoadAll(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	inner := &counting{Client: rdb, gate: make(chan struct{})}
+	c := Wrap(inner, rdb)
+	var wg sync.WaitGroup
+	for i := range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := gcra(ctx, c, fmt.Sprint("first", i), 1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for inner.sent.Load() < depth {
+		time.Sleep(time.Millisecond)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	left := make(chan error)
+	go func() {
+		_, err := gcra(wctx, c, "second", 1)
+		left <- err
+	}()
+	for waiting(c.(*Client)) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	inner.gate <- struct{}{} // a first call returns, and the second's batch goes, to the gate
+	for inner.sent.Load() < depth+1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-left:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the call that left: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the caller waited for its batch past its context")
+	}
+	for range depth { // the other first call, and the batch
+		inner.gate <- struct{}{}
+	}
+	wg.Wait()
+}

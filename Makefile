@@ -32,6 +32,7 @@ test:
 	cd bench && $(GO) test ./cmd/... ./internal/...
 	$(GO) test -race -run 'TestDenyCache|TestCoalesc|TestLate' ./ratelimit/
 	$(GO) test -race -run 'TestCheckEveryNode' ./ratelimit/preflight/
+	$(GO) test -race ./ratelimit/internal/multikey/
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
 	@$(MAKE) --no-print-directory test-tools

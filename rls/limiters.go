@@ -179,23 +179,32 @@ type outcome struct {
 
 const never = ratelimit.Never
 
-// decide counts n for key if it passes; n = 0 only looks.
-func (l *limiter) decide(ctx context.Context, key string, n uint64) (outcome, error) {
+// decide counts n for key if it passes; n = 0 only looks. With reserve
+// it keeps what it counted open: the Reservation (nil when nothing was
+// counted) gives it back.
+func (l *limiter) decide(ctx context.Context, key string, n uint64, reserve bool) (outcome, *ratelimit.Reservation, error) {
 	var d ratelimit.Decision
+	var r *ratelimit.Reservation
 	var err error
-	if n == 0 || n > maxCost {
+	switch {
+	case n == 0 || n > maxCost:
 		d, err = l.l.Peek(ctx, key)
 		if n > maxCost && err == nil && d.Cause == nil {
 			// More than any limit admits: denied, counting nothing.
 			d.Allowed, d.RetryAfter = false, ratelimit.Never
 		}
-	} else {
+	case reserve:
+		r, err = l.l.Reserve(ctx, key, int64(n))
+		if r != nil {
+			d = r.Decision
+		}
+	default:
 		d, err = l.l.AllowN(ctx, key, int64(n))
 	}
 	if err != nil {
-		return outcome{}, err
+		return outcome{}, nil, err
 	}
-	return outcome{allowed: d.Allowed, remaining: d.Remaining, retryAfter: d.RetryAfter, resetAfter: d.ResetAfter, cached: d.Cached, fallback: d.Cause != nil}, nil
+	return outcome{allowed: d.Allowed, remaining: d.Remaining, retryAfter: d.RetryAfter, resetAfter: d.ResetAfter, cached: d.Cached, fallback: d.Cause != nil}, r, nil
 }
 
 // errorKind sorts a limiter's error: "unavailable" (Redis failed or timed

@@ -440,18 +440,22 @@ func (s *Service) run(ctx context.Context, req *rlpb.RateLimitRequest, ms []*mat
 		groups = append(groups, []int{i})
 	}
 	errs := make([]error, len(ms))
+	group := func(g []int) {
+		for _, i := range g {
+			if errs[i] = one(i, names[i][len(ms[i].rule.lim.name):]); errs[i] != nil && held == nil {
+				return
+			}
+		}
+	}
 	var wg sync.WaitGroup
-	for _, g := range groups {
+	for _, g := range groups[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range g {
-				if errs[i] = one(i, names[i][len(ms[i].rule.lim.name):]); errs[i] != nil && held == nil {
-					return
-				}
-			}
+			group(g)
 		}()
 	}
+	group(groups[0]) // on this goroutine, whose stack has grown already
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {

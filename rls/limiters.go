@@ -36,8 +36,11 @@ const maxCost = 1e9
 
 // limiters makes the limiters of rules: one ratelimit.Limiter per
 // algorithm and period, of which each rule takes a copy with its own
-// limit (Limiter.WithLimit), so rules and reloads share one deny cache
-// per algorithm and period.
+// limit (Limiter.WithLimit), so rules and reloads share one deny cache,
+// and one send stage across keys, per algorithm and period. (A base per
+// algorithm would batch rules of different periods too, but the period
+// would move into the hash tag, changing every key; measured with three
+// descriptors of two periods a request, it saved nothing.)
 type limiters struct {
 	rdb    ratelimit.Client
 	prefix string

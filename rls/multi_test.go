@@ -76,10 +76,12 @@ func TestADeniedRequestGivesBackWhatItReserved(t *testing.T) {
 }
 
 // TestConcurrentRequestsNeverAdmitPastALimit: 200 requests at once, each
-// of two or three descriptors drawn from a few keys (a key twice in some),
-// in two algorithms. No key admits more than its limit; every admitted
-// request is counted and no denied one is: what is left of each fixed
-// window is its limit less the admitted requests' hits exactly.
+// of two or three descriptors drawn from a few keys in two algorithms. No
+// key admits more than its limit; every admitted request is counted and
+// no denied one is: what is left of each fixed window is its limit less
+// the admitted requests' hits exactly. (A request names each key once
+// here: one that only its own repeat of a key denies counts in order, as
+// the reference's does.)
 func TestConcurrentRequestsNeverAdmitPastALimit(t *testing.T) {
 	addr := redisserver.Start(t)
 	ts := startServer(t, addr, map[string]string{"m.yaml": multiConfig}, nil)
@@ -92,9 +94,15 @@ func TestConcurrentRequestsNeverAdmitPastALimit(t *testing.T) {
 		reqs := make([]*rlpb.RateLimitRequest, n)
 		for i := range reqs {
 			reqs[i] = &rlpb.RateLimitRequest{Domain: "m"}
-			for k := 2 + r.Intn(2); k > 0; k-- {
-				d := desc(keys[r.Intn(2)], run+values[r.Intn(len(values))])
-				reqs[i].Descriptors = append(reqs[i].Descriptors, withHits(d, uint64(1+r.Intn(2))))
+			named := map[string]bool{}
+			for k := 2 + r.Intn(2); k > 0; {
+				key, v := keys[r.Intn(2)], run+values[r.Intn(len(values))]
+				if named[key+"="+v] {
+					continue
+				}
+				named[key+"="+v] = true
+				reqs[i].Descriptors = append(reqs[i].Descriptors, withHits(desc(key, v), uint64(1+r.Intn(2))))
+				k--
 			}
 		}
 		day := time.Now().UTC().YearDay()

@@ -15,7 +15,7 @@ import (
 )
 
 // multiConfig has a rule of 3 per minute in each algorithm, and one of 1
-// per hour to deny with.
+// per hour to deny with (a GCRA: no window ends to refill it mid-test).
 const multiConfig = `
 domain: m
 descriptors:
@@ -32,7 +32,7 @@ descriptors:
   - key: leaky_bucket
     rate_limit: {unit: minute, requests_per_unit: 3, algorithm: leaky_bucket}
   - key: full
-    rate_limit: {unit: hour, requests_per_unit: 1}
+    rate_limit: {unit: hour, requests_per_unit: 1, algorithm: gcra}
   - key: shared
     rate_limit: {unit: day, requests_per_unit: 20}
   - key: shared_gcra

@@ -25,13 +25,18 @@ import (
 // BenchmarkRLS: the reference and this server side by side, each its own
 // process on one redis-server, asked by 64 concurrent gRPC clients (a
 // connection each): a hot descriptor that is always admitted, 10 000
-// distinct ones, and a flood on one descriptor that is over its limit.
-// Besides ns/op it reports requests/s and the redis-server's CPU per
-// request (its used_cpu_user + used_cpu_sys over the run). Run it with
+// distinct ones, three descriptors per request (of 10 000 distinct
+// values), and a flood on one descriptor that is over its limit. Besides
+// ns/op it reports requests/s, the redis-server's CPU per request (its
+// used_cpu_user + used_cpu_sys over the run) and the server process's
+// (its utime + stime). Run it with
 //
 //	cd rls && go test -run '^$' -bench BenchmarkRLS -benchtime 20000x
 //
-// On a shared machine compare the servers within one run.
+// On a shared machine compare the servers within one run:
+// RLS_BENCH_OTHERS="name=path [K=V ...],..." adds other builds of this
+// server (an earlier commit's), each with its own environment, to every
+// row this server runs.
 func BenchmarkRLS(b *testing.B) {
 	addr := redisserver.Start(b)
 	// The reference refuses the gcra rule (an unknown key): it gets the
@@ -43,6 +48,12 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 1000000000}
   - key: flood
     rate_limit: {unit: hour, requests_per_unit: 10}
+  - key: multi_a
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
+  - key: multi_b
+    rate_limit: {unit: minute, requests_per_unit: 1000000000}
+  - key: multi_c
+    rate_limit: {unit: hour, requests_per_unit: 1000000000}
 `
 	const config = refConfig + `  - key: gcra
     rate_limit: {unit: hour, requests_per_unit: 1000000000, algorithm: gcra}
@@ -58,6 +69,28 @@ descriptors:
 		{"redlimit", nil, ours},
 		{"redlimit+deny-cache", map[string]string{"LOCAL_CACHE_SIZE_IN_BYTES": "2560000"}, ours},
 	}
+	var others []string
+	for _, o := range strings.Split(os.Getenv("RLS_BENCH_OTHERS"), ",") {
+		f := strings.Fields(o)
+		if len(f) == 0 {
+			continue
+		}
+		name, bin, ok := strings.Cut(f[0], "=")
+		if !ok {
+			b.Fatalf("RLS_BENCH_OTHERS: %q: want name=path [K=V ...]", o)
+		}
+		env := map[string]string{}
+		for _, kv := range f[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		servers = append(servers, struct {
+			name string
+			env  map[string]string
+			bin  string
+		}{name, env, bin})
+		others = append(others, name)
+	}
 	workloads := []struct {
 		name, key string
 		distinct  int
@@ -67,13 +100,18 @@ descriptors:
 		{"distinct/fixed_window", "fixed", 10000, "reference redlimit"},
 		{"hot/gcra", "gcra", 1, "redlimit"},
 		{"distinct/gcra", "gcra", 10000, "redlimit"},
+		{"multi3/fixed_window", "multi", 10000, "reference redlimit"},
 		{"flood", "flood", 1, "reference reference+local-cache redlimit redlimit+deny-cache"},
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	for _, w := range workloads {
 		for _, s := range servers {
-			if !strings.Contains(" "+w.servers+" ", " "+s.name+" ") {
+			runs := " " + w.servers + " "
+			if strings.Contains(runs, " redlimit ") {
+				runs += strings.Join(others, " ") + " "
+			}
+			if !strings.Contains(runs, " "+s.name+" ") {
 				continue
 			}
 			b.Run(w.name+"/"+s.name, func(b *testing.B) {
@@ -81,11 +119,16 @@ descriptors:
 				if strings.HasPrefix(s.name, "reference") {
 					cfg = refConfig
 				}
-				grpcAddr := runServer(b, s.bin, addr, cfg, s.env)
+				grpcAddr, pid := runServer(b, s.bin, addr, cfg, s.env)
 				clients := dial(b, grpcAddr, 64)
 				reqs := make([]*rlpb.RateLimitRequest, w.distinct)
 				for i := range reqs {
-					reqs[i] = req("bench", []string{w.key, "v" + strconv.Itoa(i)})
+					v := "v" + strconv.Itoa(i)
+					if w.key == "multi" { // two units: rules of different periods
+						reqs[i] = req("bench", []string{"multi_a", v}, []string{"multi_b", v}, []string{"multi_c", v})
+						continue
+					}
+					reqs[i] = req("bench", []string{w.key, v})
 				}
 				rdb.FlushAll(context.Background())
 				// Warm up: connections, scripts, the flood's denial.
@@ -95,6 +138,7 @@ descriptors:
 					}
 				}
 				st0 := redisStats(b, rdb)
+				cpu0 := processCPU(b, pid)
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				b.ResetTimer()
@@ -119,9 +163,11 @@ descriptors:
 				elapsed := time.Since(start)
 				b.StopTimer()
 				st := redisStats(b, rdb)
+				cpu := processCPU(b, pid) - cpu0
 				per := func(k string) float64 { return (st[k] - st0[k]) / float64(b.N) }
 				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 				b.ReportMetric(per("cpu")*1e6, "redis-µs/req")
+				b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "server-µs/req")
 				b.ReportMetric(per("total_reads_processed"), "reads/req")
 				var cmds []string
 				for k := range st {
@@ -146,9 +192,9 @@ func buildOurs(b *testing.B) string {
 }
 
 // runServer runs bin (either server: both read the same environment) on
-// Redis at redisAddr with config, and returns its gRPC address once it
-// is healthy.
-func runServer(b *testing.B, bin, redisAddr, config string, env map[string]string) string {
+// Redis at redisAddr with config, and returns its gRPC address and process
+// id once it is healthy.
+func runServer(b *testing.B, bin, redisAddr, config string, env map[string]string) (string, int) {
 	root := b.TempDir()
 	dir := filepath.Join(root, "ratelimit", "config")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -173,12 +219,35 @@ func runServer(b *testing.B, bin, redisAddr, config string, env map[string]strin
 	rs := &refServer{http: "127.0.0.1:" + ports[0]}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if code, _ := rs.healthcheck(); code == 200 {
-			return "127.0.0.1:" + ports[1]
+			return "127.0.0.1:" + ports[1], cmd.Process.Pid
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%s did not become healthy:\n%s", bin, lb)
 		}
 	}
+}
+
+// processCPU is the user + system CPU time process pid has used
+// (/proc/<pid>/stat's utime and stime, in clock ticks of 1/100 s: Linux's
+// USER_HZ everywhere but on a kernel built otherwise).
+func processCPU(b *testing.B, pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatalf("server CPU: %v", err)
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15.
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndex(s, ") ")+2:])
+	if len(f) < 13 {
+		b.Fatalf("server CPU: short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("server CPU: /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 func dial(b *testing.B, addr string, n int) []rlpb.RateLimitServiceClient {

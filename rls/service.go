@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/redlimit/redlimit/ratelimit"
 )
 
 // A Service answers Envoy's RateLimitService (RLS v3) from the Config it
@@ -54,7 +56,7 @@ func (s *Service) Config() *Config { return s.config.Load() }
 // the domain's rules and counted, and the request is OVER_LIMIT when any
 // descriptor is (unless shadow or quota mode says otherwise). A request
 // that is denied counts nothing: when it has several descriptors to
-// count, each is looked at first and counted only if none denies. Bad
+// count, each is reserved, and given back if one denies. Bad
 // input is codes.InvalidArgument, a Redis that fails or does not answer
 // in time codes.Unavailable (unless a fallback decides).
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlpb.RateLimitRequest) (*rlpb.RateLimitResponse, error) {
@@ -264,13 +266,17 @@ func checkRequest(req *rlpb.RateLimitRequest) error {
 	return nil
 }
 
-// decideAll decides every descriptor with a limit. A request with more
-// than one descriptor to count, or one whose rule of 0 per unit denies it
-// already, is looked at first (every descriptor, at once) and counted
-// only if no descriptor that can deny it does: a request that is denied
-// counts nothing. (Two requests may look at once and both be counted;
-// then the second can still be denied by the count, after the others
-// counted it.) Shadow and quota mode rules never deny a request.
+// decideAll decides every descriptor with a limit, all or nothing: a
+// request that is denied counts nothing. A request with several
+// descriptors to count reserves them all at once (different keys
+// concurrently, so that the limiters' send stage carries them in one
+// script call per node) and, when one that can deny it does, gives the
+// others' reservations back (Reservation.Cancel, atomic in the script):
+// one round of calls, a second only for a denial. Meanwhile a concurrent
+// request may see those units counted and be denied by them: it errs
+// towards denial, never admission past a limit. A request that a rule of
+// 0 per unit denies already is only looked at. Shadow and quota mode
+// rules never deny a request.
 func (s *Service) decideAll(ctx context.Context, req *rlpb.RateLimitRequest, ms []*match, hits []uint64) ([]outcome, error) {
 	outs := make([]outcome, len(ms))
 	var redis []int // descriptors Redis decides
@@ -294,22 +300,61 @@ func (s *Service) decideAll(ctx context.Context, req *rlpb.RateLimitRequest, ms 
 			counting++
 		}
 	}
-	if s.opts.globalShadowMode || s.opts.globalQuotaMode || counting < 2 && !(localDeny && counting > 0) {
-		return outs, s.run(ctx, req, ms, redis, hits, outs)
+	noDeny := s.opts.globalShadowMode || s.opts.globalQuotaMode // nothing denies
+	switch {
+	case localDeny && !noDeny:
+		// Denied already: each descriptor only says what it would.
+		if err := s.run(ctx, req, ms, redis, make([]uint64, len(ms)), outs, nil); err != nil {
+			return nil, err
+		}
+		for _, i := range redis {
+			if o := &outs[i]; o.allowed && hits[i] > uint64(o.remaining) && !o.fallback {
+				o.allowed, o.retryAfter = false, never
+			}
+		}
+		return outs, nil
+	case noDeny || counting < 2:
+		return outs, s.run(ctx, req, ms, redis, hits, outs, nil)
 	}
-	looks := make([]uint64, len(ms))
-	if err := s.run(ctx, req, ms, redis, looks, outs); err != nil {
+	held := make([]*ratelimit.Reservation, len(ms))
+	err := s.run(ctx, req, ms, redis, hits, outs, held)
+	if err == nil && !s.denied(ms, redis, outs) {
+		return outs, nil
+	}
+	back := s.giveBack(ctx, held)
+	if err != nil {
 		return nil, err
 	}
-	denied := localDeny
+	for _, i := range back {
+		outs[i].remaining += int64(hits[i]) // as it was: nothing counted
+	}
+	// A descriptor whose key an earlier one of the request names too was
+	// judged after that one counted; the reference judges each alone
+	// (GET, then INCRBY), so that only its count denies the repeat. Judge
+	// the repeats alone, now that nothing is counted: if the request is
+	// still denied it stands; else only its own repeats denied it, and it
+	// counts in order as the reference's does.
+	var repeats []int
+	seen := make(map[string]bool, len(redis))
 	for _, i := range redis {
-		o := &outs[i]
-		if o.allowed && hits[i] > uint64(o.remaining) && !o.fallback {
+		k := ms[i].rule.lim.name + key(req.Domain, req.Descriptors[i].Entries, ms[i].values)
+		if seen[k] {
+			repeats = append(repeats, i)
+		}
+		seen[k] = true
+	}
+	if len(repeats) == 0 {
+		return outs, nil
+	}
+	if err := s.run(ctx, req, ms, repeats, make([]uint64, len(ms)), outs, nil); err != nil {
+		return nil, err
+	}
+	for _, i := range repeats {
+		if o := &outs[i]; o.allowed && hits[i] > uint64(o.remaining) && !o.fallback {
 			o.allowed, o.retryAfter = false, never
 		}
-		denied = denied || !o.allowed && s.canDeny(ms[i].rule)
 	}
-	if denied {
+	if s.denied(ms, redis, outs) {
 		return outs, nil
 	}
 	var count []int
@@ -318,21 +363,63 @@ func (s *Service) decideAll(ctx context.Context, req *rlpb.RateLimitRequest, ms 
 			count = append(count, i)
 		}
 	}
-	return outs, s.run(ctx, req, ms, count, hits, outs)
+	return outs, s.run(ctx, req, ms, count, hits, outs, nil)
+}
+
+// denied reports whether a descriptor of which that can deny the
+// request does.
+func (s *Service) denied(ms []*match, which []int, outs []outcome) bool {
+	for _, i := range which {
+		if !outs[i].allowed && s.canDeny(ms[i].rule) {
+			return true
+		}
+	}
+	return false
+}
+
+// giveBack cancels the reservations held, concurrently, and returns the
+// descriptors whose units went back. A refund that fails leaves its units
+// counted until their window ends: a denial too many later, never an
+// admission.
+func (s *Service) giveBack(ctx context.Context, held []*ratelimit.Reservation) (back []int) {
+	ctx = context.WithoutCancel(ctx) // Envoy gone or not, the units go back
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, r := range held {
+		if r == nil || !r.Decision.Allowed || r.Decision.Cause != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r.Cancel(ctx) == nil {
+				mu.Lock()
+				back = append(back, i)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return back
 }
 
 func (s *Service) canDeny(r *Rule) bool { return !r.ShadowMode && !r.QuotaMode }
 
 // run decides descriptors which (hits 0 looks): descriptors with one key
 // in the order of the request, as the reference counts them (it sends them
-// in one pipeline), and different keys at once.
-func (s *Service) run(ctx context.Context, req *rlpb.RateLimitRequest, ms []*match, which []int, hits []uint64, outs []outcome) error {
+// in one pipeline), and different keys at once. With held it reserves
+// (held[i] is descriptor i's reservation) and goes on past a failure, so
+// that everything counted can be given back.
+func (s *Service) run(ctx context.Context, req *rlpb.RateLimitRequest, ms []*match, which []int, hits []uint64, outs []outcome, held []*ratelimit.Reservation) error {
 	one := func(i int, key string) error {
-		o, err := ms[i].rule.lim.decide(ctx, key, hits[i])
+		o, r, err := ms[i].rule.lim.decide(ctx, key, hits[i], held != nil)
 		if err != nil {
 			return describeError(i, err)
 		}
 		outs[i] = o
+		if held != nil {
+			held[i] = r
+		}
 		return nil
 	}
 	if len(which) == 1 {
@@ -353,18 +440,22 @@ func (s *Service) run(ctx context.Context, req *rlpb.RateLimitRequest, ms []*mat
 		groups = append(groups, []int{i})
 	}
 	errs := make([]error, len(ms))
+	group := func(g []int) {
+		for _, i := range g {
+			if errs[i] = one(i, names[i][len(ms[i].rule.lim.name):]); errs[i] != nil && held == nil {
+				return
+			}
+		}
+	}
 	var wg sync.WaitGroup
-	for _, g := range groups {
+	for _, g := range groups[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, i := range g {
-				if errs[i] = one(i, names[i][len(ms[i].rule.lim.name):]); errs[i] != nil {
-					return
-				}
-			}
+			group(g)
 		}()
 	}
+	group(groups[0]) // on this goroutine, whose stack has grown already
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {

@@ -129,26 +129,7 @@ func TestBatchesAnswerEachCall(t *testing.T) {
 // batch is sent is never sent: it counts nothing.
 func TestLeftBeforeSentCountsNothing(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
-	defer rdb.Close()
-	if err := bindings.LoadAll(ctx, rdb); err != nil { // one command per call: no NOSCRIPT, then EVAL
-		t.Fatal(err)
-	}
-	inner := &counting{Client: rdb, gate: make(chan struct{})}
-	c := Wrap(inner, rdb)
-	var wg sync.WaitGroup
-	for i := range depth { // the calls in flight, held at the gate
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := gcra(ctx, c, fmt.Sprint("first", i), 1); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	for inner.sent.Load() < depth {
-		time.Sleep(time.Millisecond)
-	}
+	rdb, inner, c, wg := heldAtTheGate(t)
 	wctx, cancel := context.WithCancel(ctx)
 	left := make(chan error)
 	go func() {
@@ -173,6 +154,34 @@ func TestLeftBeforeSentCountsNothing(t *testing.T) {
 	if n := inner.sent.Load(); n != depth {
 		t.Errorf("%d commands sent, want %d", n, depth)
 	}
+}
+
+// heldAtTheGate starts depth calls on a stage over miniredis and returns
+// once they are in flight, held at inner's gate (one value each lets them
+// go); wg is done when they have returned.
+func heldAtTheGate(t *testing.T) (*redis.Client, *counting, redis.Scripter, *sync.WaitGroup) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	if err := bindings.LoadAll(ctx, rdb); err != nil { // one command per call: no NOSCRIPT, then EVAL
+		t.Fatal(err)
+	}
+	inner := &counting{Client: rdb, gate: make(chan struct{})}
+	c := Wrap(inner, rdb)
+	wg := &sync.WaitGroup{}
+	for i := range depth {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := gcra(ctx, c, fmt.Sprint("first", i), 1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for inner.sent.Load() < depth {
+		time.Sleep(time.Millisecond)
+	}
+	return rdb, inner, c, wg
 }
 
 func waiting(m *Client) (n int) {
@@ -251,26 +260,7 @@ func TestWrapOnlyWhatItCanRoute(t *testing.T) {
 // deadline, as it would leave a call of its own; the batch goes on.
 func TestLeftAfterSentReturnsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
-	defer rdb.Close()
-	if err := bindings.LoadAll(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
-	inner := &counting{Client: rdb, gate: make(chan struct{})}
-	c := Wrap(inner, rdb)
-	var wg sync.WaitGroup
-	for i := range depth {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := gcra(ctx, c, fmt.Sprint("first", i), 1); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	for inner.sent.Load() < depth {
-		time.Sleep(time.Millisecond)
-	}
+	_, inner, c, wg := heldAtTheGate(t)
 	wctx, cancel := context.WithCancel(ctx)
 	left := make(chan error)
 	go func() {

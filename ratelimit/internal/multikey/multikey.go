@@ -78,7 +78,7 @@ const depth = 2
 type waiter struct {
 	ctx  context.Context
 	cmd  *redis.Cmd
-	keys []string
+	keys []any // strings, as the command holds them
 	args []any
 	sent bool
 	left bool // its caller left after it was sent: nobody reads cmd
@@ -146,9 +146,8 @@ func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
 	if m.cluster && nk > 0 {
 		g.slot = slot(args[3].(string))
 	}
-	// The keys are copied out only if the call waits: a lone call
-	// allocates nothing here.
-	if m.enter(ctx, g, c, nil, args[3:3+nk], args[3+nk:]) {
+	// A lone call allocates nothing here.
+	if m.enter(ctx, g, c, args[3:3+nk], args[3+nk:]) {
 		err := m.process(ctx, cmd)
 		m.next(g)
 		return err
@@ -164,7 +163,11 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 	}
 	g := m.group(sha1, keys)
 	c := redis.NewCmd(ctx)
-	if m.enter(ctx, g, c, keys, nil, args) {
+	boxed := make([]any, len(keys))
+	for i, k := range keys {
+		boxed[i] = k
+	}
+	if m.enter(ctx, g, c, boxed, args) {
 		c = m.Scripter.EvalSha(ctx, sha1, keys, args...)
 		m.next(g)
 	}
@@ -189,8 +192,7 @@ func (m *Client) shard(g group) *shard {
 // group are in flight), and then the caller sends it itself and calls next
 // once it returns.
 // Otherwise it waits for a batch and its answer is in c when enter returns.
-// The call's keys are keys, or the strings of keyArgs.
-func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string, keyArgs, args []any) (own bool) {
+func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []any) (own bool) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
@@ -202,12 +204,6 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []string
 		ln.busy++
 		sh.mu.Unlock()
 		return true
-	}
-	if keys == nil {
-		keys = make([]string, len(keyArgs))
-		for i, k := range keyArgs {
-			keys[i] = k.(string)
-		}
 	}
 	w := &waiter{ctx: ctx, cmd: c, keys: keys, args: args, done: make(chan struct{})}
 	ln.waiting = append(ln.waiting, w)
@@ -282,20 +278,33 @@ func (m *Client) flush(g group, batch []*waiter) {
 	defer cancel()
 	if len(batch) == 1 { // a call of its own costs less than the form
 		w := batch[0]
-		m.answer(g, w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
+		m.answer(g, w, m.evalSha(ctx, g.hash, w.keys, w.args))
 		return
 	}
-	var keys []string
-	args := make([]any, 0, 2*len(batch))
+	// One slice is the command: EVALSHA, the form's hash, the keys, then
+	// each call's counts and arguments.
+	n, nkeys := 3, 0
 	for _, w := range batch {
-		keys = append(keys, w.keys...)
-		args = append(args, len(w.keys), len(w.args))
-		args = append(args, w.args...)
+		n += 2 + len(w.keys) + len(w.args)
+		nkeys += len(w.keys)
 	}
 	form := bindings.MultiKeyForm(g.hash)
-	cmd := form.EvalSha(ctx, m.Scripter, keys, args...)
+	argv := make([]any, 3, n)
+	argv[0], argv[1], argv[2] = "evalsha", form.Hash(), nkeys
+	for _, w := range batch {
+		argv = append(argv, w.keys...)
+	}
+	for _, w := range batch {
+		argv = append(argv, len(w.keys), len(w.args))
+		argv = append(argv, w.args...)
+	}
+	cmd := m.send(ctx, argv)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = form.Eval(ctx, m.Scripter, keys, args...)
+		// The server lacks the form (a restart, SCRIPT FLUSH): load it
+		// where the keys live and send again.
+		if err := form.Load(ctx, m.Scripter).Err(); err == nil {
+			cmd = m.send(ctx, argv)
+		}
 	}
 	replies, err := cmd.Slice()
 	if notRun(err) {
@@ -351,7 +360,7 @@ func (m *Client) alone(g group, batch []*waiter) {
 			defer wg.Done()
 			ctx, cancel := detach(w)
 			defer cancel()
-			m.answer(g, w, m.Scripter.EvalSha(ctx, g.hash, w.keys, w.args...))
+			m.answer(g, w, m.evalSha(ctx, g.hash, w.keys, w.args))
 		}()
 	}
 	wg.Wait()
@@ -373,6 +382,22 @@ func detach(batch ...*waiter) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(context.WithoutCancel(batch[0].ctx), latest)
+}
+
+// evalSha sends one call of the script hash as a command of its own.
+func (m *Client) evalSha(ctx context.Context, hash string, keys, args []any) *redis.Cmd {
+	argv := make([]any, 0, 3+len(keys)+len(args))
+	argv = append(argv, "evalsha", hash, len(keys))
+	argv = append(append(argv, keys...), args...)
+	return m.send(ctx, argv)
+}
+
+// send sends argv, an EVALSHA, through the guarded client.
+func (m *Client) send(ctx context.Context, argv []any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3) // as go-redis's EvalSha does, for routing
+	_ = m.process(ctx, cmd)
+	return cmd
 }
 
 // answer copies a call's own answer into w's command, unless its caller

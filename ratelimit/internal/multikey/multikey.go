@@ -65,8 +65,17 @@ type group struct {
 // waiting for one to return.
 type line struct {
 	busy    int
+	last    time.Time // when a call of the group last returned, or its busy spell began
 	waiting []*waiter
 }
+
+// stuck is how long a group may go without a call returning before the
+// calls that come stop waiting for its batches and go as calls of their
+// own, as without this stage: a node that hangs (a stopped process, a
+// partition: go-redis reads on for its ReadTimeout) would otherwise hold
+// every caller for its whole timeout, away from the guard, whose breaker
+// fails them at once once it opens.
+const stuck = 100 * time.Millisecond
 
 // depth is how many calls of a group may be in flight at once: two, so
 // that Redis runs one batch while the next gathers and travels (with one,
@@ -200,7 +209,10 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []
 		ln = &line{}
 		sh.lines[g] = ln
 	}
-	if ln.busy < depth {
+	if ln.busy == 0 {
+		ln.last = time.Now() // a busy spell begins
+	}
+	if ln.busy < depth || time.Since(ln.last) > stuck {
 		ln.busy++
 		sh.mu.Unlock()
 		return true
@@ -246,6 +258,7 @@ func (m *Client) next(g group) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
+	ln.last = time.Now()
 	if len(ln.waiting) == 0 {
 		ln.busy-- // the line stays: at most one per script and slot
 		sh.mu.Unlock()

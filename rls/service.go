@@ -269,8 +269,9 @@ func checkRequest(req *rlpb.RateLimitRequest) error {
 // decideAll decides every descriptor with a limit, all or nothing: a
 // request that is denied counts nothing. A request with several
 // descriptors to count reserves them all at once (different keys
-// concurrently, so that the limiters' send stage carries them in one
-// script call per node) and, when one that can deny it does, gives the
+// concurrently, so that the client's pipeline, or the limiters' send stage
+// across keys when the client is not the AutoPipeliner, carries them
+// together) and, when one that can deny it does, gives the
 // others' reservations back (Reservation.Cancel, atomic in the script):
 // one round of calls, a second only for a denial. Meanwhile a concurrent
 // request may see those units counted and be denied by them: it errs

@@ -82,8 +82,10 @@ const stuck = 100 * time.Millisecond
 // Redis idles for every round trip).
 const depth = 2
 
-// waiter is a call waiting for its group's next batch. sent and the line
-// are guarded by the shard's mu; done is closed once cmd holds the answer.
+// waiter is a call waiting for its group's next batch. sent, left, the
+// line, and the writing of cmd and closing of done are guarded by the
+// shard's mu; done is closed once cmd holds the answer, unless the caller
+// left.
 type waiter struct {
 	ctx  context.Context
 	cmd  *redis.Cmd

@@ -288,3 +288,34 @@ func TestLeftAfterSentReturnsAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A group whose calls in flight have not returned for longer than stuck (a
+// hung node) holds no new call back: it goes as a call of its own, to the
+// guard, as it would without the stage.
+func TestStuckGroupLetsCallsThrough(t *testing.T) {
+	ctx := context.Background()
+	_, inner, c, wg := heldAtTheGate(t)
+	time.Sleep(stuck + 50*time.Millisecond) // the state asserted: no call returned for longer than stuck
+	third := make(chan error, 1)
+	go func() {
+		_, err := gcra(ctx, c, "third", 1)
+		third <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for inner.sent.Load() < depth+1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a call behind a stuck group waited in its line instead of going on its own")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := waiting(c.(*Client)); n != 0 {
+		t.Errorf("%d calls wait behind a stuck group", n)
+	}
+	for range depth + 1 {
+		inner.gate <- struct{}{}
+	}
+	wg.Wait()
+	if err := <-third; err != nil {
+		t.Error(err)
+	}
+}

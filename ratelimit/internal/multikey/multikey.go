@@ -153,10 +153,11 @@ func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
 			return m.process(ctx, cmd)
 		}
 	}
-	g := group{hash: hash, slot: -1}
-	if m.cluster && nk > 0 {
-		g.slot = slot(args[3].(string))
+	first := ""
+	if nk > 0 {
+		first = args[3].(string)
 	}
+	g := m.group(hash, first)
 	// A lone call allocates nothing here.
 	if m.enter(ctx, g, c, args[3:3+nk], args[3+nk:]) {
 		err := m.process(ctx, cmd)
@@ -172,7 +173,11 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 	if bindings.MultiKeyForm(sha1) == nil {
 		return m.Scripter.EvalSha(ctx, sha1, keys, args...)
 	}
-	g := m.group(sha1, keys)
+	first := ""
+	if len(keys) > 0 {
+		first = keys[0]
+	}
+	g := m.group(sha1, first)
 	c := redis.NewCmd(ctx)
 	boxed := make([]any, len(keys))
 	for i, k := range keys {
@@ -185,12 +190,13 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 	return c
 }
 
-// group is the group of a call on keys (its keys share a slot, or the call
-// fails on a Cluster whether batched or not).
-func (m *Client) group(hash string, keys []string) group {
+// group is the group of a call whose first key is first ("" for none): its
+// keys share that key's slot, or the call fails on a Cluster whether
+// batched or not.
+func (m *Client) group(hash, first string) group {
 	g := group{hash: hash, slot: -1}
-	if m.cluster && len(keys) > 0 {
-		g.slot = slot(keys[0])
+	if m.cluster && first != "" {
+		g.slot = slot(first)
 	}
 	return g
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -317,5 +318,69 @@ func TestStuckGroupLetsCallsThrough(t *testing.T) {
 	wg.Wait()
 	if err := <-third; err != nil {
 		t.Error(err)
+	}
+}
+
+// Each call reads its own answer while waiters are reused: calm callers,
+// each on a key of its own, read exactly what their calls left, beside
+// impatient callers on other keys that give up after 1 µs to 3 ms, before
+// or after their batch is sent.
+func TestEachCallGetsItsOwnAnswer(t *testing.T) {
+	for name, addr := range servers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+			defer rdb.Close()
+			rdb.FlushAll(ctx)
+			inner := &counting{Client: rdb}
+			c := Wrap(inner, rdb)
+			const calm, impatient, rounds, burst = 24, 24, 40, 100000
+			call := func(ctx context.Context, key string, cost int64) (bindings.GCRAResult, error) {
+				return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: burst, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll,
+					Requests: []bindings.GCRARequest{{Cost: cost}}})
+			}
+			var wg sync.WaitGroup
+			for g := range calm {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					left := int64(burst)
+					for r := range rounds {
+						cost := int64(1 + (g*rounds+r)%97)
+						res, err := call(ctx, fmt.Sprint("calm", g), cost)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						left -= cost
+						if got := res.Decisions[0].Remaining; got != left {
+							t.Errorf("calm%d, call %d: %d remaining, want %d", g, r, got, left)
+							return
+						}
+					}
+				}()
+			}
+			var gaveUp atomic.Int64
+			for g := range impatient {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for r := range rounds {
+						ctx, cancel := context.WithTimeout(ctx, time.Duration(1+(g*rounds+r)*37%3000)*time.Microsecond)
+						_, err := call(ctx, fmt.Sprint("impatient", g), 1)
+						cancel()
+						if err != nil {
+							var ne net.Error
+							if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, bindings.ErrExpired) && !(errors.As(err, &ne) && ne.Timeout()) {
+								t.Errorf("an impatient call: %v", err)
+							}
+							gaveUp.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d calls in %d commands; %d impatient calls gave up", (calm+impatient)*rounds, inner.sent.Load(), gaveUp.Load())
+		})
 	}
 }

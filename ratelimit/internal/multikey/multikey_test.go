@@ -334,9 +334,9 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 			rdb.FlushAll(ctx)
 			inner := &counting{Client: rdb}
 			c := Wrap(inner, rdb)
-			const calm, impatient, rounds, burst = 24, 24, 40, 100000
+			const calm, impatient, rounds, burst = 24, 24, 40, 10000
 			call := func(ctx context.Context, key string, cost int64) (bindings.GCRAResult, error) {
-				return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: burst, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll,
+				return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test
 					Requests: []bindings.GCRARequest{{Cost: cost}}})
 			}
 			var wg sync.WaitGroup

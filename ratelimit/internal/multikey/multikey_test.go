@@ -65,22 +65,29 @@ func servers(t *testing.T) map[string]string {
 	return map[string]string{"miniredis": mr.Addr(), "redis": redisserver.Start(t)}
 }
 
+// staged is the stage over a counting client of the emptied server at
+// addr, and that server's own client.
+func staged(t *testing.T, addr string) (context.Context, *redis.Client, *counting, redis.Scripter) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	rdb.FlushAll(ctx)
+	inner := &counting{Client: rdb}
+	c := Wrap(inner, rdb)
+	if _, ok := c.(*Client); !ok {
+		t.Fatal("a *redis.Client was not wrapped")
+	}
+	return ctx, rdb, inner, c
+}
+
 // Calls on many keys at once go in few calls, and each is answered as a
 // call of its own: every key's first three pass, the fourth does not, and
 // a key of another type fails alone.
 func TestBatchesAnswerEachCall(t *testing.T) {
 	for name, addr := range servers(t) {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-			defer rdb.Close()
-			rdb.FlushAll(ctx)
+			ctx, rdb, inner, c := staged(t, addr)
 			rdb.LPush(ctx, "wrong", "x")
-			inner := &counting{Client: rdb}
-			c := Wrap(inner, rdb)
-			if _, ok := c.(*Client); !ok {
-				t.Fatal("a *redis.Client was not wrapped")
-			}
 			const keys, per = 50, 4
 			var wg sync.WaitGroup
 			allowed := make([]atomic.Int64, keys)
@@ -328,12 +335,7 @@ func TestStuckGroupLetsCallsThrough(t *testing.T) {
 func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 	for name, addr := range servers(t) {
 		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-			defer rdb.Close()
-			rdb.FlushAll(ctx)
-			inner := &counting{Client: rdb}
-			c := Wrap(inner, rdb)
+			ctx, _, inner, c := staged(t, addr)
 			const calm, impatient, rounds, burst = 24, 24, 40, 10000
 			call := func(ctx context.Context, key string, cost int64) (bindings.GCRAResult, error) {
 				return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test

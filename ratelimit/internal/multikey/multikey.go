@@ -178,7 +178,7 @@ func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	g := m.group(hash, first)
 	// A lone call allocates nothing here.
-	if m.enter(ctx, g, c, args[3:3+nk], args[3+nk:]) {
+	if _, own := m.enter(ctx, g, c, args[3:3+nk], nil, args[3+nk:]); own {
 		err := m.process(ctx, cmd)
 		m.next(g)
 		return err
@@ -197,15 +197,13 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 		first = keys[0]
 	}
 	g := m.group(sha1, first)
-	c := redis.NewCmd(ctx)
-	boxed := make([]any, len(keys))
-	for i, k := range keys {
-		boxed[i] = k
+	// A lone call allocates nothing here either: its keys are boxed, and
+	// the command for its answer made, only if it waits.
+	if c, own := m.enter(ctx, g, nil, nil, keys, args); !own {
+		return c
 	}
-	if m.enter(ctx, g, c, boxed, args) {
-		c = m.Scripter.EvalSha(ctx, sha1, keys, args...)
-		m.next(g)
-	}
+	c := m.Scripter.EvalSha(ctx, sha1, keys, args...)
+	m.next(g)
 	return c
 }
 
@@ -227,8 +225,10 @@ func (m *Client) shard(g group) *shard {
 // enter reports whether the call may go at once (fewer than depth of its
 // group are in flight), and then the caller sends it itself and calls next
 // once it returns.
-// Otherwise it waits for a batch and its answer is in c when enter returns.
-func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []any) (own bool) {
+// Otherwise it waits for a batch and returns c with its answer (a new
+// command if c is nil). The call's keys are keys, or else skeys, boxed
+// only if it waits.
+func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []any, skeys []string, args []any) (_ *redis.Cmd, own bool) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
@@ -242,7 +242,16 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []
 	if ln.busy < depth || time.Since(ln.last) > stuck {
 		ln.busy++
 		sh.mu.Unlock()
-		return true
+		return c, true
+	}
+	if c == nil {
+		c = redis.NewCmd(ctx)
+	}
+	if keys == nil && len(skeys) > 0 {
+		keys = make([]any, len(skeys))
+		for i, k := range skeys {
+			keys[i] = k
+		}
 	}
 	w := waiters.Get().(*waiter)
 	w.ctx, w.cmd, w.keys, w.args = ctx, c, keys, args
@@ -251,7 +260,7 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []
 	select {
 	case <-w.done:
 		w.free()
-		return false
+		return c, false
 	case <-ctx.Done():
 	}
 	sh.mu.Lock()
@@ -259,7 +268,7 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []
 	case <-w.done: // the answer came as the wait ended: keep it
 		sh.mu.Unlock()
 		w.free()
-		return false
+		return c, false
 	default:
 	}
 	if w.sent {
@@ -270,7 +279,7 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []
 		w.left = true
 		sh.mu.Unlock()
 		c.SetErr(ctx.Err())
-		return false
+		return c, false
 	}
 	for i, o := range ln.waiting {
 		if o == w {
@@ -281,7 +290,7 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys, args []
 	sh.mu.Unlock()
 	w.free()
 	c.SetErr(ctx.Err()) // never sent: it counted nothing
-	return false
+	return c, false
 }
 
 // next hands g's call that just returned on to the calls that came

@@ -36,6 +36,25 @@ const maxCalls = 64
 // (64 requests each) stays a bounded piece of Redis's time.
 const maxArgs = 1024
 
+// maxWork bounds the members a batch of sliding_window_log.lua calls may
+// log or remove: what one call may at most (the log's bound), so that no
+// batch holds Redis longer than the costliest call of its own could. (64
+// calls of 10 000 units once held it for 2.4 s.) Every other script's
+// call has a small bound of its own, which maxArgs covers.
+const maxWork = 10000
+
+var slidingLog = bindings.SlidingWindowLogScript.Hash()
+
+// work is what a call of the script hash logs or removes at most: for
+// sliding_window_log.lua its cost (ARGV[3]), up to the log's bound.
+func work(hash string, args []any) int64 {
+	if hash != slidingLog || len(args) < 3 {
+		return 0
+	}
+	cost, _ := args[2].(int64) // the bindings send integers as int64
+	return min(max(cost, 0), maxWork)
+}
+
 const shards = 16
 
 // Client is a guarded client whose script calls batch across keys. It
@@ -93,6 +112,7 @@ type waiter struct {
 	cmd  *redis.Cmd
 	keys []any // strings, as the command holds them
 	args []any
+	work int64 // see work
 	sent bool
 	left bool          // its caller left after it was sent: nobody reads cmd
 	done chan struct{} // one slot: signalled, never closed, so it is reused
@@ -254,7 +274,7 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []any, s
 		}
 	}
 	w := waiters.Get().(*waiter)
-	w.ctx, w.cmd, w.keys, w.args = ctx, c, keys, args
+	w.ctx, w.cmd, w.keys, w.args, w.work = ctx, c, keys, args, work(g.hash, args)
 	ln.waiting = append(ln.waiting, w)
 	sh.mu.Unlock()
 	select {
@@ -305,10 +325,11 @@ func (m *Client) next(g group) {
 		sh.mu.Unlock()
 		return
 	}
-	batch, args := ln.waiting, 0
+	batch, args, units := ln.waiting, 0, int64(0)
 	for i, w := range ln.waiting {
 		args += 2 + len(w.args)
-		if i == maxCalls || i > 0 && args > maxArgs {
+		units += w.work
+		if i == maxCalls || i > 0 && (args > maxArgs || units > maxWork) {
 			batch = ln.waiting[:i]
 			break
 		}

@@ -386,3 +386,62 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A sliding log's calls weigh the members they may log: six calls of 4 000
+// units on other keys, waiting together, go two by two (8 000 of the
+// 10 000 one call may log), each admitted and logged in full.
+func TestSlidingLogBatchesByWork(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	defer rdb.Close()
+	// The script and its form, so that no batch meets NOSCRIPT and is
+	// sent twice.
+	if err := bindings.LoadAll(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	if err := bindings.MultiKeyForm(slidingLog).Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	inner := &counting{Client: rdb, gate: make(chan struct{})}
+	m := Wrap(inner, rdb).(*Client)
+	logged := func(key string, cost int64) error {
+		r, err := bindings.SlidingWindowLog(ctx, m, key, bindings.SlidingWindowLogParams{Limit: 10000, Window: time.Minute, Cost: cost})
+		if err == nil && !r.Allowed {
+			err = fmt.Errorf("%s: %d units denied", key, cost)
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	call := func(key string, cost int64) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := logged(key, cost); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range depth { // in flight, held at the gate
+		call(fmt.Sprint("first", i), 1)
+	}
+	for inner.sent.Load() < depth {
+		time.Sleep(time.Millisecond)
+	}
+	const big = 6
+	for i := range big {
+		call(fmt.Sprint("big", i), 4000)
+	}
+	for waiting(m) < big {
+		time.Sleep(time.Millisecond)
+	}
+	close(inner.gate)
+	wg.Wait()
+	if n := inner.sent.Load(); n != depth+big/2 {
+		t.Errorf("%d calls of 4 000 units went in %d commands, want %d (two a batch)", big, n-depth, big/2)
+	}
+	for i := range big {
+		if n := rdb.ZCard(ctx, fmt.Sprint("big", i)).Val(); n != 4000 {
+			t.Errorf("big%d logs %d members, want 4000", i, n)
+		}
+	}
+}

@@ -28,6 +28,10 @@ func (answering) EvalSha(ctx context.Context, _ string, _ []string, _ ...any) *r
 
 var answer = []any{int64(1), int64(0), int64(0), int64(0)}
 
+// loneCall is the command of a gcra.lua call on one key, as the bindings
+// send it.
+var loneCall = []any{"evalsha", bindings.GCRAScript.Hash(), 1, "rl:x:{user}", int64(10), int64(10), int64(1000), int64(0), "all", int64(1), int64(0)}
+
 // A lone call (nothing of its script in flight) allocates nothing in the
 // stage, through Process and through EvalSha: what it costs wrapped is
 // what it costs sent straight to the client.
@@ -37,9 +41,8 @@ func TestLoneCallAllocatesNothing(t *testing.T) {
 	inner := answering{rdb}
 	m := Wrap(inner, rdb).(*Client)
 	ctx := context.Background()
-	hash := bindings.GCRAScript.Hash()
-	keys := []string{"rl:x:{user}"}
-	args := []any{"evalsha", hash, 1, keys[0], int64(10), int64(10), int64(1000), int64(0), "all", int64(1), int64(0)}
+	args := loneCall
+	hash, keys := args[1].(string), []string{args[3].(string)}
 	process := func(p interface {
 		Process(context.Context, redis.Cmder) error
 	}) func() {
@@ -65,7 +68,7 @@ func BenchmarkLone(b *testing.B) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	inner := answering{rdb}
-	args := []any{"evalsha", bindings.GCRAScript.Hash(), 1, "rl:x:{user}", int64(10), int64(10), int64(1000), int64(0), "all", int64(1), int64(0)}
+	args := loneCall
 	for _, c := range []struct {
 		name string
 		p    interface {

@@ -164,10 +164,15 @@ func TestLeftBeforeSentCountsNothing(t *testing.T) {
 	}
 }
 
-// heldAtTheGate starts depth calls on a stage over miniredis and returns
-// once they are in flight, held at inner's gate (one value each lets them
-// go); wg is done when they have returned.
-func heldAtTheGate(t *testing.T) (*redis.Client, *counting, redis.Scripter, *sync.WaitGroup) {
+// heldAtTheGate starts depth calls of hold (gcraCall by default) on keys
+// "first<i>" on a stage over miniredis and returns once they are in
+// flight, held at inner's gate (one value each lets them go); wg is done
+// when they have returned.
+func heldAtTheGate(t *testing.T, hold ...func(context.Context, redis.Scripter, string) error) (*redis.Client, *counting, redis.Scripter, *sync.WaitGroup) {
+	call := gcraCall
+	if len(hold) > 0 {
+		call = hold[0]
+	}
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
 	t.Cleanup(func() { rdb.Close() })
@@ -181,7 +186,7 @@ func heldAtTheGate(t *testing.T) (*redis.Client, *counting, redis.Scripter, *syn
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := gcra(ctx, c, fmt.Sprint("first", i), 1); err != nil {
+			if err := call(ctx, c, fmt.Sprint("first", i)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -190,6 +195,12 @@ func heldAtTheGate(t *testing.T) (*redis.Client, *counting, redis.Scripter, *syn
 		time.Sleep(time.Millisecond)
 	}
 	return rdb, inner, c, wg
+}
+
+// gcraCall is a call of gcra.lua on key, of cost 1.
+func gcraCall(ctx context.Context, c redis.Scripter, key string) error {
+	_, err := gcra(ctx, c, key, 1)
+	return err
 }
 
 func waiting(m *Client) (n int) {
@@ -328,15 +339,15 @@ func TestStuckGroupLetsCallsThrough(t *testing.T) {
 	}
 }
 
-// Each call reads its own answer while waiters are reused: calm callers,
+// Each call reads its own answer while waiters are reused: 100 calm callers,
 // each on a key of its own, read exactly what their calls left, beside
-// impatient callers on other keys that give up after 1 µs to 3 ms, before
+// 100 impatient callers on other keys that give up after 1 µs to 3 ms, before
 // or after their batch is sent.
 func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 	for name, addr := range servers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx, _, inner, c := staged(t, addr)
-			const calm, impatient, rounds, burst = 24, 24, 40, 10000
+			const calm, impatient, rounds, burst = 100, 100, 20, 10000
 			call := func(ctx context.Context, key string, cost int64) (bindings.GCRAResult, error) {
 				return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test
 					Requests: []bindings.GCRARequest{{Cost: cost}}})
@@ -392,46 +403,29 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 // 10 000 one call may log), each admitted and logged in full.
 func TestSlidingLogBatchesByWork(t *testing.T) {
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
-	defer rdb.Close()
-	// The script and its form, so that no batch meets NOSCRIPT and is
-	// sent twice.
-	if err := bindings.LoadAll(ctx, rdb); err != nil {
-		t.Fatal(err)
-	}
-	if err := bindings.MultiKeyForm(slidingLog).Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	inner := &counting{Client: rdb, gate: make(chan struct{})}
-	m := Wrap(inner, rdb).(*Client)
-	logged := func(key string, cost int64) error {
-		r, err := bindings.SlidingWindowLog(ctx, m, key, bindings.SlidingWindowLogParams{Limit: 10000, Window: time.Minute, Cost: cost})
+	logged := func(ctx context.Context, c redis.Scripter, key string, cost int64) error {
+		r, err := bindings.SlidingWindowLog(ctx, c, key, bindings.SlidingWindowLogParams{Limit: 10000, Window: time.Minute, Cost: cost})
 		if err == nil && !r.Allowed {
 			err = fmt.Errorf("%s: %d units denied", key, cost)
 		}
 		return err
 	}
-	var wg sync.WaitGroup
-	call := func(key string, cost int64) {
+	rdb, inner, c, wg := heldAtTheGate(t, func(ctx context.Context, c redis.Scripter, key string) error { return logged(ctx, c, key, 1) })
+	// The form, so that no batch meets NOSCRIPT and is sent twice.
+	if err := bindings.MultiKeyForm(slidingLog).Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const big = 6
+	for i := range big {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := logged(key, cost); err != nil {
+			if err := logged(ctx, c, fmt.Sprint("big", i), 4000); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
-	for i := range depth { // in flight, held at the gate
-		call(fmt.Sprint("first", i), 1)
-	}
-	for inner.sent.Load() < depth {
-		time.Sleep(time.Millisecond)
-	}
-	const big = 6
-	for i := range big {
-		call(fmt.Sprint("big", i), 4000)
-	}
-	for waiting(m) < big {
+	for waiting(c.(*Client)) < big {
 		time.Sleep(time.Millisecond)
 	}
 	close(inner.gate)

@@ -115,7 +115,7 @@ func rueidisGCRA(c rueidis.Client, q quota, sent *sentCounter) limiter {
 	p := rbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Take: rbindings.GCRATakeAll, Requests: []rbindings.GCRARequest{{Cost: 1}}}
 	return limiter{"bindings_gcra_rueidis", "rate", func(ctx context.Context, key string) (bool, bool, error) {
 		sent.addName(ctx, "evalsha")
-		r, err := rbindings.GCRA(ctx, c, ourKey(key), p)
+		r, err := rbindings.GCRA(ctx, c, []string{ourKey(key)}, p)
 		return err == nil && r.Decisions[0].Allowed == 1, false, err
 	}}
 }
@@ -125,7 +125,7 @@ func valkeyGCRA(c valkey.Client, q quota, sent *sentCounter) limiter {
 	p := vbindings.GCRAParams{Burst: q.burst, Rate: q.rate, Period: q.period, Take: vbindings.GCRATakeAll, Requests: []vbindings.GCRARequest{{Cost: 1}}}
 	return limiter{"bindings_gcra_valkey", "rate", func(ctx context.Context, key string) (bool, bool, error) {
 		sent.addName(ctx, "evalsha")
-		r, err := vbindings.GCRA(ctx, c, ourKey(key), p)
+		r, err := vbindings.GCRA(ctx, c, []string{ourKey(key)}, p)
 		return err == nil && r.Decisions[0].Allowed == 1, false, err
 	}}
 }

@@ -22,7 +22,7 @@ func ExampleWithFunctions() {
 		log.Fatal(err) // FUNCTION LOAD needs Redis 7 and, on managed services, often admin rights
 	}
 	fc := bindings.WithFunctions(rdb)
-	res, err := bindings.TokenBucket(ctx, fc, "rl:{user:42}", bindings.TokenBucketParams{
+	res, err := bindings.TokenBucket(ctx, fc, []string{"rl:{user:42}"}, bindings.TokenBucketParams{
 		Capacity: 10, Rate: 5, Period: time.Second, Refill: "smooth",
 		Requests: []bindings.TokenBucketRequest{{Cost: 1}},
 	})

@@ -39,7 +39,7 @@ func ExampleTokenBucket() {
 		Capacity: 10, Rate: 5, Period: time.Second, Refill: bindings.TokenBucketRefillSmooth,
 		Requests: []bindings.TokenBucketRequest{{Cost: 4}, {Cost: 4}, {Cost: 4}},
 	}
-	res, err := bindings.TokenBucket(ctx, rdb, "rl:{user:42}", p)
+	res, err := bindings.TokenBucket(ctx, rdb, []string{"rl:{user:42}"}, p)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func ExampleGCRA() {
 
 	p := bindings.GCRAParams{Burst: 2, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll,
 		Requests: []bindings.GCRARequest{{Cost: 1}, {Cost: 1}, {Cost: 1}, {Cost: 3}}}
-	res, err := bindings.GCRA(ctx, rdb, "gcra:{user:42}", p)
+	res, err := bindings.GCRA(ctx, rdb, []string{"gcra:{user:42}"}, p)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func ExampleGCRA_atMost() {
 	gone := time.Date(2026, 12, 1, 11, 59, 59, 0, time.UTC) // before the example's clock
 	p := bindings.GCRAParams{Burst: 5, Rate: 5, Period: time.Second, Take: bindings.GCRATakeAtMost,
 		Requests: []bindings.GCRARequest{{Cost: 3}, {Cost: 1, Deadline: gone}, {Cost: 3}, {Cost: 3}}}
-	res, err := bindings.GCRA(ctx, rdb, "gcra:{user:7}", p)
+	res, err := bindings.GCRA(ctx, rdb, []string{"gcra:{user:7}"}, p)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func ExampleScriptError() {
 	var ae *bindings.ArgError
 	fmt.Println(errors.As(err, &ae), err)
 
-	_, err = bindings.TokenBucket(ctx, rdb, "tb:{a}", bindings.TokenBucketParams{
+	_, err = bindings.TokenBucket(ctx, rdb, []string{"tb:{a}"}, bindings.TokenBucketParams{
 		Capacity: 1e9, Rate: 1, Period: 1e11 * time.Millisecond,
 		Refill: bindings.TokenBucketRefillSmooth, Requests: []bindings.TokenBucketRequest{{Cost: 1}},
 	})
@@ -147,7 +147,7 @@ func ExampleBatch() {
 	ctx := context.Background()
 
 	b := bindings.NewBatch()
-	perSecond := b.GCRA("rl:{user:42}:s", bindings.GCRAParams{Burst: 10, Rate: 10, Period: time.Second,
+	perSecond := b.GCRA([]string{"rl:{user:42}:s"}, bindings.GCRAParams{Burst: 10, Rate: 10, Period: time.Second,
 		Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}})
 	perDay := b.FixedWindow("rl:{user:42}:d", bindings.FixedWindowParams{Limit: 1000, Window: 24 * time.Hour, Cost: 1})
 	if err := b.Exec(ctx, rdb); err != nil {

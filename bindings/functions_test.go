@@ -60,7 +60,7 @@ func TestFunctionsOnMiniredis(t *testing.T) {
 		t.Errorf("err = %v, want the server's unknown command", err)
 	}
 	b := NewBatch()
-	p := b.GCRA("gcra:fn", GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Take: GCRATakeAll, Requests: []GCRARequest{{Cost: 1}}})
+	p := b.GCRA([]string{"gcra:fn"}, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Take: GCRATakeAll, Requests: []GCRARequest{{Cost: 1}}})
 	if err := b.Exec(context.Background(), WithFunctions(c)); err == nil {
 		t.Error("Exec through the library on miniredis: no error")
 	}

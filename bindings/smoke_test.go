@@ -19,7 +19,7 @@ type smoke func(ctx context.Context, c redis.Scripter, key string, now time.Time
 // fails when a script has none, so a new script cannot skip this.
 var smokes = map[string]smoke{
 	"token_bucket.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
-		r, err := TokenBucket(ctx, c, key, TokenBucketParams{Capacity: 1, Rate: 1, Period: time.Second, Now: now, Refill: "interval", Requests: []TokenBucketRequest{{Cost: 1}}})
+		r, err := TokenBucket(ctx, c, []string{key}, TokenBucketParams{Capacity: 1, Rate: 1, Period: time.Second, Now: now, Refill: "interval", Requests: []TokenBucketRequest{{Cost: 1}}})
 		return err == nil && r.Decisions[0].Allowed == 1, err
 	},
 	"fixed_window.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
@@ -39,7 +39,7 @@ var smokes = map[string]smoke{
 		return r.Allowed, err
 	},
 	"gcra.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {
-		r, err := GCRA(ctx, c, key, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Now: now, Take: GCRATakeAll, Requests: []GCRARequest{{Cost: 1}}})
+		r, err := GCRA(ctx, c, []string{key}, GCRAParams{Burst: 1, Rate: 1, Period: time.Second, Now: now, Take: GCRATakeAll, Requests: []GCRARequest{{Cost: 1}}})
 		return err == nil && r.Decisions[0].Allowed == 1, err
 	},
 	"multi.lua": func(ctx context.Context, c redis.Scripter, key string, now time.Time) (bool, error) {

@@ -89,7 +89,10 @@ type TokenBucketResult struct {
 // Redis guides). A call decides 1 to 64 requests for the key, in order,
 // each answered exactly as the same requests sent one call each at that
 // instant would be, on one read and one write: a batch is its calls in a
-// row. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
+// row. A call of 2 to 64 distinct keys takes one request per key (request
+// i on key i), each decided on its own key exactly as its own call at that
+// instant would be; every key is read before any is written, so an error
+// at one key changes nothing at any. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
 // cost above capacity can never pass: it is denied with retry_after -1.
 // Denied requests change nothing. A request the server runs at or after its
 // deadline answers expired (-1) and counts nothing. Arithmetic is exact for
@@ -146,23 +149,24 @@ type TokenBucketResult struct {
 // ErrPipeline: queue the call in a Batch instead.
 //
 // Keys:
-//   - bucket: string '-<ts><tokens>' or, in debt, '-<ts>-<debt>': tokens credited up to ts (µs); expires once full
+//   - buckets (the rest of KEYS): string '-<ts><tokens>' or, in debt, '-<ts>-<debt>': tokens credited up to ts (µs); expires once full. One key takes 1 to 64 requests; 2 to 64 distinct keys take one request each, in one hash slot on a Cluster
 //
 // Error replies come back as a *ScriptError that matches, with errors.Is:
-//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
-//   - ErrWrongType for WRONGTYPE: the key holds another type of value; it is left untouched
-//   - ErrBadState for BADSTATE: the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
-func TokenBucket(ctx context.Context, c redis.Scripter, bucket string, p TokenBucketParams) (TokenBucketResult, error) {
-	return run(ctx, c, tokenBucketCall(bucket, p), tokenBucketDecode)
+//   - ErrBadArg for BADARG: an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64; many keys but not one request each, or a key twice
+//   - ErrWrongType for WRONGTYPE: a key holds another type of value; nothing is written, at any key
+//   - ErrBadState for BADSTATE: a key is a string but not this script's state (another script's, another layout, a number out of range); nothing is written, at any key
+func TokenBucket(ctx context.Context, c redis.Scripter, buckets []string, p TokenBucketParams) (TokenBucketResult, error) {
+	return run(ctx, c, tokenBucketCall(buckets, p), tokenBucketDecode)
 }
 
 // TokenBucket queues a call of token_bucket.lua in b; its result is ready after b.Exec.
-func (b *Batch) TokenBucket(bucket string, p TokenBucketParams) *Pending[TokenBucketResult] {
-	return queue(b, tokenBucketCall(bucket, p), tokenBucketDecode)
+func (b *Batch) TokenBucket(buckets []string, p TokenBucketParams) *Pending[TokenBucketResult] {
+	return queue(b, tokenBucketCall(buckets, p), tokenBucketDecode)
 }
 
-func tokenBucketCall(bucket string, p TokenBucketParams) *call {
-	e := newEncoder(tokenBucketInfo, []string{bucket})
+func tokenBucketCall(buckets []string, p TokenBucketParams) *call {
+	e := newEncoder(tokenBucketInfo, buckets)
+	e.count("buckets", "keys", len(buckets), between(1, 64))
 	e.int("capacity", p.Capacity, between(1, 1000000000))
 	e.int("rate", p.Rate, between(1, 1000000000))
 	e.ms("period", p.Period, between(1, 100000000000))
@@ -199,7 +203,10 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- Redis guides). A call decides 1 to 64 requests for the key, in order,
 --- each answered exactly as the same requests sent one call each at that
 --- instant would be, on one read and one write: a batch is its calls in a
---- row. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
+--- row. A call of 2 to 64 distinct keys takes one request per key (request
+--- i on key i), each decided on its own key exactly as its own call at that
+--- instant would be; every key is read before any is written, so an error
+--- at one key changes nothing at any. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
 --- cost above capacity can never pass: it is denied with retry_after -1.
 --- Denied requests change nothing. A request the server runs at or after its
 --- deadline answers expired (-1) and counts nothing. Arithmetic is exact for
@@ -250,7 +257,7 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- the untagged '<ts><tokens>' and the hash {tokens, ts} of earlier
 --- versions of this script. The 7-argument layout of earlier versions
 --- (refill, cost, now, deadline after period) is refused with BADARG.
---- @key    bucket       string '-<ts><tokens>' or, in debt, '-<ts>-<debt>': tokens credited up to ts (µs); expires once full
+--- @key    ...buckets[1..64] string '-<ts><tokens>' or, in debt, '-<ts>-<debt>': tokens credited up to ts (µs); expires once full. One key takes 1 to 64 requests; 2 to 64 distinct keys take one request each, in one hash slot on a Cluster
 --- @arg    capacity     int[1..1e9]            maximum tokens
 --- @arg    rate         int[1..1e9]            tokens added per period
 --- @arg    period       ms[1..1e11]            refill period; capacity/rate*period at most 1e15 µs (31 years)
@@ -258,9 +265,9 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- @arg    refill       enum(smooth|interval|smooth_refund|smooth_charge|interval_refund|interval_charge)  how tokens come back: smooth credits them as time passes, interval adds rate at once per whole period; _refund: each cost comes back, up to capacity; _charge: each cost is taken, into debt if need be
 --- @arg    ...requests[1..64] (cost int[0..1e9], deadline unix_us[1..2^52]|none=0)  decided in turn: cost, tokens to take (0 only peeks; _refund, _charge: tokens to move); deadline, when the caller stops waiting (0: none)
 --- @return ...decisions[1..64] (allowed int[0..1e9]|expired=-1, remaining int[0..], retry_after ms[0..]|never=-1, reset_after ms[0..])  per request in turn: allowed, 1 or 0 (_refund, _charge: the tokens moved), expired with zeros for a request run at or after its deadline; remaining, tokens left (0 in debt); retry_after, 0 when it passed (_refund, _charge: until a take of 1 passes), never when its cost exceeds capacity; reset_after, until the bucket is full again
---- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64
---- @error  WRONGTYPE    the key holds another type of value; it is left untouched
---- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
+--- @error  BADARG       an argument is missing, extra, not a plain decimal integer, or out of range; no request, or more than 64; many keys but not one request each, or a key twice
+--- @error  WRONGTYPE    a key holds another type of value; nothing is written, at any key
+--- @error  BADSTATE     a key is a string but not this script's state (another script's, another layout, a number out of range); nothing is written, at any key
 --- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
@@ -375,7 +382,6 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
-local bucket   = KEYS[1]
 local capacity = int(ARGV[1], 'capacity', 1, 1e9)
 local rate     = int(ARGV[2], 'rate', 1, 1e9)
 local period   = int(ARGV[3], 'period', 1, 1e11)
@@ -397,10 +403,29 @@ if not smooth and refill ~= 'interval' then
     bad = bad or "BADARG refill must be 'smooth', 'interval', 'smooth_refund', 'smooth_charge', 'interval_refund' or 'interval_charge' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)"
   end
 end
-if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
+-- One key takes 1 to 64 requests in turn; 2 to 64 keys take one request
+-- each, request i on key i. A key named twice would be read twice and
+-- written twice, the second write losing the first's count.
 local n = (#ARGV - 5) / 2
-if not bad and (#KEYS ~= 1 or n < 1 or n > 64 or n % 1 ~= 0) then
-  bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', #KEYS, #ARGV)
+local nkeys = #KEYS
+if bad then
+elseif nkeys == 0 then
+  bad = 'BADARG takes 1 to 64 keys, got 0'
+elseif nkeys == 1 and (n < 1 or n > 64 or n % 1 ~= 0) then
+  bad = string.format('BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d', nkeys, #ARGV)
+elseif nkeys > 1 and (nkeys > 64 or n ~= nkeys) then
+  bad = string.format('BADARG takes 2 to 64 keys and 5 arguments, then one request of 2 (cost, deadline) per key, got %d and %d', nkeys, #ARGV)
+end
+if not bad and nkeys > 1 then
+  local seen = {}
+  for i = 1, nkeys do
+    local key = KEYS[i]
+    if seen[key] then
+      bad = string.format('BADARG keys %d and %d are the same key: each request of a call of many keys needs its own', seen[key], i)
+      break
+    end
+    seen[key] = i
+  end
 end
 
 -- Every request is read before anything else, into the reply's slots (4
@@ -483,58 +508,70 @@ if not live then
   return reply
 end
 
+-- Every key's state is read before any request is decided, so a key of
+-- another type, or another script's state, is an error that changes
+-- nothing at any key. A request past its deadline reads nothing, as its
+-- own call would not (one key is read when any of its requests lives).
+-- The state read, tokens and ts, waits in its request's last two reply
+-- slots until the request is decided: no table more for it.
 -- GET answers a key of another type with an error table (stored.err); a
 -- string has no err field. A key that holds nothing is a full bucket at the
 -- later of the caller's clock and the server's: a key the server's clock
 -- expired must not let a caller that lags it count the same time again.
-local stored = redis.pcall('GET', bucket)
-local tokens, ts = capacity, server > now and server or now
-if stored then
-  if stored.err then
-    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-  end
-  -- One pattern checks the whole state: the tag, 16 digits, then digits;
-  -- the length bound keeps them short enough to convert exactly, and
-  -- tokens of more than one digit that sort below '1' (all digits) have a
-  -- leading zero.
-  local a, b
-  if #stored <= 27 then
-    a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
-  end
-  if a and (#b == 1 or b >= '1') then
-    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-    -- never does; tonumber is decimal in both.
-    ts, tokens = tonumber(a), b + 0
-  else
-    a = nil
-    -- A debt a charge left: the tokens below zero, after a '-'.
-    if #stored <= 34 then
-      a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)%-([1-9]%d*)$')
-    end
-    if a and #b <= 16 then
-      ts, tokens = tonumber(a), -(b + 0)
-    else
-      a = nil
-    end
-  end
-  -- No write credits a bucket past its clock, never more than max_skew
-  -- past TIME.
-  if not a or ts > server + max_skew or tokens > 1e9 or tokens < -1e15 then
-    return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens> or -<ts>-<debt>; it is left untouched')
-  end
-  -- A debt counts at most max_debt of the current limit.
-  if tokens < 0 then
-    if not max_debt then
-      max_debt = muldiv(1e15, rate, period_us)
-      if max_debt > 1e15 then
-        max_debt = 1e15
+for k = 1, nkeys do
+  local tokens, ts = capacity, server > now and server or now
+  local deadline = reply[4 * k - 2]
+  if nkeys == 1 or deadline == 0 or server < deadline then
+    local stored = redis.pcall('GET', KEYS[k])
+    if stored then
+      if stored.err then
+        return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+      end
+      -- One pattern checks the whole state: the tag, 16 digits, then digits;
+      -- the length bound keeps them short enough to convert exactly, and
+      -- tokens of more than one digit that sort below '1' (all digits) have a
+      -- leading zero.
+      local a, b
+      if #stored <= 27 then
+        a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)$')
+      end
+      if a and (#b == 1 or b >= '1') then
+        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+        -- never does; tonumber is decimal in both.
+        ts, tokens = tonumber(a), b + 0
+      else
+        a = nil
+        -- A debt a charge left: the tokens below zero, after a '-'.
+        if #stored <= 34 then
+          a, b = match(stored, '^%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)%-([1-9]%d*)$')
+        end
+        if a and #b <= 16 then
+          ts, tokens = tonumber(a), -(b + 0)
+        else
+          a = nil
+        end
+      end
+      -- No write credits a bucket past its clock, never more than max_skew
+      -- past TIME.
+      if not a or ts > server + max_skew or tokens > 1e9 or tokens < -1e15 then
+        return redis.error_reply('BADSTATE the key is not a token bucket -<ts><tokens> or -<ts>-<debt>; it is left untouched')
+      end
+      -- A debt counts at most max_debt of the current limit.
+      if tokens < 0 then
+        if not max_debt then
+          max_debt = muldiv(1e15, rate, period_us)
+          if max_debt > 1e15 then
+            max_debt = 1e15
+          end
+        end
+        if tokens < -max_debt then
+          tokens = -max_debt
+        end
       end
     end
-    if tokens < -max_debt then
-      tokens = -max_debt
-    end
   end
+  reply[4 * k - 1], reply[4 * k] = tokens, ts
 end
 
 -- Each request in turn, as its own call would judge the state the one
@@ -550,116 +587,123 @@ end
 -- + 999) % 1000) / 1000 is ceil(x / 1000) for integers. The last write's
 -- full_at is kept in last for the key's TTL.
 local own = now
-local last
--- same is the slot of the last request decided on the state as it stands
--- (a denial or a peek changes nothing), and same_cost its cost: a request
--- of that cost gets the same answer, unworked (a denied flood's batch).
-local same, same_cost
-for i = 1, n do
-  local j = 4 * i
-  local cost, deadline = reply[j - 3], reply[j - 2]
-  if deadline > 0 and server >= deadline then
-    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
-  elseif cost == same_cost then
-    reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
-  else
-    local at = own < ts and ts or own
-    local have = tokens < capacity and tokens or capacity
-    local held, mark, full_at = capacity, at, at
-    if have < capacity then
-      full_at = ts + span(capacity - have)
-      if at < full_at then
-        if smooth then
-          local added = muldiv(at - ts, rate, period_us)
-          held, mark = have + added, ts + span(added)
-        else
-          local steps = (at - ts) % period_us
-          steps = (at - ts - steps) / period_us
-          held, mark = have + steps * rate, ts + steps * period_us
+for k = 1, nkeys do
+  local from, to = k, k
+  if nkeys == 1 then
+    from, to = 1, n
+  end
+  local tokens, ts = reply[4 * k - 1], reply[4 * k]
+  local last
+  -- same is the slot of the last request decided on the state as it stands
+  -- (a denial or a peek changes nothing), and same_cost its cost: a request
+  -- of that cost gets the same answer, unworked (a denied flood's batch).
+  local same, same_cost
+  for i = from, to do
+    local j = 4 * i
+    local cost, deadline = reply[j - 3], reply[j - 2]
+    if deadline > 0 and server >= deadline then
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = -1, 0, 0, 0
+    elseif cost == same_cost then
+      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = reply[same - 3], reply[same - 2], reply[same - 1], reply[same]
+    else
+      local at = own < ts and ts or own
+      local have = tokens < capacity and tokens or capacity
+      local held, mark, full_at = capacity, at, at
+      if have < capacity then
+        full_at = ts + span(capacity - have)
+        if at < full_at then
+          if smooth then
+            local added = muldiv(at - ts, rate, period_us)
+            held, mark = have + added, ts + span(added)
+          else
+            local steps = (at - ts) % period_us
+            steps = (at - ts - steps) / period_us
+            held, mark = have + steps * rate, ts + steps * period_us
+          end
         end
       end
-    end
-    local reset = 0
-    if full_at > at then
-      reset = full_at - own + 999
-      reset = (reset - reset % 1000) / 1000
-    end
-    if settle then
-      -- A refund or a charge, never denied: count is the tokens it moves.
-      -- A refund adds them back up to capacity (a key with no state is
-      -- full: nothing); a charge takes them below zero if need be, to a
-      -- debt of max_debt.
-      local count = 0
-      if settle < 0 then
-        if held < capacity then
-          count = cost < capacity - held and cost or capacity - held
-        end
-      elseif held + max_debt > 0 then
-        count = cost < held + max_debt and cost or held + max_debt
-      end
-      if count > 0 then
-        held = held - settle * count
-        full_at = mark + span(capacity - held)
-        ts, tokens, last = mark, held, full_at
-      end
-      reset = 0
+      local reset = 0
       if full_at > at then
         reset = full_at - own + 999
         reset = (reset - reset % 1000) / 1000
       end
-      -- retry_after: until a take of 1 passes, from the state as it is now.
-      local wait = 0
-      have = tokens < capacity and tokens or capacity
-      if have < 1 then
-        wait = ts + span(1 - have)
-        if wait > at then
-          wait = wait - own + 999
-          wait = (wait - wait % 1000) / 1000
-        else
-          wait = 0
+      if settle then
+        -- A refund or a charge, never denied: count is the tokens it moves.
+        -- A refund adds them back up to capacity (a key with no state is
+        -- full: nothing); a charge takes them below zero if need be, to a
+        -- debt of max_debt.
+        local count = 0
+        if settle < 0 then
+          if held < capacity then
+            count = cost < capacity - held and cost or capacity - held
+          end
+        elseif held + max_debt > 0 then
+          count = cost < held + max_debt and cost or held + max_debt
         end
-      end
-      reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = count, held > 0 and held or 0, wait, reset
-    else
-      local want = cost > 0 and cost or 1
-      local wait = 0
-      if have < want and want <= capacity then
-        wait = ts + span(want - have)
-      end
-      -- A denial in debt (held below 0) answers 0 left.
-      if want > capacity then
-        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held > 0 and held or 0, -1, reset
-        same, same_cost = j, cost
-      elseif wait > at then
-        wait = wait - own + 999
-        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held > 0 and held or 0, (wait - wait % 1000) / 1000, reset
-        same, same_cost = j, cost
-      elseif cost == 0 then
-        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
-        same, same_cost = j, cost
+        if count > 0 then
+          held = held - settle * count
+          full_at = mark + span(capacity - held)
+          ts, tokens, last = mark, held, full_at
+        end
+        reset = 0
+        if full_at > at then
+          reset = full_at - own + 999
+          reset = (reset - reset % 1000) / 1000
+        end
+        -- retry_after: until a take of 1 passes, from the state as it is now.
+        local wait = 0
+        have = tokens < capacity and tokens or capacity
+        if have < 1 then
+          wait = ts + span(1 - have)
+          if wait > at then
+            wait = wait - own + 999
+            wait = (wait - wait % 1000) / 1000
+          else
+            wait = 0
+          end
+        end
+        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = count, held > 0 and held or 0, wait, reset
       else
-        held = held - cost
-        full_at = mark + span(capacity - held)
-        ts, tokens, last = mark, held, full_at
-        reset = full_at - own + 999
-        reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
-        same_cost = nil
+        local want = cost > 0 and cost or 1
+        local wait = 0
+        if have < want and want <= capacity then
+          wait = ts + span(want - have)
+        end
+        -- A denial in debt (held below 0) answers 0 left.
+        if want > capacity then
+          reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held > 0 and held or 0, -1, reset
+          same, same_cost = j, cost
+        elseif wait > at then
+          wait = wait - own + 999
+          reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 0, held > 0 and held or 0, (wait - wait % 1000) / 1000, reset
+          same, same_cost = j, cost
+        elseif cost == 0 then
+          reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, reset
+          same, same_cost = j, cost
+        else
+          held = held - cost
+          full_at = mark + span(capacity - held)
+          ts, tokens, last = mark, held, full_at
+          reset = full_at - own + 999
+          reply[j - 3], reply[j - 2], reply[j - 1], reply[j] = 1, held, 0, (reset - reset % 1000) / 1000
+          same_cost = nil
+        end
       end
     end
   end
-end
 
-if last then
-  -- Keys expire by the server's clock. A caller's write keeps the key
-  -- max_skew past the instant the bucket is full, so a call whose clock
-  -- lags the server's by up to max_skew still finds the state it is judged
-  -- against.
-  local ttl = last - server + 999
-  if caller then
-    ttl = ttl + max_skew
+  if last then
+    -- Keys expire by the server's clock. A caller's write keeps the key
+    -- max_skew past the instant the bucket is full, so a call whose clock
+    -- lags the server's by up to max_skew still finds the state it is judged
+    -- against.
+    local ttl = last - server + 999
+    if caller then
+      ttl = ttl + max_skew
+    end
+    ttl = (ttl - ttl % 1000) / 1000
+    redis.call('SET', KEYS[k], format('-%016d%d', ts, tokens), 'PX', format('%d', ttl > 1 and ttl or 1))
   end
-  ttl = (ttl - ttl % 1000) / 1000
-  redis.call('SET', bucket, format('-%016d%d', ts, tokens), 'PX', format('%d', ttl > 1 and ttl or 1))
 end
 return reply
 `

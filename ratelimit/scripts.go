@@ -71,14 +71,14 @@ type outcome struct {
 }
 
 var scripts = [...]script{
-	GCRA: settles(batched(bindings.GCRA, (*bindings.Batch).GCRA, paced, func(l Limit, now time.Time, reqs []bindings.GCRARequest) bindings.GCRAParams {
+	GCRA: settles(batched(oneKey(bindings.GCRA), oneKeyQueued((*bindings.Batch).GCRA), paced, func(l Limit, now time.Time, reqs []bindings.GCRARequest) bindings.GCRAParams {
 		return bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: bindings.GCRATakeAll, Requests: reqs}
 	}, func(r bindings.GCRAResult) []bindings.GCRADecision { return r.Decisions }), settleGCRA),
-	TokenBucket: settles(batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, smoothFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
+	TokenBucket: settles(batched(oneKey(bindings.TokenBucket), oneKeyQueued((*bindings.Batch).TokenBucket), smoothFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
 		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillSmooth, Requests: reqs}
 	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
 		settleTokenBucket(bindings.TokenBucketRefillSmoothRefund, bindings.TokenBucketRefillSmoothCharge)),
-	TokenBucketInterval: settles(batched(bindings.TokenBucket, (*bindings.Batch).TokenBucket, intervalFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
+	TokenBucketInterval: settles(batched(oneKey(bindings.TokenBucket), oneKeyQueued((*bindings.Batch).TokenBucket), intervalFill, func(l Limit, now time.Time, reqs []bindings.TokenBucketRequest) bindings.TokenBucketParams {
 		return bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: bindings.TokenBucketRefillInterval, Requests: reqs}
 	}, func(r bindings.TokenBucketResult) []bindings.TokenBucketDecision { return r.Decisions }),
 		settleTokenBucket(bindings.TokenBucketRefillIntervalRefund, bindings.TokenBucketRefillIntervalCharge)),
@@ -235,7 +235,7 @@ func settleGCRA(ctx context.Context, c redis.Scripter, key string, l Limit, delt
 		take, n = bindings.GCRATakeRefund, -delta
 	}
 	reqs := [1]bindings.GCRARequest{{Cost: n, Deadline: call.Deadline(ctx)}}
-	r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: take, Requests: reqs[:]})
+	r, err := bindings.GCRA(ctx, c, []string{key}, bindings.GCRAParams{Burst: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Take: take, Requests: reqs[:]})
 	return oneSettled(ctx, r.Decisions, err)
 }
 
@@ -248,7 +248,7 @@ func settleTokenBucket(refund, charge bindings.TokenBucketRefill) func(ctx conte
 			refill, n = refund, -delta
 		}
 		reqs := [1]bindings.TokenBucketRequest{{Cost: n, Deadline: call.Deadline(ctx)}}
-		r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: refill, Requests: reqs[:]})
+		r, err := bindings.TokenBucket(ctx, c, []string{key}, bindings.TokenBucketParams{Capacity: l.Burst, Rate: l.Rate, Period: l.Period, Now: now, Refill: refill, Requests: reqs[:]})
 		return oneSettled(ctx, r.Decisions, err)
 	}
 }
@@ -286,6 +286,21 @@ var errExpired = &bindings.ScriptError{Script: "ratelimit", Code: "EXPIRED", Mes
 
 // batched is bind for a script that decides a batch of requests: run and
 // queue send a batch of one, batch sends reqs in order.
+// oneKey and oneKeyQueued call a script that takes many keys (gcra.lua)
+// with the one key a limiter's call names. Calls on many keys at once are
+// the send stage's (internal/multikey), which joins such calls.
+func oneKey[P, R any](f func(context.Context, redis.Scripter, []string, P) (R, error)) func(context.Context, redis.Scripter, string, P) (R, error) {
+	return func(ctx context.Context, c redis.Scripter, key string, p P) (R, error) {
+		return f(ctx, c, []string{key}, p)
+	}
+}
+
+func oneKeyQueued[P, R any](f func(*bindings.Batch, []string, P) *bindings.Pending[R]) func(*bindings.Batch, string, P) *bindings.Pending[R] {
+	return func(b *bindings.Batch, key string, p P) *bindings.Pending[R] {
+		return f(b, []string{key}, p)
+	}
+}
+
 func batched[P, R any, Q ~struct {
 	Cost     int64
 	Deadline time.Time

@@ -19,7 +19,7 @@ const redisPrefix = "rate:"
 // cost) for AllowAtMost. Cost 0 peeks: it answers for a cost of 1 and
 // counts nothing.
 func gcra(ctx context.Context, rdb rediser, key string, limit Limit, cost int, take bindings.GCRATake) (bindings.GCRADecision, error) {
-	r, err := bindings.GCRA(ctx, rdb, redisPrefix+key, bindings.GCRAParams{
+	r, err := bindings.GCRA(ctx, rdb, []string{redisPrefix + key}, bindings.GCRAParams{
 		Burst:    int64(limit.Burst),
 		Rate:     int64(limit.Rate),
 		Period:   limit.Period,

@@ -300,7 +300,7 @@ func noScript(t *testing.T, s ratelimit.Client, ref *redis.Client) {
 		t.Fatalf("ratelimit after SCRIPT FLUSH: %+v, %v; want allowed, 8 remaining", d, err)
 	}
 	one := bindings.GCRAParams{Burst: 1, Rate: 1, Period: time.Minute, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}}
-	r, err := bindings.GCRA(ctx, s, "noscript:{gcra}", one)
+	r, err := bindings.GCRA(ctx, s, []string{"noscript:{gcra}"}, one)
 	if err != nil || r.Decisions[0].Allowed != 1 {
 		t.Fatalf("bindings.GCRA after SCRIPT FLUSH: %+v, %v", r, err)
 	}
@@ -309,7 +309,7 @@ func noScript(t *testing.T, s ratelimit.Client, ref *redis.Client) {
 	if err := ref.Set(ctx, "noscript:{bad}", "not a state", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = bindings.GCRA(ctx, s, "noscript:{bad}", one)
+	_, err = bindings.GCRA(ctx, s, []string{"noscript:{bad}"}, one)
 	if !errors.Is(err, bindings.ErrBadState) {
 		t.Fatalf("bindings.GCRA on a foreign string: %v, want ErrBadState", err)
 	}

@@ -146,7 +146,7 @@ func TestScriptErrorsOverAutoPipeline(t *testing.T) {
 				for i := 0; i < 10; i++ {
 					switch g % 3 {
 					case 0:
-						_, err := bindings.GCRA(ctx, ap, "badarg", bindings.GCRAParams{Burst: 1, Rate: 1e9, Period: time.Millisecond,
+						_, err := bindings.GCRA(ctx, ap, []string{"badarg"}, bindings.GCRAParams{Burst: 1, Rate: 1e9, Period: time.Millisecond,
 							Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 1}}})
 						if !errors.Is(err, bindings.ErrBadArg) {
 							t.Errorf("%s: a rate above one per µs: %v, want ErrBadArg", name, err)

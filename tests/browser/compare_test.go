@@ -85,7 +85,7 @@ func oracle(t *testing.T, s shown) map[string]shownLane {
 	}
 	calls := map[string]func(key string, now time.Time) (reply, error){
 		"gcra": func(k string, now time.Time) (reply, error) {
-			r, err := bindings.GCRA(ctx, rdb, k, bindings.GCRAParams{Burst: s.Burst, Rate: s.Rate, Period: period, Now: now,
+			r, err := bindings.GCRA(ctx, rdb, []string{k}, bindings.GCRAParams{Burst: s.Burst, Rate: s.Rate, Period: period, Now: now,
 				Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: s.Cost}}})
 			if err != nil {
 				return reply{}, err
@@ -93,7 +93,7 @@ func oracle(t *testing.T, s shown) map[string]shownLane {
 			return reply{r.Decisions[0].Allowed == 1, r.Decisions[0].RetryAfter}, nil
 		},
 		"token_bucket": func(k string, now time.Time) (reply, error) {
-			r, err := bindings.TokenBucket(ctx, rdb, k, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Now: now,
+			r, err := bindings.TokenBucket(ctx, rdb, []string{k}, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Now: now,
 				Refill: bindings.TokenBucketRefillSmooth, Requests: []bindings.TokenBucketRequest{{Cost: s.Cost}}})
 			if err != nil {
 				return reply{}, err
@@ -101,7 +101,7 @@ func oracle(t *testing.T, s shown) map[string]shownLane {
 			return reply{r.Decisions[0].Allowed == 1, r.Decisions[0].RetryAfter}, nil
 		},
 		"token_bucket_interval": func(k string, now time.Time) (reply, error) {
-			r, err := bindings.TokenBucket(ctx, rdb, k, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Now: now,
+			r, err := bindings.TokenBucket(ctx, rdb, []string{k}, bindings.TokenBucketParams{Capacity: s.Burst, Rate: s.Rate, Period: period, Now: now,
 				Refill: bindings.TokenBucketRefillInterval, Requests: []bindings.TokenBucketRequest{{Cost: s.Cost}}})
 			if err != nil {
 				return reply{}, err

@@ -1,6 +1,7 @@
 package luatest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,12 +149,13 @@ func sweepBadInput(t *testing.T, name, src string, header *gen.Script, minArgs i
 	}
 	expectBadArg(t, r, src, append(append([]string(nil), keys...), "other"), good, extraKey)
 	// Without its key a script fails before it sends anything.
+	// (A script of many keys says how many it takes.)
 	want := "BADARG " + header.Keys[0].Name + " key is missing"
-	if header.Keys[0].Variadic {
-		want = "BADARG takes 1 to 16 keys, one per limit, got 0"
+	if k := header.Keys[0]; k.Variadic {
+		want = fmt.Sprintf("BADARG takes 1 to %d keys", k.MaxCount.Int)
 	}
 	got, err := r.Eval(src, nil, good)
-	if err == nil || err.Error() != want {
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("no key: got (%v, %v), want %q", got, err, want)
 	}
 	if len(r.Commands()) != 0 {

@@ -194,15 +194,22 @@ func TestGCRAKeyTrouble(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv := withClock("gcra", gcraArgs(5, 1, time.Second)(1), "0", "0")
+	// Two requests, for a call of two keys: every key is read before any
+	// is written, so the fresh key before the hash gets nothing either.
+	two := append(append([]string(nil), argv...), argv[len(argv)-2:]...)
 	for _, tc := range []struct {
 		keys []string
+		argv []string
 		want string
 	}{
-		{[]string{"k"}, "WRONGTYPE"},
-		{nil, "BADARG tat key is missing"},
+		{[]string{"k"}, argv, "WRONGTYPE"},
+		{nil, argv, "BADARG takes 1 to 64 keys, got 0"},
+		{[]string{"fresh", "k"}, two, "WRONGTYPE"},
+		{[]string{"fresh", "other"}, argv, "BADARG takes 2 to 64 keys and 5 arguments, then one request of 2 (cost, deadline) per key, got 2 and 7"},
+		{[]string{"fresh", "fresh"}, two, "BADARG keys 1 and 2 are the same key"},
 	} {
 		before := r.Snapshot()
-		got, err := r.Eval(src, tc.keys, argv)
+		got, err := r.Eval(src, tc.keys, tc.argv)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("keys %v: got (%v, %v), want an error starting %q", tc.keys, got, err, tc.want)
 		}

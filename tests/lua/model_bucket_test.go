@@ -25,7 +25,7 @@ var (
 )
 
 func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
-	b, err := readBatch(keys, argv, "bucket", [3]string{"capacity", "rate", "period"}, "refill",
+	b, err := readBatch(keys, argv, [3]string{"capacity", "rate", "period"}, "refill",
 		"BADARG refill must be 'smooth', 'interval', 'smooth_refund', 'smooth_charge', 'interval_refund' or 'interval_charge' (ARGV: capacity, rate, period, now, refill, then cost and deadline per request)",
 		"smooth", "interval", "smooth_refund", "smooth_charge", "interval_refund", "interval_charge")
 	if err != nil {
@@ -53,6 +53,9 @@ func modelTokenBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	}
 	if at(0, 0, capacity) > 1e15 {
 		return nil, ErrorReply("BADARG capacity/rate*period must be at most 1e15 µs (31 years)")
+	}
+	if len(keys) > 1 {
+		return eachKey(r, keys, argv, modelTokenBucket)
 	}
 	// The most debt: the tokens credited in 1e15 µs, at most 1e15.
 	maxDebt, _, fits := mulDiv(1e15, rate, p)
@@ -260,12 +263,30 @@ func modelLeakyBucket(r *Redis, keys, argv []string) ([]int64, error) {
 	return []int64{1, remaining - cost, 0, ms(now + water - own)}, nil
 }
 
+// eachKey is a call of a batch script on many keys restated: request i
+// as its own call on key i, at the same instant, in turn; the first call's
+// error is the call's, and then nothing is written at any key.
+func eachKey(r *Redis, keys, argv []string, model func(r *Redis, keys, argv []string) ([]int64, error)) ([]int64, error) {
+	c := r.Clone()
+	out := make([]int64, 0, 4*len(keys))
+	for i := range keys {
+		one := append(append([]string(nil), argv[:5]...), argv[5+2*i:7+2*i]...)
+		got, err := model(c, keys[i:i+1], one)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	r.data = c.data
+	return out, nil
+}
+
 // modelGCRA is gcra.lua restated: each request as its own call would be
 // judged, the state it leaves written before the next (take at_most takes
 // what is left, up to the cost, instead of a cost that passes whole or not
 // at all).
 func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
-	b, err := readBatch(keys, argv, "tat", [3]string{"burst", "rate", "period"}, "take",
+	b, err := readBatch(keys, argv, [3]string{"burst", "rate", "period"}, "take",
 		"BADARG take must be 'all', 'at_most', 'refund' or 'charge' (ARGV: burst, rate, period, now, take, then cost and deadline per request)", "all", "at_most", "refund", "charge")
 	if err == nil && b.lim[1] > b.lim[2]*1000 {
 		err = ErrorReply("BADARG rate must be at most one per µs (period*1000)")
@@ -279,6 +300,9 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 	tolerance := mulSat(burst, interval)
 	if tolerance > 1e15 {
 		return nil, ErrorReply("BADARG burst*period/rate must be at most 1e15 µs (31 years)")
+	}
+	if len(keys) > 1 {
+		return eachKey(r, keys, argv, modelGCRA)
 	}
 	return b.each(r, func(cost, now int64, caller bool) ([]int64, error) {
 		own := now
@@ -400,7 +424,7 @@ type batch struct {
 // first problem: the limit's numbers and the clock, the word (badWord when
 // it is none of words), the key, the count, then each request's cost and
 // deadline.
-func readBatch(keys, argv []string, keyName string, names [3]string, word, badWord string, words ...string) (batch, error) {
+func readBatch(keys, argv []string, names [3]string, word, badWord string, words ...string) (batch, error) {
 	a := args{argv: argv}
 	var b batch
 	for i, name := range names {
@@ -415,11 +439,21 @@ func readBatch(keys, argv []string, keyName string, names [3]string, word, badWo
 	if !slices.Contains(words, b.word) {
 		a.fail(badWord)
 	}
+	// Many keys take one request each.
 	if len(keys) == 0 {
-		a.fail("BADARG " + keyName + " key is missing")
+		a.fail("BADARG takes 1 to 64 keys, got 0")
 	}
 	n := (len(argv) - 5) / 2
-	if a.bad == "" && (len(keys) != 1 || len(argv) < 7 || (len(argv)-5)%2 != 0 || n > 64) {
+	if a.bad == "" && len(keys) > 1 {
+		if len(keys) > 64 || len(argv) < 7 || (len(argv)-5)%2 != 0 || n != len(keys) {
+			a.fail(fmt.Sprintf("BADARG takes 2 to 64 keys and 5 arguments, then one request of 2 (cost, deadline) per key, got %d and %d", len(keys), len(argv)))
+		}
+		for i := 1; a.bad == "" && i < len(keys); i++ {
+			if j := slices.Index(keys[:i], keys[i]); j >= 0 {
+				a.fail(fmt.Sprintf("BADARG keys %d and %d are the same key: each request of a call of many keys needs its own", j+1, i+1))
+			}
+		}
+	} else if a.bad == "" && (len(keys) != 1 || len(argv) < 7 || (len(argv)-5)%2 != 0 || n > 64) {
 		a.fail(fmt.Sprintf("BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got %d and %d", len(keys), len(argv)))
 	}
 	if a.bad == "" {

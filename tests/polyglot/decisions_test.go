@@ -43,7 +43,7 @@ var algos = []algo{
 		script: "gcra",
 		args:   []string{"burst=3", "rate=3", "period=3600000", "take=all"}, // a bare number is in the wire unit, ms
 		call: func(ctx context.Context, c redis.Scripter, key string, cost int64) (decision, error) {
-			r, err := bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour,
+			r, err := bindings.GCRA(ctx, c, []string{key}, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Hour,
 				Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: cost}}})
 			if err != nil {
 				return decision{}, err
@@ -56,7 +56,7 @@ var algos = []algo{
 		script: "token_bucket",
 		args:   []string{"capacity=3", "rate=3", "period=1h", "refill=smooth"},
 		call: func(ctx context.Context, c redis.Scripter, key string, cost int64) (decision, error) {
-			r, err := bindings.TokenBucket(ctx, c, key, bindings.TokenBucketParams{
+			r, err := bindings.TokenBucket(ctx, c, []string{key}, bindings.TokenBucketParams{
 				Capacity: 3, Rate: 3, Period: time.Hour, Refill: bindings.TokenBucketRefillSmooth,
 				Requests: []bindings.TokenBucketRequest{{Cost: cost}},
 			})
@@ -285,7 +285,7 @@ func TestBatch(t *testing.T) {
 			for _, c := range costs {
 				p.Requests = append(p.Requests, bindings.GCRARequest{Cost: c})
 			}
-			r, err := bindings.GCRA(ctx, rdb, key, p)
+			r, err := bindings.GCRA(ctx, rdb, []string{key}, p)
 			var out []int64
 			for _, d := range r.Decisions {
 				out = append(out, flat(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)...)
@@ -297,7 +297,7 @@ func TestBatch(t *testing.T) {
 			for _, c := range costs {
 				p.Requests = append(p.Requests, bindings.GCRARequest{Cost: c})
 			}
-			r, err := bindings.GCRA(ctx, rdb, key, p)
+			r, err := bindings.GCRA(ctx, rdb, []string{key}, p)
 			var out []int64
 			for _, d := range r.Decisions {
 				out = append(out, flat(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)...)
@@ -309,7 +309,7 @@ func TestBatch(t *testing.T) {
 			for _, c := range costs {
 				p.Requests = append(p.Requests, bindings.TokenBucketRequest{Cost: c})
 			}
-			r, err := bindings.TokenBucket(ctx, rdb, key, p)
+			r, err := bindings.TokenBucket(ctx, rdb, []string{key}, p)
 			var out []int64
 			for _, d := range r.Decisions {
 				out = append(out, flat(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)...)

@@ -66,6 +66,37 @@ func init() {
 			},
 		},
 	)
+	// Many keys: request i on key i, each as its own call; an error at one
+	// key writes nothing at any.
+	register(Spec{Script: "gcra"},
+		Scenario{
+			Name: "many keys are their calls",
+			Keys: []string{"gcra:{many}a", "gcra:{many}b", "gcra:{many}c"},
+			Steps: []Step{
+				{Args: g("all", 2, 5, 6), Want: Batch(R(true, 3, 0, 200), R(true, 0, 0, 500), R(false, 5, -1, 0)),
+					TTL: []int64{200, 500, NoKey}},
+				// The last request's deadline has passed: its key is not read.
+				{At: 100 * time.Millisecond, Args: g("all", 1, 1, 1), DeadlineIn: -sec, Want: Batch(R(true, 3, 0, 200), R(true, 0, 0, 500), X()),
+					TTL: []int64{200, 500, NoKey}},
+				{At: 100 * time.Millisecond, Args: g("all", 1, 1), Err: "BADARG takes 2 to 64 keys and 5 arguments, then one request of 2 (cost, deadline) per key, got 3 and 9"},
+			},
+		},
+		Scenario{
+			Name:    "an error at one key of many writes nothing",
+			Keys:    []string{"gcra:{manybad}a", "gcra:{manybad}b"},
+			Strings: map[string]string{"gcra:{manybad}b": "x"},
+			Steps: []Step{
+				{Args: g("all", 1, 1), Err: "BADSTATE", TTL: []int64{NoKey, -1}},
+			},
+		},
+		Scenario{
+			Name: "many keys, each once",
+			Keys: []string{"gcra:{twice}", "gcra:{twice}"},
+			Steps: []Step{
+				{Args: g("all", 1, 1), Err: "BADARG keys 1 and 2 are the same key", TTL: []int64{NoKey, NoKey}},
+			},
+		},
+	)
 	tb := func(refill string, costs ...int) []string {
 		return Args(append([]any{3, 1, 1000, refill}, requests(costs...)...)...)
 	}
@@ -82,6 +113,23 @@ func init() {
 				{At: 1500 * time.Millisecond, Args: tb("interval", 1), Want: R(false, 0, 500, 2500), TTL: []int64{2500}},
 				{At: 2 * sec, Args: tb("interval", 1, 1), Want: Batch(R(true, 0, 0, 3000), R(false, 0, 1000, 3000)), TTL: []int64{3000}},
 				{Args: tb("smooth", make([]int, 65)...), Err: "BADARG takes 1 key and 5 arguments, then 1 to 64 requests of 2 (cost, deadline), got 1 and 135"},
+			},
+		},
+		Scenario{
+			Name: "many keys are their calls",
+			Keys: []string{"tb:{many}a", "tb:{many}b"},
+			Steps: []Step{
+				{Args: tb("smooth", 1, 3), Want: Batch(R(true, 2, 0, 1000), R(true, 0, 0, 3000)), TTL: []int64{1000, 3000}},
+				// The last request's deadline has passed: its key is not read.
+				{At: 1500 * time.Millisecond, Args: tb("smooth", 1, 1), DeadlineIn: -sec, Want: Batch(R(true, 2, 0, 1000), X()), TTL: []int64{1000, 1500}},
+			},
+		},
+		Scenario{
+			Name:    "an error at one key of many writes nothing",
+			Keys:    []string{"tb:{manybad}a", "tb:{manybad}b"},
+			Strings: map[string]string{"tb:{manybad}b": "x"},
+			Steps: []Step{
+				{Args: tb("smooth", 1, 1), Err: "BADSTATE", TTL: []int64{NoKey, -1}},
 			},
 		},
 	)

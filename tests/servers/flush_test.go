@@ -65,7 +65,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for !stop.Load() {
-						res, err := bindings.TokenBucket(ctx, c, key, p)
+						res, err := bindings.TokenBucket(ctx, c, []string{key}, p)
 						if err != nil {
 							fail(err)
 							return
@@ -85,7 +85,7 @@ func TestScriptFlushUnderLoad(t *testing.T) {
 						b := bindings.NewBatch()
 						var pending []*bindings.Pending[bindings.TokenBucketResult]
 						for i := 0; i < 8; i++ {
-							pending = append(pending, b.TokenBucket(key, p))
+							pending = append(pending, b.TokenBucket([]string{key}, p))
 						}
 						if err := b.Exec(ctx, c); err != nil {
 							fail(err)

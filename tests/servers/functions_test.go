@@ -135,7 +135,7 @@ func TestFunctionsFlush(t *testing.T) {
 		if err := c.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+		if _, err := bindings.GCRA(ctx, fc, []string{key}, p); err != nil {
 			t.Fatalf("after SCRIPT FLUSH: %v", err)
 		}
 		if err := bindings.CheckFunctions(ctx, c); err != nil {
@@ -158,7 +158,7 @@ func TestFunctionsFlush(t *testing.T) {
 				defer wg.Done()
 				if g%4 == 0 {
 					b := bindings.NewBatch()
-					pending := []*bindings.Pending[bindings.GCRAResult]{b.GCRA(key, p), b.GCRA(key, p)}
+					pending := []*bindings.Pending[bindings.GCRAResult]{b.GCRA([]string{key}, p), b.GCRA([]string{key}, p)}
 					if err := b.Exec(ctx, fc); err != nil {
 						errs <- err
 					}
@@ -169,7 +169,7 @@ func TestFunctionsFlush(t *testing.T) {
 					}
 					return
 				}
-				if _, err := bindings.GCRA(ctx, fc, key, p); err != nil {
+				if _, err := bindings.GCRA(ctx, fc, []string{key}, p); err != nil {
 					errs <- err
 				}
 			}()
@@ -185,7 +185,7 @@ func TestFunctionsFlush(t *testing.T) {
 		}
 		// 1 + 24 single calls + 8 batches of 2: every one counted once.
 		peek := bindings.GCRAParams{Burst: 1000, Rate: 1, Period: time.Second, Take: bindings.GCRATakeAll, Requests: []bindings.GCRARequest{{Cost: 0}}}
-		if r, err := bindings.GCRA(ctx, c, key, peek); err != nil || r.Decisions[0].Remaining != 1000-41 {
+		if r, err := bindings.GCRA(ctx, c, []string{key}, peek); err != nil || r.Decisions[0].Remaining != 1000-41 {
 			t.Errorf("after the calls: %+v, %v; want 41 counted", r, err)
 		}
 	})
@@ -355,7 +355,7 @@ func TestFunctionsConflict(t *testing.T) {
 		admitted := func(fc *bindings.FunctionsClient) int {
 			n := 0
 			for i := 0; i < 5; i++ {
-				if r, err := bindings.GCRA(ctx, fc, key, p); err == nil && r.Decisions[0].Allowed == 1 {
+				if r, err := bindings.GCRA(ctx, fc, []string{key}, p); err == nil && r.Decisions[0].Allowed == 1 {
 					n++
 				} else if err != nil {
 					conflict("call", err)

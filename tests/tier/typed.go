@@ -287,7 +287,7 @@ func viaLeases(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs)
 // bindings refuse before sending is ErrNotTyped.
 func viaBatch(script string) typedCall {
 	return func(ctx context.Context, c redis.Scripter, keys []string, a *rawArgs) ([]any, error) {
-		if len(keys) != 1 || len(a.vals) < 7 || (len(a.vals)-5)%2 != 0 {
+		if len(keys) == 0 || len(a.vals) < 7 || (len(a.vals)-5)%2 != 0 {
 			return nil, ErrNotTyped
 		}
 		type decision struct {
@@ -307,7 +307,7 @@ func viaBatch(script string) typedCall {
 				return nil, ErrNotTyped
 			}
 			var r bindings.GCRAResult
-			r, err = bindings.GCRA(ctx, c, keys[0], p)
+			r, err = bindings.GCRA(ctx, c, keys, p)
 			for _, d := range r.Decisions {
 				ds = append(ds, decision(d))
 			}
@@ -320,7 +320,7 @@ func viaBatch(script string) typedCall {
 				return nil, ErrNotTyped
 			}
 			var r bindings.TokenBucketResult
-			r, err = bindings.TokenBucket(ctx, c, keys[0], p)
+			r, err = bindings.TokenBucket(ctx, c, keys, p)
 			for _, d := range r.Decisions {
 				ds = append(ds, decision(d))
 			}

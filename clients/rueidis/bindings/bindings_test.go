@@ -78,15 +78,15 @@ func TestCalls(t *testing.T) {
 	p := bindings.GCRAParams{Burst: 2, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one}
 	for i := 0; i < 2; i++ {
 		ref.ScriptFlush(ctx)
-		r, err := bindings.GCRA(ctx, c, "k1", p)
+		r, err := bindings.GCRA(ctx, c, []string{"k1"}, p)
 		if err != nil || r.Decisions[0].Allowed != 1 || r.Decisions[0].Remaining != 1-int64(i) {
 			t.Fatalf("call %d after SCRIPT FLUSH: %+v, %v", i, r, err)
 		}
 	}
 	ref.ScriptFlush(ctx)
 	b := bindings.NewBatch()
-	a := b.GCRA("k2", p)
-	bad := b.GCRA("k2", bindings.GCRAParams{Burst: 0, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one})
+	a := b.GCRA([]string{"k2"}, p)
+	bad := b.GCRA([]string{"k2"}, bindings.GCRAParams{Burst: 0, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one})
 	peek := b.SlidingWindowLog("k3", bindings.SlidingWindowLogParams{Limit: 5, Window: time.Minute, Cost: 0})
 	if err := b.Exec(ctx, c); !argError(err) {
 		t.Errorf("Batch.Exec: %v, want the ArgError", err)
@@ -102,14 +102,14 @@ func TestCalls(t *testing.T) {
 	}
 
 	ref.Set(ctx, "str", "not a state", 0)
-	if _, err := bindings.GCRA(ctx, c, "str", p); !errors.Is(err, bindings.ErrBadState) {
+	if _, err := bindings.GCRA(ctx, c, []string{"str"}, p); !errors.Is(err, bindings.ErrBadState) {
 		t.Errorf("a foreign string: %v, want ErrBadState", err)
 	}
 	// The header's pattern refuses a lease id before sending.
 	if _, err := bindings.Concurrency(ctx, c, "lease", bindings.ConcurrencyParams{Op: "acquire", Lease: "x y", Limit: 1, TTL: time.Second}); !argError(err) {
 		t.Errorf("a bad lease id: %v, want an ArgError", err)
 	}
-	if _, err := bindings.GCRA(ctx, c, "k4", bindings.GCRAParams{Burst: 5e10, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one}); !argError(err) {
+	if _, err := bindings.GCRA(ctx, c, []string{"k4"}, bindings.GCRAParams{Burst: 5e10, Rate: 1, Period: time.Hour, Take: bindings.GCRATakeAll, Requests: one}); !argError(err) {
 		t.Errorf("burst 5e10: %v, want an ArgError", err)
 	}
 	if ref.Exists(ctx, "k4").Val() != 0 {

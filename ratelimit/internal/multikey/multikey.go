@@ -352,11 +352,28 @@ func (m *Client) flush(g group, batch []*waiter) {
 	defer m.next(g)
 	ctx, cancel := detach(batch...)
 	defer cancel()
-	if len(batch) == 1 { // a call of its own costs less than the form
-		w := batch[0]
-		m.answer(g, w, m.evalSha(ctx, g.hash, w.keys, w.args))
-		return
+	joined, rest := join(g.hash, batch)
+	var wg sync.WaitGroup
+	for _, calls := range joined {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.joined(ctx, g, calls)
+		}()
 	}
+	switch len(rest) {
+	case 0:
+	case 1: // a call of its own costs less than the form
+		w := rest[0]
+		m.answer(g, w, m.evalSha(ctx, g.hash, w.keys, w.args))
+	default:
+		m.form(ctx, g, rest)
+	}
+	wg.Wait()
+}
+
+// form sends calls as one call of their script's multi-key form.
+func (m *Client) form(ctx context.Context, g group, batch []*waiter) {
 	// One slice is the command: EVALSHA, the form's hash, the keys, then
 	// each call's counts and arguments.
 	n, nkeys := 3, 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,13 +23,17 @@ import (
 type counting struct {
 	*redis.Client
 	sent atomic.Int64
-	gate chan struct{} // when not nil, each command waits for a value
+	gate chan struct{}    // when not nil, each command waits for a value
+	seen func(args []any) // when not nil, sees each command that passes the gate
 }
 
 func (c *counting) Process(ctx context.Context, cmd redis.Cmder) error {
 	c.sent.Add(1)
 	if c.gate != nil {
 		<-c.gate
+	}
+	if c.seen != nil {
+		c.seen(cmd.Args())
 	}
 	return c.Client.Process(ctx, cmd)
 }
@@ -54,7 +59,7 @@ func stringsToAny(s []string) []any {
 }
 
 func gcra(ctx context.Context, c redis.Scripter, key string, cost int64) (bindings.GCRAResult, error) {
-	return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Minute, Take: bindings.GCRATakeAll,
+	return bindings.GCRA(ctx, c, []string{key}, bindings.GCRAParams{Burst: 3, Rate: 3, Period: time.Minute, Take: bindings.GCRATakeAll,
 		Requests: []bindings.GCRARequest{{Cost: cost}}})
 }
 
@@ -349,7 +354,7 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 			ctx, _, inner, c := staged(t, addr)
 			const calm, impatient, rounds, burst = 100, 100, 20, 10000
 			call := func(ctx context.Context, key string, cost int64) (bindings.GCRAResult, error) {
-				return bindings.GCRA(ctx, c, key, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test
+				return bindings.GCRA(ctx, c, []string{key}, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test
 					Requests: []bindings.GCRARequest{{Cost: cost}}})
 			}
 			var wg sync.WaitGroup
@@ -437,5 +442,99 @@ func TestSlidingLogBatchesByWork(t *testing.T) {
 		if n := rdb.ZCard(ctx, fmt.Sprint("big", i)).Val(); n != 4000 {
 			t.Errorf("big%d logs %d members, want 4000", i, n)
 		}
+	}
+}
+
+// Calls of gcra.lua of one key and one request join into one call of the
+// script itself, one per limit (not its form): two limits' calls on 30
+// keys, and a key twice, go in one call per limit and one more for the
+// second call of that key; each is answered as a call of its own.
+func TestOneLimitsCallsJoin(t *testing.T) {
+	ctx := context.Background()
+	rdb, inner, c, wg := heldAtTheGate(t)
+	var sentMu sync.Mutex
+	var sent []string // each command's script and key count
+	inner.seen = func(args []any) {
+		sentMu.Lock()
+		defer sentMu.Unlock()
+		script := "form"
+		if args[1] == bindings.GCRAScript.Hash() {
+			script = "gcra.lua"
+		}
+		sent = append(sent, fmt.Sprint(script, " ", args[2]))
+	}
+	limits := []bindings.GCRAParams{
+		{Burst: 2, Rate: 2, Period: time.Hour, Take: bindings.GCRATakeAll},
+		{Burst: 5, Rate: 5, Period: time.Hour, Take: bindings.GCRATakeAll},
+	}
+	type answer struct {
+		key string
+		d   bindings.GCRADecision
+		err error
+	}
+	answers := make(chan answer, 31)
+	var calls sync.WaitGroup
+	call := func(key string, p bindings.GCRAParams) {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			p.Requests = []bindings.GCRARequest{{Cost: 1}}
+			r, err := bindings.GCRA(ctx, c, []string{key}, p)
+			a := answer{key: key, err: err}
+			if err == nil {
+				a.d = r.Decisions[0]
+			}
+			answers <- a
+		}()
+	}
+	for i := range 30 {
+		call(fmt.Sprint("k", i), limits[i%2])
+	}
+	for waiting(c.(*Client)) < 30 {
+		time.Sleep(time.Millisecond)
+	}
+	call("k0", limits[0]) // k0 twice
+	for waiting(c.(*Client)) < 31 {
+		time.Sleep(time.Millisecond)
+	}
+	close(inner.gate)
+	calls.Wait()
+	wg.Wait()
+	close(answers)
+	k0 := 0
+	for a := range answers {
+		if a.err != nil {
+			t.Fatalf("%s: %v", a.key, a.err)
+		}
+		l := limits[0]
+		if a.key != "k0" && a.key[len(a.key)-1]%2 == 1 {
+			l = limits[1]
+		}
+		// Each key's first call passes and leaves burst-1, and the key
+		// full again after one interval; k0's second leaves none, full
+		// again a little less than two intervals on (it ran later).
+		want := bindings.GCRADecision{Allowed: 1, Remaining: l.Burst - 1, ResetAfter: l.Period / time.Duration(l.Rate)}
+		if a.key == "k0" {
+			k0++
+			if a.d.Remaining == 0 && a.d.ResetAfter > want.ResetAfter && a.d.ResetAfter <= 2*want.ResetAfter {
+				want.Remaining, want.ResetAfter = 0, a.d.ResetAfter
+			}
+		}
+		if a.d != want {
+			t.Errorf("%s: %+v, want %+v", a.key, a.d, want)
+		}
+	}
+	if k0 != 2 {
+		t.Errorf("k0 answered %d times", k0)
+	}
+	sentMu.Lock()
+	defer sentMu.Unlock()
+	slices.Sort(sent)
+	// The two held at the gate, k0's second, and one call per limit.
+	if want := []string{"gcra.lua 1", "gcra.lua 1", "gcra.lua 1", "gcra.lua 15", "gcra.lua 15"}; !slices.Equal(sent, want) {
+		t.Errorf("sent %v, want %v", sent, want)
+	}
+	if n := rdb.Exists(ctx, "k0", "k29").Val(); n != 2 {
+		t.Errorf("%d of 2 keys written", n)
 	}
 }

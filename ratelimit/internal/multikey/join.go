@@ -100,34 +100,20 @@ func (m *Client) joined(ctx context.Context, g group, calls []*waiter) {
 	for _, w := range calls {
 		argv = append(argv, w.args[sh.fixed:]...)
 	}
-	cmd := m.send(ctx, argv)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := sh.script.Load(ctx, m.Scripter).Err(); err == nil {
-			cmd = m.send(ctx, argv)
-		}
-	}
-	replies, err := cmd.Slice()
+	replies, err := m.sendLoaded(ctx, sh.script, argv).Slice()
 	if notRun(err) || refused(err) {
 		m.alone(g, calls)
 		return
 	}
-	s := m.shard(g)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, w := range calls {
-		if w.left {
-			continue
-		}
+	m.deliver(g, calls, func(i int) (any, error) {
 		switch {
 		case err != nil:
-			w.cmd.SetErr(err)
+			return nil, err
 		case len(replies) != len(calls)*sh.reply:
-			w.cmd.SetErr(fmt.Errorf("multikey: %d replies for %d calls of %d", len(replies), len(calls), sh.reply))
-		default:
-			w.cmd.SetVal(replies[i*sh.reply : (i+1)*sh.reply : (i+1)*sh.reply])
+			return nil, fmt.Errorf("multikey: %d replies for %d calls of %d", len(replies), len(calls), sh.reply)
 		}
-		w.answered()
-	}
+		return replies[i*sh.reply : (i+1)*sh.reply : (i+1)*sh.reply], nil
+	})
 }
 
 // refused reports an error reply by which a joined call changed nothing

@@ -394,19 +394,45 @@ func (m *Client) form(ctx context.Context, g group, batch []*waiter) {
 		argv = append(argv, len(w.keys), len(w.args))
 		argv = append(argv, w.args...)
 	}
-	cmd := m.send(ctx, argv)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// The server lacks the form (a restart, SCRIPT FLUSH): load it
-		// where the keys live and send again.
-		if err := form.Load(ctx, m.Scripter).Err(); err == nil {
-			cmd = m.send(ctx, argv)
-		}
-	}
-	replies, err := cmd.Slice()
+	replies, err := m.sendLoaded(ctx, form, argv).Slice()
 	if notRun(err) {
 		m.alone(g, batch)
 		return
 	}
+	m.deliver(g, batch, func(i int) (any, error) {
+		switch {
+		case err != nil:
+			return nil, err
+		case i >= len(replies):
+			return nil, fmt.Errorf("multikey: %d replies for %d calls", len(replies), len(batch))
+		}
+		switch v := replies[i].(type) {
+		case error:
+			return nil, v
+		case nil:
+			return nil, redis.Nil
+		default:
+			return v, nil
+		}
+	})
+}
+
+// sendLoaded sends argv, an EVALSHA of script, and again once it loaded
+// script where the keys live when the server lacks it (a restart, SCRIPT
+// FLUSH): a NOSCRIPT call did not run.
+func (m *Client) sendLoaded(ctx context.Context, script *redis.Script, argv []any) *redis.Cmd {
+	cmd := m.send(ctx, argv)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err := script.Load(ctx, m.Scripter).Err(); err == nil {
+			cmd = m.send(ctx, argv)
+		}
+	}
+	return cmd
+}
+
+// deliver gives each call of a batch its answer, answer(i) for the i-th,
+// unless its caller left.
+func (m *Client) deliver(g group, batch []*waiter, answer func(i int) (any, error)) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -414,20 +440,10 @@ func (m *Client) form(ctx context.Context, g group, batch []*waiter) {
 		if w.left {
 			continue
 		}
-		switch {
-		case err != nil:
+		if v, err := answer(i); err != nil {
 			w.cmd.SetErr(err)
-		case i >= len(replies):
-			w.cmd.SetErr(fmt.Errorf("multikey: %d replies for %d calls", len(replies), len(batch)))
-		default:
-			switch v := replies[i].(type) {
-			case error:
-				w.cmd.SetErr(v)
-			case nil:
-				w.cmd.SetErr(redis.Nil)
-			default:
-				w.cmd.SetVal(v)
-			}
+		} else {
+			w.cmd.SetVal(v)
 		}
 		w.answered()
 	}
@@ -499,18 +515,8 @@ func (m *Client) send(ctx context.Context, argv []any) *redis.Cmd {
 // answer copies a call's own answer into w's command, unless its caller
 // left.
 func (m *Client) answer(g group, w *waiter, c *redis.Cmd) {
-	sh := m.shard(g)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if w.left {
-		return
-	}
-	if err := c.Err(); err != nil {
-		w.cmd.SetErr(err)
-	} else {
-		w.cmd.SetVal(c.Val())
-	}
-	w.answered()
+	one := [1]*waiter{w}
+	m.deliver(g, one[:], func(int) (any, error) { return c.Val(), c.Err() })
 }
 
 // Pipeline passes on the guarded client's (All's batches).

@@ -139,3 +139,57 @@ func keysAreTheirCalls(t *testing.T, script string) {
 		t.Fatalf("%d calls of %d requests, %d errors: the search proves little", calls, requests, errors)
 	}
 }
+
+// TestManyKeysRejectBadInput is the bad-input sweep over a call of many
+// keys: every argument of a good call of three keys (the limit, the clock,
+// the word, each key's cost and deadline) swapped for each value the
+// header's type refuses answers BADARG and writes nothing, at any key.
+func TestManyKeysRejectBadInput(t *testing.T) {
+	for _, name := range []string{"gcra", "token_bucket"} {
+		t.Run(name, func(t *testing.T) {
+			src, err := Source(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			header := parseHeader(t, name, src)
+			if k := header.Keys[0]; !k.Variadic || k.MaxCount.Int < 3 {
+				t.Fatalf("%s's key is not variadic to 3 or more: %+v", name, k)
+			}
+			r, _, good := firstWrite(t, name, src, 0)
+			fixed := len(header.Args) - 1
+			requests := header.Args[fixed]
+			if len(good) != fixed+len(requests.Fields) {
+				t.Fatalf("%s's first write is not one request: %q", name, good)
+			}
+			keys := []string{"many:{k}1", "many:{k}2", "many:{k}3"}
+			argv := append([]string(nil), good...)
+			for range keys[1:] {
+				argv = append(argv, good[fixed:]...)
+			}
+			if _, err := r.Clone().Eval(src, keys, argv); err != nil {
+				t.Fatalf("the good call of three keys: %v", err)
+			}
+			swept := 0
+			for j := range argv {
+				var values []string
+				switch {
+				case j >= fixed:
+					values = badNumbers(requests.Fields[(j-fixed)%len(requests.Fields)])
+				case len(header.Args[j].Enum) > 0:
+					values = []string{"", "0", "nil", strings.ToUpper(header.Args[j].Enum[0])}
+				default:
+					values = badNumbers(header.Args[j])
+				}
+				for _, v := range values {
+					bad := append([]string(nil), argv...)
+					bad[j] = v
+					expectBadArg(t, r, src, keys, bad, "BADARG ")
+					swept++
+				}
+			}
+			if swept < 100 {
+				t.Fatalf("%d bad calls: the sweep proves little", swept)
+			}
+		})
+	}
+}

@@ -12,13 +12,12 @@ import (
 
 // A script that decides many keys in one call of its own (gcra.lua and
 // token_bucket.lua: 2 to 64 distinct keys, one request each, under one
-// limit) needs no form for
-// the calls that fit that shape: such calls with the same limit join into
-// one call of the script, which reads each limit once, the server's clock
-// once, and runs no driver, so a decision there costs Redis a fraction of
-// what it costs in the form (docs/performance.md). shape is what the
-// script's header says of it: its arguments before the requests, each
-// request's, each decision's reply.
+// limit) needs no form for the calls that fit that shape: such calls with
+// the same limit join into one call of the script, which reads the limit
+// and the server's clock once and runs no driver, so a decision there
+// costs Redis less than half what it costs in the form
+// (docs/performance.md). shape is what the script's header says of it: its
+// arguments before the requests, each request's, each decision's reply.
 type shape struct {
 	script                *redis.Script
 	fixed, request, reply int
@@ -117,9 +116,9 @@ func (m *Client) joined(ctx context.Context, g group, calls []*waiter) {
 }
 
 // refused reports an error reply by which a joined call changed nothing
-// and that a call of its own may not share: a key of another type or
-// another script's state is one call's trouble, and a bad argument one
-// call's too.
+// and which may be one call's alone (a key of another type, another
+// script's state, a bad argument): its calls then go one by one, so each
+// gets its own answer.
 func refused(err error) bool {
 	for _, p := range [...]string{"WRONGTYPE", "BADSTATE", "BADARG"} {
 		if err != nil && redis.HasErrorPrefix(err, p) {

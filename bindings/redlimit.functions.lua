@@ -3110,8 +3110,9 @@ redis.register_function{
 --- row. A call of 2 to 64 distinct keys takes one request per key (request
 --- i on key i), each decided on its own key exactly as its own call at that
 --- instant would be; every key is read before any is written, so an error
---- at one key changes nothing at any. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
---- cost above capacity can never pass: it is denied with retry_after -1.
+--- at one key changes nothing at any. A cost of 0 peeks: it answers for a
+--- cost of 1 and writes nothing. A cost above capacity can never pass: it
+--- is denied with retry_after -1.
 --- Denied requests change nothing. A request the server runs at or after its
 --- deadline answers expired (-1) and counts nothing. Arithmetic is exact for
 --- every accepted input (products that could pass 2^53 go through muldiv).

@@ -18,7 +18,7 @@ var TokenBucketScript = valkey.NewLuaScript(tokenBucketSource)
 func TokenBucketSource() string { return tokenBucketSource }
 
 // TokenBucketHash is the SHA1 of TokenBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const TokenBucketHash = "b11e699c23c8f45df4c8ae104b81a90fce2c913f"
+const TokenBucketHash = "9a4d2a0865b912ec8fe8aee125040b90179c02f7"
 
 var tokenBucketInfo = &scriptMeta{file: "token_bucket.lua", source: tokenBucketSource, hash: TokenBucketHash}
 
@@ -95,8 +95,9 @@ type TokenBucketResult struct {
 // row. A call of 2 to 64 distinct keys takes one request per key (request
 // i on key i), each decided on its own key exactly as its own call at that
 // instant would be; every key is read before any is written, so an error
-// at one key changes nothing at any. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
-// cost above capacity can never pass: it is denied with retry_after -1.
+// at one key changes nothing at any. A cost of 0 peeks: it answers for a
+// cost of 1 and writes nothing. A cost above capacity can never pass: it
+// is denied with retry_after -1.
 // Denied requests change nothing. A request the server runs at or after its
 // deadline answers expired (-1) and counts nothing. Arithmetic is exact for
 // every accepted input (products that could pass 2^53 go through muldiv).
@@ -209,8 +210,9 @@ const tokenBucketSource = `--- Token bucket: takes cost tokens from a bucket tha
 --- row. A call of 2 to 64 distinct keys takes one request per key (request
 --- i on key i), each decided on its own key exactly as its own call at that
 --- instant would be; every key is read before any is written, so an error
---- at one key changes nothing at any. A cost of 0 peeks: it answers for a cost of 1 and writes nothing. A
---- cost above capacity can never pass: it is denied with retry_after -1.
+--- at one key changes nothing at any. A cost of 0 peeks: it answers for a
+--- cost of 1 and writes nothing. A cost above capacity can never pass: it
+--- is denied with retry_after -1.
 --- Denied requests change nothing. A request the server runs at or after its
 --- deadline answers expired (-1) and counts nothing. Arithmetic is exact for
 --- every accepted input (products that could pass 2^53 go through muldiv).

@@ -1,7 +1,7 @@
 # redlimit. `make test` is the README's test command and what CI runs.
 GO ?= go
 
-.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench bench-keys bench-partner demo rls screenshot ci download
+.PHONY: test test-redis test-matrix test-lua fuzz fuzz-ci generate check-generated lint bench bench-keys bench-cost bench-partner demo rls screenshot ci download
 
 # Modules of their own, for what needs a newer Go than the main module's
 # go line (which consumers of luagen inherit) or brings a dependency: the
@@ -164,6 +164,13 @@ bench:
 # committed written. Before and after a change: see bench/keys.sh.
 bench-keys:
 	GO=$(GO) bench/keys.sh
+
+# What a decision costs inside redis-server, in instructions (callgrind:
+# a busy machine does not move them; runs differ by up to 1.5 %), in each shape a call may take: a call
+# of its own, the multi-key form, one call on many keys, a key's batch.
+# Needs valgrind; COST_SCRIPTS=file.lua for another version's script.
+bench-cost:
+	GO=$(GO) bench/scriptcost.sh
 
 # The partner measurement of docs/http.md alone (BenchmarkTransportPartner
 # on a redis-server of its own): PARTNER_RUNS runs of PARTNER_DURATION

@@ -1,0 +1,116 @@
+// Command scriptcost drives the calls whose cost inside redis-server
+// bench/scriptcost.sh counts with callgrind (instructions, not time: a busy
+// machine does not move them): for each shape, -calls commands that decide
+// -per requests on fresh keys, each shape framed by callgrind_control -z
+// before and -d <shape> after, so each dump holds that shape alone.
+//
+//	alone   one call of the script per request, -per of them pipelined
+//	form    one call of the script's multi-key form holding -per calls
+//	joined  one call of the script on -per keys, one request each
+//	hot     one call of the script on one key, -per requests
+//
+// The script is -file (a gcra.lua or token_bucket.lua of any version:
+// git show REV:lua/gcra.lua > old.lua), under -limit and -take; form is
+// the bundled script's form (bindings.MultiKeyForm), whatever -file is.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/bindings"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6379", "the redis-server under callgrind")
+	file := flag.String("file", "../lua/gcra.lua", "the script: gcra.lua or token_bucket.lua")
+	shapes := flag.String("shapes", "alone,form,joined,hot", "the shapes, in turn")
+	take := flag.String("take", "all", "the word: gcra's take (all), token_bucket's refill (smooth)")
+	calls := flag.Int("calls", 100, "commands per shape")
+	per := flag.Int("per", 32, "requests per command")
+	mark := flag.Bool("callgrind", true, "frame each shape with callgrind_control -z and -d")
+	flag.Parse()
+	src, err := os.ReadFile(*file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: *addr, ReadTimeout: -1, MaxRetries: -1})
+	defer rdb.Close()
+	script := redis.NewScript(string(src))
+	if err := script.Load(ctx, rdb).Err(); err != nil {
+		log.Fatal(err)
+	}
+	// The form is the bundled script's, named in the file's name.
+	var bundled *redis.Script
+	switch base := (*file)[strings.LastIndex(*file, "/")+1:]; {
+	case strings.Contains(base, "token_bucket"):
+		bundled = bindings.TokenBucketScript
+	case strings.Contains(base, "gcra"):
+		bundled = bindings.GCRAScript
+	default:
+		log.Fatalf("%s: scriptcost knows gcra.lua and token_bucket.lua (a file whose name holds gcra or token_bucket)", *file)
+	}
+	form := bindings.MultiKeyForm(bundled.Hash())
+	if err := form.Load(ctx, rdb).Err(); err != nil {
+		log.Fatal(err)
+	}
+	limit := []any{100, 10, 1000, 0, *take} // the script's first 5 arguments; 100 fit
+	for _, shape := range strings.Split(*shapes, ",") {
+		if *mark {
+			run("callgrind_control", "-z")
+		}
+		for i := 0; i < *calls; i++ {
+			key := func(j int) string { return fmt.Sprintf("%s:%d:%d", shape, i, j) }
+			var err error
+			switch shape {
+			case "alone":
+				_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for j := 0; j < *per; j++ {
+						p.EvalSha(ctx, script.Hash(), []string{key(j)}, append(limit, 1, 0)...)
+					}
+					return nil
+				})
+			case "form":
+				keys, args := make([]string, *per), []any{}
+				for j := range keys {
+					keys[j] = key(j)
+					args = append(append(args, 1, 7), append(limit, 1, 0)...)
+				}
+				err = form.EvalSha(ctx, rdb, keys, args...).Err()
+			case "joined", "hot":
+				keys, args := make([]string, *per), append([]any(nil), limit...)
+				for j := range keys {
+					keys[j] = key(j)
+					args = append(args, 1, 0)
+				}
+				if shape == "hot" {
+					keys = keys[:1]
+				}
+				err = script.EvalSha(ctx, rdb, keys, args...).Err()
+			default:
+				log.Fatalf("unknown shape %q", shape)
+			}
+			if err != nil {
+				log.Fatalf("%s: %v", shape, err)
+			}
+		}
+		if *mark {
+			run("callgrind_control", "-d", shape)
+		}
+		fmt.Printf("SHAPE %s decisions=%d\n", shape, *calls**per)
+	}
+}
+
+func run(name string, args ...string) {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		log.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+}

@@ -6,18 +6,19 @@
 # script on many keys, a key's own batch. redis-server runs under
 # callgrind on a free port, empty, for each script; nothing is written.
 #
-#   COST_SCRIPTS  the scripts (default ../lua/gcra.lua, then
-#                 ../lua/token_bucket.lua with refill smooth); any
+#   COST_SCRIPTS  the scripts (default ../lua/gcra.lua,
+#                 ../lua/token_bucket.lua with refill smooth, then
+#                 ../lua/fixed_window.lua); any
 #                 version's file works for alone and hot:
 #                 git show REV:lua/gcra.lua > /tmp/old-gcra.lua
-#   COST_SHAPES   default alone,form,joined,hot
+#   COST_SHAPES   default alone,form,joined,hot (fixed_window.lua:
+#                 alone,form,itself)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
 command -v valgrind >/dev/null || { echo "bench-cost: needs valgrind (apt-get install -y valgrind)"; exit 1; }
 command -v redis-server >/dev/null || { echo "bench-cost: needs redis-server"; exit 1; }
-SCRIPTS=${COST_SCRIPTS:-../lua/gcra.lua ../lua/token_bucket.lua}
-SHAPES=${COST_SHAPES:-alone,form,joined,hot}
+SCRIPTS=${COST_SCRIPTS:-../lua/gcra.lua ../lua/token_bucket.lua ../lua/fixed_window.lua}
 dir=$(mktemp -d)
 port=
 # On any exit, the server under callgrind goes too.
@@ -27,18 +28,22 @@ redis-server --version
 for file in $SCRIPTS; do
 	file=$(realpath "$file")
 	take=all
-	case "$file" in *token_bucket*) take=smooth ;; esac
+	shapes=${COST_SHAPES:-alone,form,joined,hot}
+	case "$file" in
+	*token_bucket*) take=smooth ;;
+	*fixed_window*) shapes=${COST_SHAPES:-alone,form,itself} ;;
+	esac
 	port=$(( 20000 + RANDOM % 20000 ))
 	(cd "$dir" && valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \
 		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$dir/valgrind.log" 2>&1) &
 	for _ in $(seq 60); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 1; done
 	redis-cli -p "$port" ping >/dev/null || { cat "$dir/valgrind.log"; echo "bench-cost: redis-server under callgrind did not start"; exit 1; }
-	(cd "$dir" && ./scriptcost -addr "127.0.0.1:$port" -file "$file" -take "$take" -shapes "$SHAPES") >"$dir/run.txt"
+	(cd "$dir" && ./scriptcost -addr "127.0.0.1:$port" -file "$file" -take "$take" -shapes "$shapes") >"$dir/run.txt"
 	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 	port=
 	wait
 	echo "== $file (take/refill $take)"
-	for shape in ${SHAPES//,/ }; do
+	for shape in ${shapes//,/ }; do
 		n=$(sed -n "s/^SHAPE $shape decisions=//p" "$dir/run.txt")
 		f=$(grep -lE "^desc: Trigger: (dump|Client Request:) $shape\$" "$dir"/cg.out.* | head -1)
 		total=$(sed -n 's/^summary: //p' "$f")

@@ -427,7 +427,7 @@ func renderShared(client clientKind, shared, functions any, scripts []OutFile) (
 // The names the templates declare before the runtime (besides the @error
 // sentinels).
 var (
-	sharedHeadNames    = []string{"allScripts", "errorCodes", "MultiKeyForm", "multiKeyForms", "multiBefore", "multiAfter"}
+	sharedHeadNames    = []string{"allScripts", "errorCodes", "MultiKeyForm", "multiKeyForms", "MultiKeyItself", "multiKeyItself", "multiBefore", "multiAfter"}
 	functionsHeadNames = []string{"FunctionsLibrary", "functionOf", "functionsCode"}
 )
 

@@ -59,6 +59,12 @@ type Script struct {
 	// Multi is set by @multi: luagen also gives the script's multi-key
 	// form (multi.go), one call that runs up to MultiCalls calls of it.
 	Multi bool
+	// MultiItself is set by "@multi itself": sent 2 or more keys, the
+	// script takes its multi-key form's layout itself and answers as the
+	// form would, at less cost (no copies of each call's KEYS and ARGV, no
+	// pcall). luagen cannot check the body keeps that promise; the
+	// script's tests must (tests/lua does for the bundled scripts).
+	MultiItself bool
 }
 
 // HasFlag reports whether the header lists flag in @flags.
@@ -95,6 +101,7 @@ func cut(s string) (word, rest string) {
 // number of the first body line.
 func parseHeader(s *Script, lines []string, r *reporter) {
 	start := 0
+	multiLine := 0 // the @multi line, for its errors
 	if len(lines) > 0 && strings.HasPrefix(lines[0], "#!") {
 		s.Shebang = true
 		start = 1
@@ -165,10 +172,14 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 				s.Errors = append(s.Errors, ErrorCode{Code: code, Doc: doc, Line: line})
 			}
 		case "@multi":
+			multiLine = line
 			if s.Multi {
 				r.errorf(line, "@multi: already declared")
 			}
 			s.Multi = true
+			if w, _ := cut(rest); strings.TrimSuffix(w, ":") == "itself" {
+				s.MultiItself = true
+			}
 			if s.Shebang {
 				r.errorf(line, "@multi: a script with a #! line has no multi-key form (its flags would have to lead the form's text); drop one or the other")
 			}
@@ -211,6 +222,9 @@ func parseHeader(s *Script, lines []string, r *reporter) {
 	checkVariadic("@key", s.Keys, r)
 	checkVariadic("@arg", s.Args, r)
 	checkVariadic("@return", s.Returns, r)
+	if s.MultiItself && takesKeys(s.Keys, 2) {
+		r.errorf(multiLine, "@multi itself: the script's own layout takes 2 or more keys, and 2 or more keys are the multi-key form's layout; drop itself")
+	}
 	if s.Shebang && !sameSet(s.ShebangFlags, s.Flags) {
 		r.errorf(1, "#! line says flags=%s but @flags says %s: Redis reads the #! line, luagen and other stacks read @flags; list the same flags in both",
 			orNone(s.ShebangFlags), orNone(s.Flags))
@@ -453,6 +467,15 @@ func parseShebang(s *Script, first string, r *reporter) {
 			s.ShebangFlags = append(s.ShebangFlags, f)
 		}
 	}
+}
+
+// takesKeys reports whether the @key fields let a call send n keys.
+func takesKeys(keys []Field, n int64) bool {
+	if len(keys) >= int(n) {
+		return true
+	}
+	k := len(keys) - 1
+	return k >= 0 && keys[k].Variadic && (keys[k].MaxCount == nil || int64(k)+keys[k].MaxCount.Int >= n)
 }
 
 // checkVariadic allows ... only on the last field of a kind.

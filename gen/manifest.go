@@ -32,6 +32,9 @@ type manifestMultiForm struct {
 // manifestMulti is a script's multi-key form.
 type manifestMulti struct {
 	SHA1 string `json:"sha1"`
+	// Itself: sent 2 or more keys, the script takes the form's layout
+	// itself, under its own sha1 ("@multi itself").
+	Itself bool `json:"itself,omitempty"`
 }
 
 // manifestLibrary is the Functions library, when one is generated.
@@ -247,7 +250,7 @@ func manifest(scripts []*Script, files map[string]string, lib *manifestLibrary) 
 		}
 		if s.Multi {
 			sum := sha1.Sum(multiSource(s))
-			ms.Multi = &manifestMulti{SHA1: hex.EncodeToString(sum[:])}
+			ms.Multi = &manifestMulti{SHA1: hex.EncodeToString(sum[:]), Itself: s.MultiItself}
 			m.MultiForm = &manifestMultiForm{Before: multiBefore, After: multiAfter, MaxCalls: MultiCalls}
 		}
 		ms.Keys = manifestKeys(s.Keys)

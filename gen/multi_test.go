@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -121,6 +122,15 @@ func TestMultiTag(t *testing.T) {
 			want: []string{"x.lua:4: @multi: redis.setresp would carry over to the calls after this one in a multi-key call; drop @multi or the call"},
 		},
 		{
+			name: "itself, where the script's own layout takes 2 keys",
+			src:  lua("--- s", "--- @key a", "--- @key ...more[0..1]", "--- @return r int", "--- @multi itself", "return KEYS[1] .. KEYS[2]"),
+			want: []string{"x.lua:5: @multi itself: the script's own layout takes 2 or more keys, and 2 or more keys are the multi-key form's layout; drop itself"},
+		},
+		{
+			name: "itself, on one key",
+			src:  lua("--- s", "--- @key ...one[1..1]", "--- @return r int", "--- @multi itself", "return #KEYS"),
+		},
+		{
 			name: "redis.replicate_commands is there under EVAL",
 			src:  lua("--- s", "--- @return r int", "--- @multi", "redis.replicate_commands()", "return 1"),
 		},
@@ -137,12 +147,9 @@ func TestMultiTag(t *testing.T) {
 			}
 		})
 	}
-	for _, multi := range []bool{true, false} {
-		src := "--- Answers one.\n--- @return r int\n"
-		if multi {
-			src += "--- @multi\n"
-		}
-		src += "return 1\n"
+	for _, tag := range []string{"--- @multi\n", "--- @multi  itself: this file takes the layout\n", "--- @multi  its form; itself is a word it uses\n", ""} {
+		multi, itself := tag != "", strings.HasPrefix(tag, "--- @multi  itself")
+		src := "--- Answers one.\n--- @return r int\n" + tag + "return 1\n"
 		out, err := Generate([]Input{{Path: "one.lua", Src: []byte(src)}}, Options{Package: "x", Manifest: true})
 		if err != nil {
 			t.Fatal(err)
@@ -157,6 +164,18 @@ func TestMultiTag(t *testing.T) {
 			t.Errorf("@multi: manifest multi %+v, multi_form %v; want sha1 %s", got, m.MultiForm != nil, sha1Hex(multiBefore+src+multiAfter))
 		case !multi && (got != nil || m.MultiForm != nil):
 			t.Errorf("without @multi: manifest multi %+v, multi_form %v; want neither", got, m.MultiForm != nil)
+		case multi && got.Itself != itself:
+			t.Errorf("%q: manifest itself %v, want %v", tag, got.Itself, itself)
+		}
+		// The Go names MultiKeyItself, for the script itself only.
+		var shared []byte
+		for _, f := range out.Files {
+			if f.Name == SharedFile {
+				shared = f.Content
+			}
+		}
+		if entry := "OneScript.Hash(): OneScript,"; multi && bytes.Contains(shared, []byte(entry)) != itself {
+			t.Errorf("%q: MultiKeyItself's map holds %q: %v, want %v", tag, entry, !itself, itself)
 		}
 	}
 }

@@ -604,8 +604,12 @@ type sharedView struct {
 	MultiBefore, MultiAfter string
 }
 
-// multiView is a script with @multi: its Go name and unexported name.
-type multiView struct{ Go, Unexported string }
+// multiView is a script with @multi: its Go name and unexported name, and
+// whether it takes its form itself.
+type multiView struct {
+	Go, Unexported string
+	Itself         bool
+}
 
 type errorView struct {
 	Code, Sentinel, Doc string
@@ -617,7 +621,7 @@ func newSharedView(pkg string, client clientKind, scripts []*Script, all []*name
 	for i, s := range scripts {
 		v.Scripts = append(v.Scripts, unexported(s.Name))
 		if s.Multi && client.files == nil {
-			v.Multi = append(v.Multi, multiView{Go: all[i].Go, Unexported: all[i].Unexported})
+			v.Multi = append(v.Multi, multiView{Go: all[i].Go, Unexported: all[i].Unexported, Itself: s.MultiItself})
 		}
 		for _, e := range s.Errors {
 			if !seen[e.Code] {

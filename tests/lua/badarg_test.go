@@ -144,8 +144,11 @@ func sweepBadInput(t *testing.T, name, src string, header *gen.Script, minArgs i
 	// One key more: one limit more for multi, whose numbers are
 	// then missing.
 	extraKey := "BADARG takes "
-	if header.Keys[0].Variadic {
+	switch {
+	case header.Keys[0].Variadic:
 		extraKey = "BADARG "
+	case header.MultiItself: // 2 keys are the multi-key form's layout
+		extraKey = "BADARG multi-key call: "
 	}
 	expectBadArg(t, r, src, append(append([]string(nil), keys...), "other"), good, extraKey)
 	// Without its key a script fails before it sends anything.

@@ -45,6 +45,9 @@ func (w *twin) setTime(us int64) {
 func (w *twin) call(keys, argv []string) ([]any, error) {
 	w.t.Helper()
 	w.calls++
+	if len(keys) >= 2 && takesFormItself(w.t, w.script) {
+		return nil, w.callForm(keys, argv)
+	}
 	got, err := w.lua.Eval(w.src, keys, argv)
 	want, wantErr := w.model(w.gold, keys, argv)
 	if !sameReply(err, wantErr) {
@@ -367,4 +370,46 @@ func TestRateChangeEdges(t *testing.T) {
 	if probes < 100 {
 		t.Fatalf("only %d probes", probes)
 	}
+}
+
+// callForm sends a call of 2 or more keys to a script that takes its
+// multi-key form itself, and holds it to the model run call by call.
+func (w *twin) callForm(keys, argv []string) error {
+	w.t.Helper()
+	got, err := w.lua.Eval(w.src, keys, argv)
+	calls, wantErr := formCalls(keys, argv)
+	if !sameReply(err, wantErr) {
+		w.t.Fatalf("%s %v %v at %d (call %d): script says (%v, %v), the form's layout %v", w.script, keys, argv, w.lua.Now(), w.calls, got, err, wantErr)
+	}
+	if err != nil {
+		return err
+	}
+	els, _ := got.([]any)
+	if len(els) != len(calls) {
+		w.t.Fatalf("%s %v: %d elements for %d calls", w.script, argv, len(els), len(calls))
+	}
+	for i, c := range calls {
+		want, wantErr := w.model(w.gold, c.keys, c.argv)
+		e, isErr := els[i].(ErrorReply)
+		var gotErr error
+		if isErr {
+			gotErr = e
+		}
+		if !sameReply(gotErr, wantErr) {
+			w.t.Fatalf("%s %v at %d: element %d is %v, the model's call %v", w.script, argv, w.lua.Now(), i, els[i], wantErr)
+		}
+		if !isErr {
+			g := make([]int64, len(els[i].([]any)))
+			for j, v := range els[i].([]any) {
+				g[j] = v.(int64)
+			}
+			if diff := cmp.Diff(want, g); diff != "" {
+				w.t.Fatalf("%s %v at %d: element %d (-model +script):\n%s", w.script, argv, w.lua.Now(), i, diff)
+			}
+		}
+	}
+	if a, b := w.lua.Snapshot(), w.gold.Snapshot(); !a.Equal(b) {
+		w.t.Fatalf("%s %v at %d (call %d): state (-model +script):\n%s", w.script, argv, w.lua.Now(), w.calls, cmp.Diff(b.String(), a.String()))
+	}
+	return nil
 }

@@ -6,11 +6,13 @@
 //
 //	alone   one call of the script per request, -per of them pipelined
 //	form    one call of the script's multi-key form holding -per calls
-//	joined  one call of the script on -per keys, one request each
-//	hot     one call of the script on one key, -per requests
+//	itself  the same layout sent to the script itself (fixed_window.lua)
+//	joined  one call of the script on -per keys, one request each (gcra.lua,
+//	        token_bucket.lua)
+//	hot     one call of the script on one key, -per requests (the same two)
 //
-// The script is -file (a gcra.lua or token_bucket.lua of any version:
-// git show REV:lua/gcra.lua > old.lua), under -limit and -take; form is
+// The script is -file (a gcra.lua, token_bucket.lua or fixed_window.lua of
+// any version: git show REV:lua/gcra.lua > old.lua), under -take; form is
 // the bundled script's form (bindings.MultiKeyForm), whatever -file is.
 package main
 
@@ -30,7 +32,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "the redis-server under callgrind")
-	file := flag.String("file", "../lua/gcra.lua", "the script: gcra.lua or token_bucket.lua")
+	file := flag.String("file", "../lua/gcra.lua", "the script: gcra.lua, token_bucket.lua or fixed_window.lua")
 	shapes := flag.String("shapes", "alone,form,joined,hot", "the shapes, in turn")
 	take := flag.String("take", "all", "the word: gcra's take (all), token_bucket's refill (smooth)")
 	calls := flag.Int("calls", 100, "commands per shape")
@@ -48,21 +50,26 @@ func main() {
 	if err := script.Load(ctx, rdb).Err(); err != nil {
 		log.Fatal(err)
 	}
-	// The form is the bundled script's, named in the file's name.
+	// The form is the bundled script's, named in the file's name. limit
+	// is the ARGV before gcra's and token_bucket's requests; one, a call's
+	// whole ARGV. 100 calls of one fit on a key.
 	var bundled *redis.Script
+	limit := []any{100, 10, 1000, 0, *take}
+	one := append(limit[:len(limit):len(limit)], 1, 0)
 	switch base := (*file)[strings.LastIndex(*file, "/")+1:]; {
 	case strings.Contains(base, "token_bucket"):
 		bundled = bindings.TokenBucketScript
 	case strings.Contains(base, "gcra"):
 		bundled = bindings.GCRAScript
+	case strings.Contains(base, "fixed_window"):
+		bundled, limit, one = bindings.FixedWindowScript, nil, []any{100, 1000, 1, 0, 0}
 	default:
-		log.Fatalf("%s: scriptcost knows gcra.lua and token_bucket.lua (a file whose name holds gcra or token_bucket)", *file)
+		log.Fatalf("%s: scriptcost knows gcra.lua, token_bucket.lua and fixed_window.lua (a file whose name holds one of those names)", *file)
 	}
 	form := bindings.MultiKeyForm(bundled.Hash())
 	if err := form.Load(ctx, rdb).Err(); err != nil {
 		log.Fatal(err)
 	}
-	limit := []any{100, 10, 1000, 0, *take} // the script's first 5 arguments; 100 fit
 	for _, shape := range strings.Split(*shapes, ",") {
 		if *mark {
 			run("callgrind_control", "-z")
@@ -74,18 +81,25 @@ func main() {
 			case "alone":
 				_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 					for j := 0; j < *per; j++ {
-						p.EvalSha(ctx, script.Hash(), []string{key(j)}, append(limit, 1, 0)...)
+						p.EvalSha(ctx, script.Hash(), []string{key(j)}, one...)
 					}
 					return nil
 				})
-			case "form":
+			case "form", "itself":
 				keys, args := make([]string, *per), []any{}
 				for j := range keys {
 					keys[j] = key(j)
-					args = append(append(args, 1, 7), append(limit, 1, 0)...)
+					args = append(append(args, 1, len(one)), one...)
 				}
-				err = form.EvalSha(ctx, rdb, keys, args...).Err()
+				to := form
+				if shape == "itself" {
+					to = script
+				}
+				err = to.EvalSha(ctx, rdb, keys, args...).Err()
 			case "joined", "hot":
+				if limit == nil {
+					log.Fatalf("%s: %s takes no requests of its own", shape, *file)
+				}
 				keys, args := make([]string, *per), append([]any(nil), limit...)
 				for j := range keys {
 					keys[j] = key(j)

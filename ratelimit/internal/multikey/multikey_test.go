@@ -538,3 +538,84 @@ func TestOneLimitsCallsJoin(t *testing.T) {
 		t.Errorf("%d of 2 keys written", n)
 	}
 }
+
+// TestItselfTakesTheForm: waiting calls of fixed_window.lua, which takes
+// its multi-key form's layout itself, go as one call of the script, not of
+// luagen's form: calls of two limits and a key twice together, each
+// caller with its exact answer.
+func TestItselfTakesTheForm(t *testing.T) {
+	ctx := context.Background()
+	fixed := func(ctx context.Context, c redis.Scripter, key string) error {
+		_, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: 2, Window: time.Hour, Cost: 1})
+		return err
+	}
+	rdb, inner, c, wg := heldAtTheGate(t, fixed)
+	var sentMu sync.Mutex
+	var sent []string // each command's script and key count
+	inner.seen = func(args []any) {
+		sentMu.Lock()
+		defer sentMu.Unlock()
+		script := "form"
+		if args[1] == bindings.FixedWindowScript.Hash() {
+			script = "fixed_window.lua"
+		}
+		sent = append(sent, fmt.Sprint(script, " ", args[2]))
+	}
+	type answer struct {
+		key   string
+		limit int64
+		r     bindings.FixedWindowResult
+		err   error
+	}
+	answers := make(chan answer, 21)
+	var calls sync.WaitGroup
+	call := func(key string, limit int64) {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			r, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: limit, Window: time.Hour, Cost: 1})
+			answers <- answer{key, limit, r, err}
+		}()
+	}
+	for i := range 20 {
+		call(fmt.Sprint("k", i), int64(2+i%2))
+	}
+	for waiting(c.(*Client)) < 20 {
+		time.Sleep(time.Millisecond)
+	}
+	call("k0", 2) // k0 twice
+	for waiting(c.(*Client)) < 21 {
+		time.Sleep(time.Millisecond)
+	}
+	close(inner.gate)
+	calls.Wait()
+	wg.Wait()
+	close(answers)
+	var k0 []int64
+	for a := range answers {
+		if a.err != nil {
+			t.Fatalf("%s: %v", a.key, a.err)
+		}
+		if a.key == "k0" {
+			k0 = append(k0, a.r.Remaining)
+			continue
+		}
+		if !a.r.Allowed || a.r.Remaining != a.limit-1 {
+			t.Errorf("%s (limit %d): %+v, want allowed with %d left", a.key, a.limit, a.r, a.limit-1)
+		}
+	}
+	slices.Sort(k0)
+	if !slices.Equal(k0, []int64{0, 1}) {
+		t.Errorf("k0 answered remaining %v, want 1 then 0", k0)
+	}
+	sentMu.Lock()
+	defer sentMu.Unlock()
+	slices.Sort(sent)
+	// The two held at the gate, then the 21 waiting calls in one.
+	if want := []string{"fixed_window.lua 1", "fixed_window.lua 1", "fixed_window.lua 21"}; !slices.Equal(sent, want) {
+		t.Errorf("sent %v, want %v", sent, want)
+	}
+	if n := rdb.Exists(ctx, "k0", "k19").Val(); n != 2 {
+		t.Errorf("%d of 2 keys written", n)
+	}
+}

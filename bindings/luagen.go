@@ -83,7 +83,8 @@ var multiKeyForms = map[string]*redis.Script{
 func MultiKeyItself(hash string) *redis.Script { return multiKeyItself[hash] }
 
 var multiKeyItself = map[string]*redis.Script{
-	FixedWindowScript.Hash(): FixedWindowScript,
+	FixedWindowScript.Hash():          FixedWindowScript,
+	SlidingWindowCounterScript.Hash(): SlidingWindowCounterScript,
 }
 
 // multiBefore and multiAfter wrap a script's text into its multi-key form.

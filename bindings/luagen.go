@@ -84,6 +84,7 @@ func MultiKeyItself(hash string) *redis.Script { return multiKeyItself[hash] }
 
 var multiKeyItself = map[string]*redis.Script{
 	FixedWindowScript.Hash():          FixedWindowScript,
+	LeakyBucketScript.Hash():          LeakyBucketScript,
 	SlidingWindowCounterScript.Hash(): SlidingWindowCounterScript,
 }
 

@@ -86,6 +86,7 @@ var multiKeyItself = map[string]*redis.Script{
 	FixedWindowScript.Hash():          FixedWindowScript,
 	LeakyBucketScript.Hash():          LeakyBucketScript,
 	SlidingWindowCounterScript.Hash(): SlidingWindowCounterScript,
+	SlidingWindowLogScript.Hash():     SlidingWindowLogScript,
 }
 
 // multiBefore and multiAfter wrap a script's text into its multi-key form.

@@ -8,17 +8,17 @@
 #
 #   COST_SCRIPTS  the scripts (default ../lua/gcra.lua,
 #                 ../lua/token_bucket.lua with refill smooth, then
-#                 ../lua/fixed_window.lua); any
+#                 the four that take the form's layout themselves); any
 #                 version's file works for alone and hot:
 #                 git show REV:lua/gcra.lua > /tmp/old-gcra.lua
-#   COST_SHAPES   default alone,form,joined,hot (fixed_window.lua:
-#                 alone,form,itself)
+#   COST_SHAPES   default alone,form,joined,hot (the scripts that take
+#                 the form's layout themselves: alone,form,itself)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
 command -v valgrind >/dev/null || { echo "bench-cost: needs valgrind (apt-get install -y valgrind)"; exit 1; }
 command -v redis-server >/dev/null || { echo "bench-cost: needs redis-server"; exit 1; }
-SCRIPTS=${COST_SCRIPTS:-../lua/gcra.lua ../lua/token_bucket.lua ../lua/fixed_window.lua}
+SCRIPTS=${COST_SCRIPTS:-../lua/gcra.lua ../lua/token_bucket.lua ../lua/fixed_window.lua ../lua/sliding_window_counter.lua ../lua/leaky_bucket.lua ../lua/sliding_window_log.lua}
 dir=$(mktemp -d)
 port=
 # On any exit, the server under callgrind goes too.
@@ -31,7 +31,7 @@ for file in $SCRIPTS; do
 	shapes=${COST_SHAPES:-alone,form,joined,hot}
 	case "$file" in
 	*token_bucket*) take=smooth ;;
-	*fixed_window*) shapes=${COST_SHAPES:-alone,form,itself} ;;
+	*fixed_window* | *sliding_window* | *leaky_bucket*) shapes=${COST_SHAPES:-alone,form,itself} ;;
 	esac
 	port=$(( 20000 + RANDOM % 20000 ))
 	(cd "$dir" && valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \

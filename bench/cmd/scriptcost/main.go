@@ -6,13 +6,15 @@
 //
 //	alone   one call of the script per request, -per of them pipelined
 //	form    one call of the script's multi-key form holding -per calls
-//	itself  the same layout sent to the script itself (fixed_window.lua)
+//	itself  the same layout sent to the script itself (the scripts with
+//	        @multi itself)
 //	joined  one call of the script on -per keys, one request each (gcra.lua,
 //	        token_bucket.lua)
 //	hot     one call of the script on one key, -per requests (the same two)
 //
-// The script is -file (a gcra.lua, token_bucket.lua or fixed_window.lua of
-// any version: git show REV:lua/gcra.lua > old.lua), under -take; form is
+// The script is -file (any bundled script but multi.lua and
+// concurrency.lua, of any version: git show REV:lua/gcra.lua > old.lua),
+// under -take; form is
 // the bundled script's form (bindings.MultiKeyForm), whatever -file is.
 package main
 
@@ -32,7 +34,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "the redis-server under callgrind")
-	file := flag.String("file", "../lua/gcra.lua", "the script: gcra.lua, token_bucket.lua or fixed_window.lua")
+	file := flag.String("file", "../lua/gcra.lua", "the script: any bundled one but multi.lua and concurrency.lua")
 	shapes := flag.String("shapes", "alone,form,joined,hot", "the shapes, in turn")
 	take := flag.String("take", "all", "the word: gcra's take (all), token_bucket's refill (smooth)")
 	calls := flag.Int("calls", 100, "commands per shape")
@@ -63,8 +65,14 @@ func main() {
 		bundled = bindings.GCRAScript
 	case strings.Contains(base, "fixed_window"):
 		bundled, limit, one = bindings.FixedWindowScript, nil, []any{100, 1000, 1, 0, 0}
+	case strings.Contains(base, "sliding_window_counter"):
+		bundled, limit, one = bindings.SlidingWindowCounterScript, nil, []any{100, 1000, 1, 0, 0}
+	case strings.Contains(base, "sliding_window_log"):
+		bundled, limit, one = bindings.SlidingWindowLogScript, nil, []any{100, 1000, 1, 0, 0}
+	case strings.Contains(base, "leaky_bucket"):
+		bundled, limit, one = bindings.LeakyBucketScript, nil, []any{100, 10, 1000, 1, 0, 0}
 	default:
-		log.Fatalf("%s: scriptcost knows gcra.lua, token_bucket.lua and fixed_window.lua (a file whose name holds one of those names)", *file)
+		log.Fatalf("%s: scriptcost knows gcra.lua, token_bucket.lua, fixed_window.lua, sliding_window_counter.lua, sliding_window_log.lua and leaky_bucket.lua (a file whose name holds one of those names)", *file)
 	}
 	form := bindings.MultiKeyForm(bundled.Hash())
 	if err := form.Load(ctx, rdb).Err(); err != nil {

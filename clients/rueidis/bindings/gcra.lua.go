@@ -18,7 +18,7 @@ var GCRAScript = rueidis.NewLuaScript(gcraSource)
 func GCRASource() string { return gcraSource }
 
 // GCRAHash is the SHA1 of GCRASource(), the hash EVALSHA and SCRIPT LOAD use.
-const GCRAHash = "e8aa254679fc788f05d38d680fd81b46de72391c"
+const GCRAHash = "0c2dc7d483cecb879ad7fc3a2d41be90869c27b5"
 
 var gcraInfo = &scriptMeta{file: "gcra.lua", source: gcraSource, hash: GCRAHash}
 
@@ -364,11 +364,62 @@ local function int(raw, name, lo, hi)
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
--- one is named by int or by the script's own check before this runs.
-local function exactly(nkeys, nargs)
-  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
-    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+-- one is named by int or by the script's own check before this runs. A
+-- call of a multi-key form taken by the script itself (see calls) gives
+-- its own counts, gotk and gota.
+local function exactly(nkeys, nargs, gotk, gota)
+  gotk, gota = gotk or #KEYS, gota or #ARGV
+  if not bad and (gotk ~= nkeys or gota ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, gotk, gota)
   end
+end
+
+-- calls reads the layout of a script that takes its multi-key form itself
+-- (its @multi says so) when sent 2 or more keys: ARGV is, per call, its
+-- key count, its argument count and its arguments; KEYS, every call's keys
+-- in turn, as luagen's form takes them. It returns the calls, 4 numbers
+-- each (the offsets before the call's keys and arguments, and their
+-- counts), and how many; or nil and the error reply luagen's form gives
+-- for the same layout, before any call runs.
+local function calls()
+  local plan, nkeys, nargv, k, a, n = {}, #KEYS, #ARGV, 0, 1, 0
+  -- Counts are mostly those of the call before: the same string (Lua
+  -- keeps one copy of each) is read once.
+  local rk, vk, ra, va
+  while a <= nargv do
+    local nk, na = ARGV[a], ARGV[a + 1]
+    if n == 64 or not nk or not na then
+      nk = nil
+    end
+    if nk == rk then
+      nk = vk
+    elseif nk == '0' or nk and find(nk, '^[1-9]%d?%d?%d?$') then
+      rk, nk = nk, tonumber(nk)
+      vk = nk
+    else
+      nk = nil
+    end
+    if na == ra then
+      na = va
+    elseif na == '0' or na and find(na, '^[1-9]%d?%d?%d?$') then
+      ra, na = na, tonumber(na)
+      va = na
+    else
+      na = nil
+    end
+    if not (nk and na) then
+      return nil, redis.error_reply('BADARG multi-key call: ARGV must be, for each of 1 to 64 calls, its key count, its argument count and its arguments')
+    end
+    if k + nk > nkeys or a + 1 + na > nargv then
+      return nil, redis.error_reply(string.format('BADARG multi-key call: call %d names more keys or arguments than were sent', n + 1))
+    end
+    plan[4 * n + 1], plan[4 * n + 2], plan[4 * n + 3], plan[4 * n + 4] = k, nk, a + 1, na
+    n, k, a = n + 1, k + nk, a + 2 + na
+  end
+  if n == 0 or k ~= nkeys then
+    return nil, redis.error_reply(string.format('BADARG multi-key call: %d keys sent and %d named, in %d calls (1 to 64)', nkeys, k, n))
+  end
+  return plan, n
 end
 
 -- clock reads the server's TIME and returns the instant to judge the call
@@ -379,10 +430,14 @@ end
 -- none) is the instant the caller stops waiting for the answer: a call the
 -- server runs at or after it is EXPIRED and changes nothing, since no one
 -- will act on its answer (a client that retried, or a server that stalled,
--- must not count a request the caller already gave up on).
-local function clock(now, deadline)
-  local t = redis.call('TIME')
-  local server = t[1] * 1000000 + t[2]
+-- must not count a request the caller already gave up on). server, when
+-- given, is the TIME read for an earlier call of the same EVALSHA: its
+-- calls run at one instant.
+local function clock(now, deadline, server)
+  if not server then
+    local t = redis.call('TIME')
+    server = t[1] * 1000000 + t[2]
+  end
   if now > 0 and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   elseif deadline > 0 and server >= deadline then

@@ -18,7 +18,7 @@ var LeakyBucketScript = valkey.NewLuaScript(leakyBucketSource)
 func LeakyBucketSource() string { return leakyBucketSource }
 
 // LeakyBucketHash is the SHA1 of LeakyBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const LeakyBucketHash = "aaded9d5bab951758156561a7e07c5e9b2c2a1d9"
+const LeakyBucketHash = "48371e162acdf6649d29aee07b219a36e34d68f3"
 
 var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", source: leakyBucketSource, hash: LeakyBucketHash}
 
@@ -131,6 +131,12 @@ type LeakyBucketResult struct {
 // of any type, is an error and the key is left untouched (value and TTL);
 // that includes the untagged states and the hash {level, ts, unit} of
 // earlier versions of this script.
+// Many keys: 2 to 64 keys are the multi-key form's layout
+// (docs/scripts.md), which this file takes itself: per call, '1' (its
+// key), its argument count and its arguments; the reply holds each
+// call's own reply or error reply, each call run in turn exactly as a
+// call of its own at that instant, so calls of any limits, and one key
+// twice, go together. One key is always one call.
 //
 // It runs leaky_bucket.lua with EVALSHA, falling back to EVAL when the server
 // does not have the script cached. To send many calls in one round trip, queue
@@ -249,6 +255,12 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- of any type, is an error and the key is left untouched (value and TTL);
 --- that includes the untagged states and the hash {level, ts, unit} of
 --- earlier versions of this script.
+--- Many keys: 2 to 64 keys are the multi-key form's layout
+--- (docs/scripts.md), which this file takes itself: per call, '1' (its
+--- key), its argument count and its arguments; the reply holds each
+--- call's own reply or error reply, each call run in turn exactly as a
+--- call of its own at that instant, so calls of any limits, and one key
+--- twice, go together. One key is always one call.
 --- @key    bucket       string 'l<ts><unit>/<more>' or 'l<ts><unit>=<water>+<debt>': µs of water at ts, the last time water was poured; expires once empty
 --- @arg    capacity     int[1..1e9]       units the bucket holds
 --- @arg    rate         int[1..1e9]       units drained per period, at most one per µs
@@ -265,7 +277,7 @@ const leakyBucketSource = `--- Leaky bucket as a meter (policing): each unit of 
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
---- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
+--- @multi  itself: its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file takes that layout itself when sent 2 or more keys, at less cost
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -312,11 +324,62 @@ local function int(raw, name, lo, hi)
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
--- one is named by int or by the script's own check before this runs.
-local function exactly(nkeys, nargs)
-  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
-    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+-- one is named by int or by the script's own check before this runs. A
+-- call of a multi-key form taken by the script itself (see calls) gives
+-- its own counts, gotk and gota.
+local function exactly(nkeys, nargs, gotk, gota)
+  gotk, gota = gotk or #KEYS, gota or #ARGV
+  if not bad and (gotk ~= nkeys or gota ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, gotk, gota)
   end
+end
+
+-- calls reads the layout of a script that takes its multi-key form itself
+-- (its @multi says so) when sent 2 or more keys: ARGV is, per call, its
+-- key count, its argument count and its arguments; KEYS, every call's keys
+-- in turn, as luagen's form takes them. It returns the calls, 4 numbers
+-- each (the offsets before the call's keys and arguments, and their
+-- counts), and how many; or nil and the error reply luagen's form gives
+-- for the same layout, before any call runs.
+local function calls()
+  local plan, nkeys, nargv, k, a, n = {}, #KEYS, #ARGV, 0, 1, 0
+  -- Counts are mostly those of the call before: the same string (Lua
+  -- keeps one copy of each) is read once.
+  local rk, vk, ra, va
+  while a <= nargv do
+    local nk, na = ARGV[a], ARGV[a + 1]
+    if n == 64 or not nk or not na then
+      nk = nil
+    end
+    if nk == rk then
+      nk = vk
+    elseif nk == '0' or nk and find(nk, '^[1-9]%d?%d?%d?$') then
+      rk, nk = nk, tonumber(nk)
+      vk = nk
+    else
+      nk = nil
+    end
+    if na == ra then
+      na = va
+    elseif na == '0' or na and find(na, '^[1-9]%d?%d?%d?$') then
+      ra, na = na, tonumber(na)
+      va = na
+    else
+      na = nil
+    end
+    if not (nk and na) then
+      return nil, redis.error_reply('BADARG multi-key call: ARGV must be, for each of 1 to 64 calls, its key count, its argument count and its arguments')
+    end
+    if k + nk > nkeys or a + 1 + na > nargv then
+      return nil, redis.error_reply(string.format('BADARG multi-key call: call %d names more keys or arguments than were sent', n + 1))
+    end
+    plan[4 * n + 1], plan[4 * n + 2], plan[4 * n + 3], plan[4 * n + 4] = k, nk, a + 1, na
+    n, k, a = n + 1, k + nk, a + 2 + na
+  end
+  if n == 0 or k ~= nkeys then
+    return nil, redis.error_reply(string.format('BADARG multi-key call: %d keys sent and %d named, in %d calls (1 to 64)', nkeys, k, n))
+  end
+  return plan, n
 end
 
 -- clock reads the server's TIME and returns the instant to judge the call
@@ -327,10 +390,14 @@ end
 -- none) is the instant the caller stops waiting for the answer: a call the
 -- server runs at or after it is EXPIRED and changes nothing, since no one
 -- will act on its answer (a client that retried, or a server that stalled,
--- must not count a request the caller already gave up on).
-local function clock(now, deadline)
-  local t = redis.call('TIME')
-  local server = t[1] * 1000000 + t[2]
+-- must not count a request the caller already gave up on). server, when
+-- given, is the TIME read for an earlier call of the same EVALSHA: its
+-- calls run at one instant.
+local function clock(now, deadline, server)
+  if not server then
+    local t = redis.call('TIME')
+    server = t[1] * 1000000 + t[2]
+  end
   if now > 0 and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   elseif deadline > 0 and server >= deadline then
@@ -379,224 +446,292 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
+-- One call: KEYS and ARGV as the header gives them. 2 or more keys are the
+-- multi-key form's layout, which this file takes itself (calls, in the
+-- prologue): the loop below runs each call in turn, exactly as a call of
+-- its own at that instant, into one reply; an error reply is that call's
+-- element. A Redis error raised mid-call (OOM or READONLY, at the first
+-- write) is the whole call's, and nothing was written.
 local bucket   = KEYS[1]
-local capacity = int(ARGV[1], 'capacity', 1, 1e9)
-local rate     = int(ARGV[2], 'rate', 1, 1e9)
-local period   = int(ARGV[3], 'period', 1, 1e11)
-local cost     = int(ARGV[4], 'cost', 0, 1e9)
-local now      = int(ARGV[5], 'now', 0, 2^52)
-local deadline = int(ARGV[6], 'deadline', 0, 2^52)
--- settle is -1 for refund, 1 for charge, nil for a pour (no 7th argument).
-local settle
-if ARGV[7] == 'refund' then
-  settle = -1
-elseif ARGV[7] == 'charge' then
-  settle = 1
-elseif ARGV[7] ~= nil then
-  bad = bad or "BADARG settle must be 'refund' or 'charge' (or absent, for a pour)"
+local capacity = ARGV[1]
+local rate     = ARGV[2]
+local period   = ARGV[3]
+local cost     = ARGV[4]
+local now      = ARGV[5]
+local deadline = ARGV[6]
+local take     = ARGV[7]
+local nk, na = #KEYS, #ARGV
+local plan, ncalls = nil, 1
+if nk > 1 then
+  plan, ncalls = calls()
+  if not plan then return ncalls end
 end
-if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
-exactly(1, settle and 7 or 6)
-if not bad and rate > period * 1000 then
-  bad = 'BADARG rate must be at most one per µs (period*1000)'
-end
-if bad then return redis.error_reply(bad) end
-
--- I.371's increment I: the µs one unit takes to drain, rounded up (exact:
--- period*1000 is below 2^53). A full bucket bounds every level, so keeping
--- it at most 1e15 µs (31 years) keeps every instant below 2^53. Integer
--- division is written with %, which is exact below 2^53 and costs less
--- than a call to math.floor or math.ceil.
-local unit = period * 1000
-local part = unit % rate
-unit = (unit - part) / rate
-if part > 0 then
-  unit = unit + 1
-end
-local full = capacity * unit
-if full > 1e15 then
-  return redis.error_reply('BADARG capacity*period/rate must be at most 1e15 µs (31 years)')
-end
-
-local server, caller
-now, server, caller = clock(now, deadline)
-if bad then return redis.error_reply(bad) end
-
--- GET answers a key of another type with an error table (stored.err); a
--- string has no err field.
-local stored = redis.pcall('GET', bucket)
--- A late caller is judged at the stored time; own is its clock, which its
--- waits are measured from. A key that holds nothing is judged at the later
--- of the caller's clock and the server's: a key the server's clock expired
--- must not let a caller that lags it drain the same time again.
-local own = now
-local water = 0
-if not stored then
-  if server > now then
-    now = server
-  end
-else
-  if stored.err then
-    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-  end
-  -- One pattern checks the whole state: the tag, 16 digits, then two
-  -- numbers; the length bound keeps every number short enough to convert
-  -- exactly, and a number of more than one digit that sorts below '1' (all
-  -- digits) has a leading zero. No write dates ts more than max_skew past
-  -- TIME.
-  local ts, was, more, level
-  local owed = 0
-  if #stored <= 49 then
-    ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-  end
-  if ts and (#more == 1 or more >= '1') then
-    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-    -- never does; tonumber is decimal in both.
-    ts, was = tonumber(ts), was + 0
-    level = was + more
-  elseif not ts and #stored <= 66 then
-    -- The settled form, which only a refund or a charge writes: the water
-    -- in full and the part of it a charge put past a full bucket.
-    ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
-    if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
-      ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
-      if owed > level or owed > 1e15 or level - owed > 1e15 then
-        level = nil
-      end
-    else
-      level = nil
-    end
-  end
-  if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
-    return redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched')
-  end
-  if now < ts then
-    now = ts
-  end
-  -- A changed rate or capacity applies from the last pour: the level then
-  -- is counted in units of the current rate (whole units exactly, a part
-  -- unit rounded up) and capped at a full bucket (fewer than capacity
-  -- whole units and a part one never pass it). It depends on the stored
-  -- state alone, so waits stay exact while denied calls change nothing.
-  -- A debt a charge owes is not capped: it is counted in units of the
-  -- current rate too, rounding up, to at most 1e15 µs.
-  if was ~= unit or level - owed > full then
-    local keep = level - owed
-    local units = keep % was
-    units = (keep - units) / was
-    if units >= capacity then
-      keep = full
-    else
-      local q, r = muldiv(keep - units * was, unit, was)
-      if r > 0 then
-        q = q + 1
-      end
-      keep = units * unit + q
-    end
-    if owed > 0 then
-      local q, r = muldiv(owed, unit, was)
-      if r > 0 then
-        q = q + 1
-      end
-      owed = q < 1e15 and q or 1e15
-    end
-    level = keep + owed
-  end
-  -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is
-  -- an exact integer, so every wait below is exact too.
-  water = level - (now - ts)
-  if water < 0 then
-    water = 0
-  end
-end
-
--- A refund or a charge, never denied: moved is the units it moves. A
--- refund lowers the water by cost units, never below empty (a part of a
--- unit counts as one), and finds nothing on a key with no state; a charge
--- raises it by cost units, past a full bucket if need be (debt), up to
--- 1e15 µs past a full bucket (cost * unit can pass 2^53; moved * unit
--- cannot). Then the call answers as a peek would, and writes what moved.
-local moved = 0
-if settle then
-  if settle < 0 then
-    if stored and water > 0 then
-      local used = water % unit
-      used = (water - used) / unit + (used > 0 and 1 or 0)
-      if cost < used then
-        moved, water = cost, water - cost * unit
+local out = {}
+-- One TIME for every call: they run at one instant. Calls of one limiter
+-- share their capacity, rate and period: the strings read for the call
+-- before (Lua keeps one copy of each) are not read again.
+local server0, rcapacity, vcapacity, rrate, vrate, rperiod, vperiod
+for i = 1, ncalls do
+  local reply
+  repeat -- break leaves it with the call's reply
+    if plan then
+      local k, a
+      k, nk, a, na = plan[4 * i - 3], plan[4 * i - 2], plan[4 * i - 1], plan[4 * i]
+      bucket = nk > 0 and KEYS[k + 1] or nil
+      if na == 6 then
+        capacity, rate, period, cost, now, deadline, take = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], nil
       else
-        moved, water = used, 0
+        capacity, rate, period, cost, now, deadline, take = unpack(ARGV, a + 1, a + (na < 7 and na or 7))
+      end
+      bad = nil
+    end
+    if capacity == rcapacity and vcapacity then
+      capacity = vcapacity
+    else
+      rcapacity, capacity = capacity, int(capacity, 'capacity', 1, 1e9)
+      vcapacity = capacity
+    end
+    if rate == rrate and vrate then
+      rate = vrate
+    else
+      rrate, rate = rate, int(rate, 'rate', 1, 1e9)
+      vrate = rate
+    end
+    if period == rperiod and vperiod then
+      period = vperiod
+    else
+      rperiod, period = period, int(period, 'period', 1, 1e11)
+      vperiod = period
+    end
+    cost     = int(cost, 'cost', 0, 1e9)
+    now      = int(now, 'now', 0, 2^52)
+    deadline = int(deadline, 'deadline', 0, 2^52)
+    -- settle is -1 for refund, 1 for charge, nil for a pour (no 7th argument).
+    local settle
+    if take == 'refund' then
+      settle = -1
+    elseif take == 'charge' then
+      settle = 1
+    elseif take ~= nil then
+      bad = bad or "BADARG settle must be 'refund' or 'charge' (or absent, for a pour)"
+    end
+    if bucket == nil then bad = bad or 'BADARG bucket key is missing' end
+    exactly(1, settle and 7 or 6, nk, na)
+    if not bad and rate > period * 1000 then
+      bad = 'BADARG rate must be at most one per µs (period*1000)'
+    end
+    if bad then reply = redis.error_reply(bad) break end
+
+    -- I.371's increment I: the µs one unit takes to drain, rounded up (exact:
+    -- period*1000 is below 2^53). A full bucket bounds every level, so keeping
+    -- it at most 1e15 µs (31 years) keeps every instant below 2^53. Integer
+    -- division is written with %, which is exact below 2^53 and costs less
+    -- than a call to math.floor or math.ceil.
+    local unit = period * 1000
+    local part = unit % rate
+    unit = (unit - part) / rate
+    if part > 0 then
+      unit = unit + 1
+    end
+    local full = capacity * unit
+    if full > 1e15 then
+      reply = redis.error_reply('BADARG capacity*period/rate must be at most 1e15 µs (31 years)')
+      break
+    end
+
+    local server, caller
+    now, server, caller = clock(now, deadline, server0)
+    server0 = server
+    if bad then reply = redis.error_reply(bad) break end
+
+    -- GET answers a key of another type with an error table (stored.err); a
+    -- string has no err field.
+    local stored = redis.pcall('GET', bucket)
+    -- A late caller is judged at the stored time; own is its clock, which its
+    -- waits are measured from. A key that holds nothing is judged at the later
+    -- of the caller's clock and the server's: a key the server's clock expired
+    -- must not let a caller that lags it drain the same time again.
+    local own = now
+    local water = 0
+    if not stored then
+      if server > now then
+        now = server
+      end
+    else
+      if stored.err then
+        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+        break
+      end
+      -- One pattern checks the whole state: the tag, 16 digits, then two
+      -- numbers; the length bound keeps every number short enough to convert
+      -- exactly, and a number of more than one digit that sorts below '1' (all
+      -- digits) has a leading zero. No write dates ts more than max_skew past
+      -- TIME.
+      local ts, was, more, level
+      local owed = 0
+      if #stored <= 49 then
+        ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
+      end
+      if ts and (#more == 1 or more >= '1') then
+        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+        -- never does; tonumber is decimal in both.
+        ts, was = tonumber(ts), was + 0
+        level = was + more
+      elseif not ts and #stored <= 66 then
+        -- The settled form, which only a refund or a charge writes: the water
+        -- in full and the part of it a charge put past a full bucket.
+        ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+        if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
+          ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
+          if owed > level or owed > 1e15 or level - owed > 1e15 then
+            level = nil
+          end
+        else
+          level = nil
+        end
+      end
+      if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
+        reply = redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched')
+        break
+      end
+      if now < ts then
+        now = ts
+      end
+      -- A changed rate or capacity applies from the last pour: the level then
+      -- is counted in units of the current rate (whole units exactly, a part
+      -- unit rounded up) and capped at a full bucket (fewer than capacity
+      -- whole units and a part one never pass it). It depends on the stored
+      -- state alone, so waits stay exact while denied calls change nothing.
+      -- A debt a charge owes is not capped: it is counted in units of the
+      -- current rate too, rounding up, to at most 1e15 µs.
+      if was ~= unit or level - owed > full then
+        local keep = level - owed
+        local units = keep % was
+        units = (keep - units) / was
+        if units >= capacity then
+          keep = full
+        else
+          local q, r = muldiv(keep - units * was, unit, was)
+          if r > 0 then
+            q = q + 1
+          end
+          keep = units * unit + q
+        end
+        if owed > 0 then
+          local q, r = muldiv(owed, unit, was)
+          if r > 0 then
+            q = q + 1
+          end
+          owed = q < 1e15 and q or 1e15
+        end
+        level = keep + owed
+      end
+      -- I.371's X' = X - (ta - LCT), floored at 0: the water left now. It is
+      -- an exact integer, so every wait below is exact too.
+      water = level - (now - ts)
+      if water < 0 then
+        water = 0
       end
     end
-  else
-    local room = full + 1e15 - water
-    if room > 0 then
-      room = (room - room % unit) / unit
-      moved = cost < room and cost or room
-      water = water + moved * unit
+
+    -- A refund or a charge, never denied: moved is the units it moves. A
+    -- refund lowers the water by cost units, never below empty (a part of a
+    -- unit counts as one), and finds nothing on a key with no state; a charge
+    -- raises it by cost units, past a full bucket if need be (debt), up to
+    -- 1e15 µs past a full bucket (cost * unit can pass 2^53; moved * unit
+    -- cannot). Then the call answers as a peek would, and writes what moved.
+    local moved = 0
+    if settle then
+      if settle < 0 then
+        if stored and water > 0 then
+          local used = water % unit
+          used = (water - used) / unit + (used > 0 and 1 or 0)
+          if cost < used then
+            moved, water = cost, water - cost * unit
+          else
+            moved, water = used, 0
+          end
+        end
+      else
+        local room = full + 1e15 - water
+        if room > 0 then
+          room = (room - room % unit) / unit
+          moved = cost < room and cost or room
+          water = water + moved * unit
+        end
+      end
+      cost = 0
     end
-  end
-  cost = 0
-end
 
--- Waits are whole ms rounded up, counted from the caller's own clock:
--- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local remaining = 0
-if water < full then
-  remaining = (full - water) % unit
-  remaining = (full - water - remaining) / unit
-end
-local reset = 0
-if water > 0 then
-  reset = now + water - own + 999
-  reset = (reset - reset % 1000) / 1000
-end
-local want = cost > 0 and cost or 1
-if moved > 0 then
-  -- Keys expire by the server's clock, max_skew later for a caller's
-  -- write (as a pour's below). Water below one unit or past a full bucket
-  -- takes the settled form.
-  local ttl = now + water - server + 999
-  if caller then
-    ttl = ttl + max_skew
-  end
-  ttl = (ttl - ttl % 1000) / 1000
-  local state
-  if water >= unit and water <= full then
-    state = format('l%016d%d/%d', now, unit, water - unit)
-  else
-    state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
-  end
-  redis.call('SET', bucket, state, 'PX', format('%d', ttl > 1 and ttl or 1))
-end
-if settle then
-  local wait = 0
-  if water + unit > full then
-    wait = now + water + unit - full - own + 999
-    wait = (wait - wait % 1000) / 1000
-  end
-  return {moved > 0 and 1 or 0, remaining, wait, reset}
-end
-if want > capacity then
-  return {0, remaining, -1, reset}
-elseif water + want * unit > full then
-  local wait = now + water + want * unit - full - own + 999
-  return {0, remaining, (wait - wait % 1000) / 1000, reset}
-elseif cost == 0 then
-  return {1, remaining, 0, reset}
-end
+    -- Waits are whole ms rounded up, counted from the caller's own clock:
+    -- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+    local remaining = 0
+    if water < full then
+      remaining = (full - water) % unit
+      remaining = (full - water - remaining) / unit
+    end
+    local reset = 0
+    if water > 0 then
+      reset = now + water - own + 999
+      reset = (reset - reset % 1000) / 1000
+    end
+    local want = cost > 0 and cost or 1
+    if moved > 0 then
+      -- Keys expire by the server's clock, max_skew later for a caller's
+      -- write (as a pour's below). Water below one unit or past a full bucket
+      -- takes the settled form.
+      local ttl = now + water - server + 999
+      if caller then
+        ttl = ttl + max_skew
+      end
+      ttl = (ttl - ttl % 1000) / 1000
+      local state
+      if water >= unit and water <= full then
+        state = format('l%016d%d/%d', now, unit, water - unit)
+      else
+        state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
+      end
+      redis.call('SET', bucket, state, 'PX', format('%d', ttl > 1 and ttl or 1))
+    end
+    if settle then
+      local wait = 0
+      if water + unit > full then
+        wait = now + water + unit - full - own + 999
+        wait = (wait - wait % 1000) / 1000
+      end
+      reply = {moved > 0 and 1 or 0, remaining, wait, reset}
+      break
+    end
+    if want > capacity then
+      reply = {0, remaining, -1, reset}
+      break
+    elseif water + want * unit > full then
+      local wait = now + water + want * unit - full - own + 999
+      reply = {0, remaining, (wait - wait % 1000) / 1000, reset}
+      break
+    elseif cost == 0 then
+      reply = {1, remaining, 0, reset}
+      break
+    end
 
-water = water + cost * unit
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the instant the bucket is empty, so a call whose clock
--- lags the server's by up to max_skew still finds the water.
-local ttl = now + water - server + 999
-if caller then
-  ttl = ttl + max_skew
+    water = water + cost * unit
+    -- Keys expire by the server's clock. A caller's write keeps the key
+    -- max_skew past the instant the bucket is empty, so a call whose clock
+    -- lags the server's by up to max_skew still finds the water.
+    local ttl = now + water - server + 999
+    if caller then
+      ttl = ttl + max_skew
+    end
+    ttl = (ttl - ttl % 1000) / 1000
+    redis.call('SET', bucket, format('l%016d%d/%d', now, unit, water - unit), 'PX', format('%d', ttl > 1 and ttl or 1))
+    reset = now + water - own + 999
+    reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
+  until true
+  if not plan then
+    return reply
+  end
+  out[i] = reply
 end
-ttl = (ttl - ttl % 1000) / 1000
-redis.call('SET', bucket, format('l%016d%d/%d', now, unit, water - unit), 'PX', format('%d', ttl > 1 and ttl or 1))
-reset = now + water - own + 999
-return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
+return out
 `

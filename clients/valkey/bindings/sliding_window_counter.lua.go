@@ -19,7 +19,7 @@ var SlidingWindowCounterScript = valkey.NewLuaScript(slidingWindowCounterSource)
 func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
 
 // SlidingWindowCounterHash is the SHA1 of SlidingWindowCounterSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowCounterHash = "31ef46d6e7524551d6f451efa7e198443d7b9bcd"
+const SlidingWindowCounterHash = "480c3c9eeb7ff01775bc88fc4ea49837522bff3f"
 
 var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", source: slidingWindowCounterSource, hash: SlidingWindowCounterHash}
 
@@ -141,6 +141,12 @@ type SlidingWindowCounterResult struct {
 // script. Anything else at the key, of any type, is an error and the key
 // is left untouched (value and TTL); that includes the untagged states
 // and the hash {s, t, cur, prev} of earlier versions of this script.
+// Many keys: 2 to 64 keys are the multi-key form's layout
+// (docs/scripts.md), which this file takes itself: per call, '1' (its
+// key), its argument count and its arguments; the reply holds each
+// call's own reply or error reply, each call run in turn exactly as a
+// call of its own at that instant, so calls of any limits, and one key
+// twice, go together. One key is always one call.
 //
 // It runs sliding_window_counter.lua with EVALSHA, falling back to EVAL when
 // the server does not have the script cached. To send many calls in one round
@@ -269,6 +275,12 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- script. Anything else at the key, of any type, is an error and the key
 --- is left untouched (value and TTL); that includes the untagged states
 --- and the hash {s, t, cur, prev} of earlier versions of this script.
+--- Many keys: 2 to 64 keys are the multi-key form's layout
+--- (docs/scripts.md), which this file takes itself: per call, '1' (its
+--- key), its argument count and its arguments; the reply holds each
+--- call's own reply or error reply, each call run in turn exactly as a
+--- call of its own at that instant, so calls of any limits, and one key
+--- twice, go together. One key is always one call.
 --- @key    counts       string 'c<s><d>/<cur>/<prev>': counts of the window from s (ms) and the one before; expires when both weigh 0
 --- @arg    limit        int[1..1e9]       most cost the estimate admits
 --- @arg    window       ms[1..1e11]       window length, aligned to the epoch
@@ -284,7 +296,7 @@ const slidingWindowCounterSource = `--- Sliding window counter (the approximatio
 --- @error  EXPIRED      the server ran the call at or after its deadline; nothing changed
 --- @error  WRONGTYPE    the key holds another type of value; it is left untouched
 --- @error  BADSTATE     the key is a string but not this script's state (another script's, another layout, a number out of range); it is left untouched
---- @multi  its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file alone takes one call
+--- @multi  itself: its multi-key form (docs/scripts.md) runs up to 64 calls of this script, each on its own keys, in one EVALSHA, each answered as a call of its own; this file takes that layout itself when sent 2 or more keys, at less cost
 -- redlimit:prologue:begin (the same bytes in every script: tests/lua compares them)
 -- Bad input is an error reply that changes nothing: bad keeps the first
 -- problem found, and the script returns it before it reads its key.
@@ -331,11 +343,62 @@ local function int(raw, name, lo, hi)
 end
 
 -- exactly makes KEYS or ARGV beyond the header's a BADARG too; a missing
--- one is named by int or by the script's own check before this runs.
-local function exactly(nkeys, nargs)
-  if not bad and (#KEYS ~= nkeys or #ARGV ~= nargs) then
-    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, #KEYS, #ARGV)
+-- one is named by int or by the script's own check before this runs. A
+-- call of a multi-key form taken by the script itself (see calls) gives
+-- its own counts, gotk and gota.
+local function exactly(nkeys, nargs, gotk, gota)
+  gotk, gota = gotk or #KEYS, gota or #ARGV
+  if not bad and (gotk ~= nkeys or gota ~= nargs) then
+    bad = string.format('BADARG takes %d key(s) and %d arguments, got %d and %d', nkeys, nargs, gotk, gota)
   end
+end
+
+-- calls reads the layout of a script that takes its multi-key form itself
+-- (its @multi says so) when sent 2 or more keys: ARGV is, per call, its
+-- key count, its argument count and its arguments; KEYS, every call's keys
+-- in turn, as luagen's form takes them. It returns the calls, 4 numbers
+-- each (the offsets before the call's keys and arguments, and their
+-- counts), and how many; or nil and the error reply luagen's form gives
+-- for the same layout, before any call runs.
+local function calls()
+  local plan, nkeys, nargv, k, a, n = {}, #KEYS, #ARGV, 0, 1, 0
+  -- Counts are mostly those of the call before: the same string (Lua
+  -- keeps one copy of each) is read once.
+  local rk, vk, ra, va
+  while a <= nargv do
+    local nk, na = ARGV[a], ARGV[a + 1]
+    if n == 64 or not nk or not na then
+      nk = nil
+    end
+    if nk == rk then
+      nk = vk
+    elseif nk == '0' or nk and find(nk, '^[1-9]%d?%d?%d?$') then
+      rk, nk = nk, tonumber(nk)
+      vk = nk
+    else
+      nk = nil
+    end
+    if na == ra then
+      na = va
+    elseif na == '0' or na and find(na, '^[1-9]%d?%d?%d?$') then
+      ra, na = na, tonumber(na)
+      va = na
+    else
+      na = nil
+    end
+    if not (nk and na) then
+      return nil, redis.error_reply('BADARG multi-key call: ARGV must be, for each of 1 to 64 calls, its key count, its argument count and its arguments')
+    end
+    if k + nk > nkeys or a + 1 + na > nargv then
+      return nil, redis.error_reply(string.format('BADARG multi-key call: call %d names more keys or arguments than were sent', n + 1))
+    end
+    plan[4 * n + 1], plan[4 * n + 2], plan[4 * n + 3], plan[4 * n + 4] = k, nk, a + 1, na
+    n, k, a = n + 1, k + nk, a + 2 + na
+  end
+  if n == 0 or k ~= nkeys then
+    return nil, redis.error_reply(string.format('BADARG multi-key call: %d keys sent and %d named, in %d calls (1 to 64)', nkeys, k, n))
+  end
+  return plan, n
 end
 
 -- clock reads the server's TIME and returns the instant to judge the call
@@ -346,10 +409,14 @@ end
 -- none) is the instant the caller stops waiting for the answer: a call the
 -- server runs at or after it is EXPIRED and changes nothing, since no one
 -- will act on its answer (a client that retried, or a server that stalled,
--- must not count a request the caller already gave up on).
-local function clock(now, deadline)
-  local t = redis.call('TIME')
-  local server = t[1] * 1000000 + t[2]
+-- must not count a request the caller already gave up on). server, when
+-- given, is the TIME read for an earlier call of the same EVALSHA: its
+-- calls run at one instant.
+local function clock(now, deadline, server)
+  if not server then
+    local t = redis.call('TIME')
+    server = t[1] * 1000000 + t[2]
+  end
   if now > 0 and (now < server - max_skew or now > server + max_skew) then
     bad = string.format("BADARG now must be 0 (the server's clock) or within %d µs of the server's TIME, got '%d'", max_skew, now)
   elseif deadline > 0 and server >= deadline then
@@ -398,194 +465,289 @@ local function muldiv(a, b, c)
 end
 -- redlimit:prologue:end
 
+-- One call: KEYS and ARGV as the header gives them. 2 or more keys are the
+-- multi-key form's layout, which this file takes itself (calls, in the
+-- prologue): the loop below runs each call in turn, exactly as a call of
+-- its own at that instant, into one reply; an error reply is that call's
+-- element. A Redis error raised mid-call (OOM or READONLY, at the first
+-- write) is the whole call's, and nothing was written.
 local counts   = KEYS[1]
-local limit    = int(ARGV[1], 'limit', 1, 1e9)
-local window   = int(ARGV[2], 'window', 1, 1e11)
-local cost     = int(ARGV[3], 'cost', 0, 1e9)
-local now      = int(ARGV[4], 'now', 0, 2^52)
-local deadline = int(ARGV[5], 'deadline', 0, 2^52)
--- settle is -1 for refund, 1 for charge, nil for an admit (5 arguments);
--- held is the instant the reservation was counted at.
-local settle, held
-if ARGV[6] == 'refund' then
-  settle = -1
-elseif ARGV[6] == 'charge' then
-  settle = 1
-elseif ARGV[6] ~= nil then
-  bad = bad or "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
-end
-if settle then
-  held = int(ARGV[7], 'at', 1, 2^52)
-end
-if counts == nil then bad = bad or 'BADARG counts key is missing' end
-exactly(1, settle and 7 or 5)
-if bad then return redis.error_reply(bad) end
-
-local server, caller
-now, server, caller = clock(now, deadline)
-if not bad and settle and held > server + max_skew then
-  bad = string.format("BADARG at must be at most %d µs past the server's TIME, got '%d'", max_skew, held)
-end
-if bad then return redis.error_reply(bad) end
-
--- GET answers a key of another type with an error table (stored.err); a
--- string has no err field.
-local stored = redis.pcall('GET', counts)
-local s, t, cur, prev
-if stored then
-  if stored.err then
-    return redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-  end
-  -- One pattern checks the whole state: the tag, 13 digits, then three
-  -- numbers; the length bound keeps them short enough to convert exactly,
-  -- and a number below 10^(digits-1) was written with a leading zero. s
-  -- and t are ms, here in µs; no write dates t more than max_skew past
-  -- TIME.
-  local a, b, c, e
-  if #stored <= 59 then
-    a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
-  end
-  if a then
-    -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-    -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-    -- never does; tonumber is decimal in both.
-    s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
-    if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
-      s = nil
-    else
-      t = s + t * 1000
-    end
-  end
-  if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
-    return redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
-  end
+local limit    = ARGV[1]
+local window   = ARGV[2]
+local cost     = ARGV[3]
+local now      = ARGV[4]
+local deadline = ARGV[5]
+local take, held = ARGV[6], ARGV[7]
+local nk, na = #KEYS, #ARGV
+local plan, ncalls = nil, 1
+if nk > 1 then
+  plan, ncalls = calls()
+  if not plan then return ncalls end
 end
 
--- Times stay below 2^52 + 2e14 < 2^53, so windows divide exactly; integer
--- division is written with %, which costs less than a call to math.floor.
--- Windows are named by the instant they start.
-local window_us = window * 1000
--- at is the instant the call is judged at: a late caller is judged at the
--- start of the newest count's window, so the state never moves back.
-local at = now
-if settle and held > at then
-  at = held
-end
-local c, p = 0, 0
-if not s then
-  -- A key that holds nothing counts from the later of the caller's clock
-  -- and the server's: a key the server's clock expired must not let a
-  -- caller that lags it count in those windows again.
-  if server > at then
-    at = server
-  end
-end
-local start = at - at % window_us
-if s then
-  -- The current count sits at its newest call, the previous one just
-  -- before the current count's window began: each counts in the window of
-  -- the current length that holds it.
-  local wt, ws = t - t % window_us, s - 1 - (s - 1) % window_us
-  if wt > start then
-    start, at = wt, wt
-  end
-  if wt == start then
-    c = c + cur
-  elseif wt == start - window_us then
-    p = p + cur
-  end
-  if ws == start then
-    c = c + prev
-  elseif ws == start - window_us then
-    p = p + prev
-  end
-  if p > 2e15 then
-    p = 2e15
-  end
-end
-
--- A refund or a charge, never denied: moved is what it moves, in the
--- window of the current length that holds held (the current one or the
--- previous); a charge whose window slid out counts in the current one.
--- A refund from the previous window takes what it lacks there from the
--- current one, where a reservation judged after held counted: taking from
--- the earlier window first gives back less, never more (see the header).
--- Then the call answers as a peek would, and writes what moved.
-local moved = 0
-if settle then
-  local wh = held - held % window_us
-  if settle < 0 then
-    if wh == start - window_us then
-      moved = cost < p and cost or p
-      p = p - moved
-    end
-    if wh == start or wh == start - window_us then
-      local more = cost - moved
-      more = more < c and more or c
-      c = c - more
-      moved = moved + more
-    end
-  elseif wh == start - window_us then
-    moved = 2e15 - p
-    moved = cost < moved and cost or moved
-    p = p + moved
-  else
-    moved = 1e15 - c
-    moved = cost < moved and cost or moved
-    c = c + moved
-  end
-  cost = 0
-end
-local want = cost > 0 and cost or 1
-
--- ceil(n * (window - elapsed) / window): the previous count's weight.
-local function weighted(n, elapsed)
-  local q, r = muldiv(n, window_us - elapsed, window_us)
+-- ceil(n * (w - elapsed) / w): the previous count's weight, in windows of
+-- w µs.
+local function weighted(n, elapsed, w)
+  local q, r = muldiv(n, w - elapsed, w)
   return r > 0 and q + 1 or q
 end
 
--- The first instant from x on, inside the window that begins at ws, at which
--- cn + want + weighted(pn) <= limit; nil when there is none in that window.
--- weighted(pn, e) <= room  <=>  pn * (window - e) <= room * window
---                          <=>  e >= window - floor(room * window / pn).
-local function first(cn, pn, ws, x)
-  local room = limit - cn - want
+-- The first instant from x on, inside the window of w µs that begins at
+-- ws, at which cn + weighted(pn) <= room (the limit less the cost wanted);
+-- nil when there is none in that window.
+-- weighted(pn, e) <= room  <=>  pn * (w - e) <= room * w
+--                          <=>  e >= w - floor(room * w / pn).
+local function first(room, cn, pn, ws, x, w)
+  room = room - cn
   if room < 0 then
     return nil
   elseif room >= pn then
     return x
   end
-  local e = window_us - muldiv(room, window_us, pn)
-  if e >= window_us then
+  local e = w - muldiv(room, w, pn)
+  if e >= w then
     return nil
   end
   return x > ws + e and x or ws + e
 end
 
--- Waits are whole ms rounded up, counted from the caller's own clock:
--- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
-local remaining = limit - c
-if p > 0 then
-  remaining = remaining - weighted(p, at - start)
-end
-if remaining < 0 then
-  remaining = 0
-end
-local reset = 0
-if c > 0 then
-  reset = start + 2 * window_us - now + 999
-elseif p > 0 then
-  reset = start + window_us - now + 999
-end
-reset = (reset - reset % 1000) / 1000
+local out = {}
+-- One TIME for every call: they run at one instant. Calls of one limiter
+-- share their limit and window: the string read for the call before (Lua
+-- keeps one copy of each) is not read again.
+local server0, rlimit, vlimit, rwindow, vwindow
+for i = 1, ncalls do
+  local reply
+  repeat -- break leaves it with the call's reply
+    if plan then
+      local k, a
+      k, nk, a, na = plan[4 * i - 3], plan[4 * i - 2], plan[4 * i - 1], plan[4 * i]
+      counts = nk > 0 and KEYS[k + 1] or nil
+      if na == 5 then
+        limit, window, cost, now, deadline, take, held = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], nil, nil
+      else
+        limit, window, cost, now, deadline, take, held = unpack(ARGV, a + 1, a + (na < 7 and na or 7))
+      end
+      bad = nil
+    end
+    if limit == rlimit and vlimit then
+      limit = vlimit
+    else
+      rlimit, limit = limit, int(limit, 'limit', 1, 1e9)
+      vlimit = limit
+    end
+    if window == rwindow and vwindow then
+      window = vwindow
+    else
+      rwindow, window = window, int(window, 'window', 1, 1e11)
+      vwindow = window
+    end
+    cost     = int(cost, 'cost', 0, 1e9)
+    now      = int(now, 'now', 0, 2^52)
+    deadline = int(deadline, 'deadline', 0, 2^52)
+    -- settle is -1 for refund, 1 for charge, nil for an admit (5 arguments);
+    -- held is the instant the reservation was counted at.
+    local settle
+    if take == 'refund' then
+      settle = -1
+    elseif take == 'charge' then
+      settle = 1
+    elseif take ~= nil then
+      bad = bad or "BADARG settle's take must be 'refund' or 'charge' (or absent, for an admit)"
+    end
+    if settle then
+      held = int(held, 'at', 1, 2^52)
+    end
+    if counts == nil then bad = bad or 'BADARG counts key is missing' end
+    exactly(1, settle and 7 or 5, nk, na)
+    if bad then reply = redis.error_reply(bad) break end
 
--- What a settle moved is written as an admit's count is (below).
-if settle then
-  if moved > 0 then
-    -- held is a caller's clock: the key keeps max_skew more, as a
-    -- caller's write does.
+    local server, caller
+    now, server, caller = clock(now, deadline, server0)
+    server0 = server
+    if not bad and settle and held > server + max_skew then
+      bad = string.format("BADARG at must be at most %d µs past the server's TIME, got '%d'", max_skew, held)
+    end
+    if bad then reply = redis.error_reply(bad) break end
+
+    -- GET answers a key of another type with an error table (stored.err); a
+    -- string has no err field.
+    local stored = redis.pcall('GET', counts)
+    local s, t, cur, prev
+    if stored then
+      if stored.err then
+        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
+        break
+      end
+      -- One pattern checks the whole state: the tag, 13 digits, then three
+      -- numbers; the length bound keeps them short enough to convert exactly,
+      -- and a number below 10^(digits-1) was written with a leading zero. s
+      -- and t are ms, here in µs; no write dates t more than max_skew past
+      -- TIME.
+      local a, b, c, e
+      if #stored <= 59 then
+        a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
+      end
+      if a then
+        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
+        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
+        -- never does; tonumber is decimal in both.
+        s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
+        if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+          s = nil
+        else
+          t = s + t * 1000
+        end
+      end
+      if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
+        reply = redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
+        break
+      end
+    end
+
+    -- Times stay below 2^52 + 2e14 < 2^53, so windows divide exactly; integer
+    -- division is written with %, which costs less than a call to math.floor.
+    -- Windows are named by the instant they start.
+    local window_us = window * 1000
+    -- at is the instant the call is judged at: a late caller is judged at the
+    -- start of the newest count's window, so the state never moves back.
+    local at = now
+    if settle and held > at then
+      at = held
+    end
+    local c, p = 0, 0
+    if not s then
+      -- A key that holds nothing counts from the later of the caller's clock
+      -- and the server's: a key the server's clock expired must not let a
+      -- caller that lags it count in those windows again.
+      if server > at then
+        at = server
+      end
+    end
+    local start = at - at % window_us
+    if s then
+      -- The current count sits at its newest call, the previous one just
+      -- before the current count's window began: each counts in the window of
+      -- the current length that holds it.
+      local wt, ws = t - t % window_us, s - 1 - (s - 1) % window_us
+      if wt > start then
+        start, at = wt, wt
+      end
+      if wt == start then
+        c = c + cur
+      elseif wt == start - window_us then
+        p = p + cur
+      end
+      if ws == start then
+        c = c + prev
+      elseif ws == start - window_us then
+        p = p + prev
+      end
+      if p > 2e15 then
+        p = 2e15
+      end
+    end
+
+    -- A refund or a charge, never denied: moved is what it moves, in the
+    -- window of the current length that holds held (the current one or the
+    -- previous); a charge whose window slid out counts in the current one.
+    -- A refund from the previous window takes what it lacks there from the
+    -- current one, where a reservation judged after held counted: taking from
+    -- the earlier window first gives back less, never more (see the header).
+    -- Then the call answers as a peek would, and writes what moved.
+    local moved = 0
+    if settle then
+      local wh = held - held % window_us
+      if settle < 0 then
+        if wh == start - window_us then
+          moved = cost < p and cost or p
+          p = p - moved
+        end
+        if wh == start or wh == start - window_us then
+          local more = cost - moved
+          more = more < c and more or c
+          c = c - more
+          moved = moved + more
+        end
+      elseif wh == start - window_us then
+        moved = 2e15 - p
+        moved = cost < moved and cost or moved
+        p = p + moved
+      else
+        moved = 1e15 - c
+        moved = cost < moved and cost or moved
+        c = c + moved
+      end
+      cost = 0
+    end
+    local want = cost > 0 and cost or 1
+
+    -- Waits are whole ms rounded up, counted from the caller's own clock:
+    -- (x + 999 - (x + 999) % 1000) / 1000 is ceil(x / 1000) for integers.
+    local remaining = limit - c
+    if p > 0 then
+      remaining = remaining - weighted(p, at - start, window_us)
+    end
+    if remaining < 0 then
+      remaining = 0
+    end
+    local reset = 0
+    if c > 0 then
+      reset = start + 2 * window_us - now + 999
+    elseif p > 0 then
+      reset = start + window_us - now + 999
+    end
+    reset = (reset - reset % 1000) / 1000
+
+    -- What a settle moved is written as an admit's count is (below).
+    if settle then
+      if moved > 0 then
+        -- held is a caller's clock: the key keeps max_skew more, as a
+        -- caller's write does.
+        local ttl = start + 2 * window_us - server + 999
+        if caller or settle then
+          ttl = ttl + max_skew
+        end
+        ttl = (ttl - ttl % 1000) / 1000
+        if not t or at > t then
+          t = at
+        end
+        t = t - t % 1000
+        redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p),
+          'PX', format('%d', ttl > 1 and ttl or 1))
+      end
+    end
+    if want > limit then
+      reply = {0, remaining, -1, reset}
+      break
+    end
+    -- The estimate only falls while nothing is admitted, and two windows on
+    -- both counts weigh 0, so the first admitting instant is one of these.
+    local ok_at = first(limit - want, c, p, start, at, window_us)
+      or first(limit - want, 0, c, start + window_us, start + window_us, window_us)
+      or start + 2 * window_us
+    if settle then
+      local wait = 0
+      if ok_at > at then
+        wait = ok_at - now + 999
+        wait = (wait - wait % 1000) / 1000
+      end
+      reply = {moved > 0 and 1 or 0, remaining, wait, reset}
+      break
+    elseif ok_at > at then
+      local wait = ok_at - now + 999
+      reply = {0, remaining, (wait - wait % 1000) / 1000, reset}
+      break
+    elseif cost == 0 then
+      reply = {1, remaining, 0, reset}
+      break
+    end
+
+    -- Keys expire by the server's clock. A caller's write keeps the key
+    -- max_skew past the instant both counts weigh 0, so a call whose clock
+    -- lags the server's by up to max_skew still finds them.
     local ttl = start + 2 * window_us - server + 999
-    if caller or settle then
+    if caller then
       ttl = ttl + max_skew
     end
     ttl = (ttl - ttl % 1000) / 1000
@@ -593,46 +755,15 @@ if settle then
       t = at
     end
     t = t - t % 1000
-    redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p),
+    redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
       'PX', format('%d', ttl > 1 and ttl or 1))
+    reset = start + 2 * window_us - now + 999
+    reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
+  until true
+  if not plan then
+    return reply
   end
+  out[i] = reply
 end
-if want > limit then
-  return {0, remaining, -1, reset}
-end
--- The estimate only falls while nothing is admitted, and two windows on
--- both counts weigh 0, so the first admitting instant is one of these.
-local ok_at = first(c, p, start, at)
-  or first(0, c, start + window_us, start + window_us)
-  or start + 2 * window_us
-if settle then
-  local wait = 0
-  if ok_at > at then
-    wait = ok_at - now + 999
-    wait = (wait - wait % 1000) / 1000
-  end
-  return {moved > 0 and 1 or 0, remaining, wait, reset}
-elseif ok_at > at then
-  local wait = ok_at - now + 999
-  return {0, remaining, (wait - wait % 1000) / 1000, reset}
-elseif cost == 0 then
-  return {1, remaining, 0, reset}
-end
-
--- Keys expire by the server's clock. A caller's write keeps the key
--- max_skew past the instant both counts weigh 0, so a call whose clock
--- lags the server's by up to max_skew still finds them.
-local ttl = start + 2 * window_us - server + 999
-if caller then
-  ttl = ttl + max_skew
-end
-ttl = (ttl - ttl % 1000) / 1000
-if not t or at > t then
-  t = at
-end
-t = t - t % 1000
-redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
-  'PX', format('%d', ttl > 1 and ttl or 1))
-reset = start + 2 * window_us - now + 999
-return {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
+return out
 `

@@ -35,6 +35,7 @@ test:
 	$(GO) test -race ./ratelimit/internal/multikey/
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
+	REDLIMIT_SATURATE=1 $(GO) test -race -count=1 -run 'TestEachCallGetsItsOwnAnswer' ./ratelimit/internal/multikey/
 	@$(MAKE) --no-print-directory test-tools
 
 .PHONY: test-tools

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -347,59 +350,105 @@ func TestStuckGroupLetsCallsThrough(t *testing.T) {
 // Each call reads its own answer while waiters are reused: 100 calm callers,
 // each on a key of its own, read exactly what their calls left, beside
 // 100 impatient callers on other keys that give up after 1 µs to 3 ms, before
-// or after their batch is sent.
+// or after their batch is sent. Through GCRA's calls of many keys (join.go)
+// and fixed_window.lua's form taken by the script itself; with
+// REDLIMIT_SATURATE=1 (make test sets it for this test in a step of its
+// own) again with a busy loop on every core, where batches form and callers
+// give up at other moments.
 func TestEachCallGetsItsOwnAnswer(t *testing.T) {
-	for name, addr := range servers(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx, _, inner, c := staged(t, addr)
-			const calm, impatient, rounds, burst = 100, 100, 20, 10000
-			call := func(ctx context.Context, key string, cost int64) (bindings.GCRAResult, error) {
-				return bindings.GCRA(ctx, c, []string{key}, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test
-					Requests: []bindings.GCRARequest{{Cost: cost}}})
+	loads := []bool{false}
+	if os.Getenv("REDLIMIT_SATURATE") == "1" {
+		loads = append(loads, true)
+	}
+	// A fixed window of 1e11 ms (3.2 years) holds the test, unless a
+	// boundary is within the hour: then one of 9e10.
+	window := int64(1e11)
+	if now := time.Now().UnixMilli(); window-now%window < time.Hour.Milliseconds() {
+		window = 9e10
+	}
+	const burst = 10000
+	scripts := map[string]func(ctx context.Context, c redis.Scripter, key string, cost int64) (remaining int64, err error){
+		"gcra": func(ctx context.Context, c redis.Scripter, key string, cost int64) (int64, error) {
+			r, err := bindings.GCRA(ctx, c, []string{key}, bindings.GCRAParams{Burst: burst, Rate: 1, Period: 24 * time.Hour, Take: bindings.GCRATakeAll, // nothing drips back during the test
+				Requests: []bindings.GCRARequest{{Cost: cost}}})
+			if err != nil {
+				return 0, err
 			}
-			var wg sync.WaitGroup
-			for g := range calm {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					left := int64(burst)
-					for r := range rounds {
-						cost := int64(1 + (g*rounds+r)%97)
-						res, err := call(ctx, fmt.Sprint("calm", g), cost)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						left -= cost
-						if got := res.Decisions[0].Remaining; got != left {
-							t.Errorf("calm%d, call %d: %d remaining, want %d", g, r, got, left)
-							return
-						}
+			return r.Decisions[0].Remaining, nil
+		},
+		"fixed_window": func(ctx context.Context, c redis.Scripter, key string, cost int64) (int64, error) {
+			r, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: burst, Window: time.Duration(window) * time.Millisecond, Cost: cost})
+			return r.Remaining, err
+		},
+	}
+	for _, busy := range loads {
+		for script, call := range scripts {
+			for name, addr := range servers(t) {
+				if busy {
+					name += "/saturated"
+				}
+				t.Run(script+"/"+name, func(t *testing.T) {
+					if busy {
+						saturate(t)
 					}
-				}()
-			}
-			var gaveUp atomic.Int64
-			for g := range impatient {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for r := range rounds {
-						ctx, cancel := context.WithTimeout(ctx, time.Duration(1+(g*rounds+r)*37%3000)*time.Microsecond)
-						_, err := call(ctx, fmt.Sprint("impatient", g), 1)
-						cancel()
-						if err != nil {
-							var ne net.Error
-							if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, bindings.ErrExpired) && !(errors.As(err, &ne) && ne.Timeout()) {
-								t.Errorf("an impatient call: %v", err)
+					ctx, _, inner, c := staged(t, addr)
+					const calm, impatient, rounds = 100, 100, 20
+					var wg sync.WaitGroup
+					for g := range calm {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							left := int64(burst)
+							for r := range rounds {
+								cost := int64(1 + (g*rounds+r)%97)
+								got, err := call(ctx, c, fmt.Sprint("calm", g), cost)
+								if err != nil {
+									t.Error(err)
+									return
+								}
+								left -= cost
+								if got != left {
+									t.Errorf("calm%d, call %d: %d remaining, want %d", g, r, got, left)
+									return
+								}
 							}
-							gaveUp.Add(1)
-						}
+						}()
 					}
-				}()
+					var gaveUp atomic.Int64
+					for g := range impatient {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for r := range rounds {
+								ctx, cancel := context.WithTimeout(ctx, time.Duration(1+(g*rounds+r)*37%3000)*time.Microsecond)
+								_, err := call(ctx, c, fmt.Sprint("impatient", g), 1)
+								cancel()
+								if err != nil {
+									var ne net.Error
+									if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, bindings.ErrExpired) && !(errors.As(err, &ne) && ne.Timeout()) {
+										t.Errorf("an impatient call: %v", err)
+									}
+									gaveUp.Add(1)
+								}
+							}
+						}()
+					}
+					wg.Wait()
+					t.Logf("%d calls in %d commands; %d impatient calls gave up", (calm+impatient)*rounds, inner.sent.Load(), gaveUp.Load())
+				})
 			}
-			wg.Wait()
-			t.Logf("%d calls in %d commands; %d impatient calls gave up", (calm+impatient)*rounds, inner.sent.Load(), gaveUp.Load())
-		})
+		}
+	}
+}
+
+// saturate runs a busy loop on every core until t ends.
+func saturate(t *testing.T) {
+	for range runtime.NumCPU() {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
 }
 

@@ -4,9 +4,12 @@
 // script's multi-key form (bindings.MultiKeyForm) when it returns. That form
 // runs each call in turn exactly as a call of its own at that instant would
 // run, so batching changes no answer; it saves a round trip and Redis's
-// per-command work for every call but one. Calls of a script that takes
-// many keys itself (gcra.lua, token_bucket.lua) under one limit go as one
-// call of the script instead, which costs Redis less still (join.go). A
+// per-command work for every call but one. A script that takes the form's
+// layout itself (bindings.MultiKeyItself: the fixed window, the sliding
+// window counter and log, the leaky bucket) gets the batch without the
+// form's wrapper, at less cost. Calls of a script that takes many keys
+// itself (gcra.lua, token_bucket.lua) under one limit go as one call of
+// the script instead, which costs Redis less still (join.go). A
 // call alone is sent at once, as it would be without this stage: no timer
 // ever holds one.
 //

@@ -463,7 +463,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their capacity, rate and period: the strings read for the call
 -- before (Lua keeps one copy of each) are not read again.

@@ -689,7 +689,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.
@@ -1858,7 +1858,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their capacity, rate and period: the strings read for the call
 -- before (Lua keeps one copy of each) are not read again.
@@ -2883,7 +2883,7 @@ local function first(room, cn, pn, ws, x, w)
   return x > ws + e and x or ws + e
 end
 
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.
@@ -3422,7 +3422,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.

@@ -508,7 +508,7 @@ local function first(room, cn, pn, ws, x, w)
   return x > ws + e and x or ws + e
 end
 
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.

@@ -265,7 +265,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.

@@ -19,7 +19,7 @@ var FixedWindowScript = rueidis.NewLuaScript(fixedWindowSource)
 func FixedWindowSource() string { return fixedWindowSource }
 
 // FixedWindowHash is the SHA1 of FixedWindowSource(), the hash EVALSHA and SCRIPT LOAD use.
-const FixedWindowHash = "d5e832e44e1cac0246f21cff795b8f062c5da3b3"
+const FixedWindowHash = "b1e57e84ec3ea1c4226d2ea9304426b70b52ae62"
 
 var fixedWindowInfo = &scriptMeta{file: "fixed_window.lua", source: fixedWindowSource, hash: FixedWindowHash}
 
@@ -461,7 +461,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.

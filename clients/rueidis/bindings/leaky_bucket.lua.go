@@ -18,7 +18,7 @@ var LeakyBucketScript = rueidis.NewLuaScript(leakyBucketSource)
 func LeakyBucketSource() string { return leakyBucketSource }
 
 // LeakyBucketHash is the SHA1 of LeakyBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const LeakyBucketHash = "48371e162acdf6649d29aee07b219a36e34d68f3"
+const LeakyBucketHash = "29bad31cd1d47f5a4aeb9bfab5b41ce041fba107"
 
 var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", source: leakyBucketSource, hash: LeakyBucketHash}
 
@@ -466,7 +466,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their capacity, rate and period: the strings read for the call
 -- before (Lua keeps one copy of each) are not read again.

@@ -19,7 +19,7 @@ var SlidingWindowLogScript = rueidis.NewLuaScript(slidingWindowLogSource)
 func SlidingWindowLogSource() string { return slidingWindowLogSource }
 
 // SlidingWindowLogHash is the SHA1 of SlidingWindowLogSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowLogHash = "22626426cc58bafe1c5626ae0353631fb40a28cc"
+const SlidingWindowLogHash = "358aecab4058c89497339b1a48631b2abe092db3"
 
 var slidingWindowLogInfo = &scriptMeta{file: "sliding_window_log.lua", source: slidingWindowLogSource, hash: SlidingWindowLogHash}
 
@@ -470,7 +470,7 @@ if nk > 1 then
   plan, ncalls = calls()
   if not plan then return ncalls end
 end
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.

@@ -19,7 +19,7 @@ var SlidingWindowCounterScript = valkey.NewLuaScript(slidingWindowCounterSource)
 func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
 
 // SlidingWindowCounterHash is the SHA1 of SlidingWindowCounterSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowCounterHash = "480c3c9eeb7ff01775bc88fc4ea49837522bff3f"
+const SlidingWindowCounterHash = "f70770ab51ea256e023f9f9af39f4b8a8f686833"
 
 var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", source: slidingWindowCounterSource, hash: SlidingWindowCounterHash}
 
@@ -511,7 +511,7 @@ local function first(room, cn, pn, ws, x, w)
   return x > ws + e and x or ws + e
 end
 
-local out = {}
+local out = plan and {} -- the reply of many calls
 -- One TIME for every call: they run at one instant. Calls of one limiter
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -19,8 +20,14 @@ import (
 // luagen wraps around it (and so as each call on its own), at less cost.
 
 // takesFormItself reports whether script's header says "@multi itself".
+// The header is parsed once per script: the fuzz twins ask on every call.
 func takesFormItself(t testing.TB, script string) bool {
 	t.Helper()
+	itselfMu.Lock()
+	defer itselfMu.Unlock()
+	if v, ok := itselfOf[script]; ok {
+		return v
+	}
 	src, err := Source(script)
 	if err != nil {
 		t.Fatal(err)
@@ -29,8 +36,14 @@ func takesFormItself(t testing.TB, script string) bool {
 	if len(diags) > 0 {
 		t.Fatalf("%s: header: %v", script, diags)
 	}
+	itselfOf[script] = s.MultiItself
 	return s.MultiItself
 }
+
+var (
+	itselfMu sync.Mutex
+	itselfOf = map[string]bool{}
+)
 
 var formCount = regexp.MustCompile(`^(0|[1-9][0-9]{0,3})$`)
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/bindings"
+	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/tests/scenario"
 )
 
@@ -188,5 +189,61 @@ func TestMultiKeyRaisedErrors(t *testing.T) {
 				t.Errorf("element 3 = %#v, want \"v\": the call after the errors runs", els[3])
 			}
 		})
+	}
+}
+
+// TestItselfRaisedErrorWritesNothing holds the scripts that take the
+// multi-key form's layout themselves to their header's word on an error
+// Redis raises mid-call: it is the whole call's, and nothing was written,
+// since Redis raises it at a script's first write. Under maxmemory with
+// noeviction on a server of its own, a call of two keys answers OOM and
+// writes neither key; the same call once memory is free writes both (the
+// control that shows the test sees writes).
+func TestItselfRaisedErrorWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: redisserver.Start(t)})
+	t.Cleanup(func() { c.Close() })
+	args := map[*redis.Script][]string{
+		bindings.FixedWindowScript:          {"10", "1000", "1", "0", "0"},
+		bindings.SlidingWindowCounterScript: {"10", "1000", "1", "0", "0"},
+		bindings.SlidingWindowLogScript:     {"10", "1000", "1", "0", "0"},
+		bindings.LeakyBucketScript:          {"10", "10", "1000", "1", "0", "0"},
+	}
+	for s, one := range args {
+		if bindings.MultiKeyItself(s.Hash()) != s {
+			t.Fatalf("%s does not take the form's layout itself", s.Hash())
+		}
+		if err := s.Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{"oom:a:" + s.Hash(), "oom:b:" + s.Hash()}
+		var argv []any
+		for range keys {
+			argv = append(argv, "1", strconv.Itoa(len(one)))
+			for _, a := range one {
+				argv = append(argv, a)
+			}
+		}
+		for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
+			if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := s.EvalSha(ctx, c, keys, argv...).Result()
+		if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err == nil || !strings.Contains(err.Error(), "OOM") {
+			t.Errorf("%s under maxmemory: got %v, want the whole call's OOM error", s.Hash(), err)
+		}
+		if n := c.Exists(ctx, keys...).Val(); n != 0 {
+			t.Errorf("%s under maxmemory: %d of its keys written", s.Hash(), n)
+		}
+		if err := s.EvalSha(ctx, c, keys, argv...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.Exists(ctx, keys...).Val(); n != 2 {
+			t.Errorf("%s with memory free: %d of 2 keys written", s.Hash(), n)
+		}
 	}
 }

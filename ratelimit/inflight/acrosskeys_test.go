@@ -1,0 +1,169 @@
+package inflight_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/ratelimit/inflight"
+)
+
+// gate is a go-redis hook that notes each script call's key count and
+// holds the first two at a gate: two is how many calls of a group the
+// send stage across keys keeps in flight, so calls that come next wait
+// for one of them to return.
+type gate struct {
+	open chan struct{}
+	held atomic.Int64
+	mu   sync.Mutex
+	keys []int64 // each script call's key count
+}
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+			return next(ctx, cmd)
+		}
+		if g.held.Add(1) <= 2 {
+			<-g.open
+		}
+		n, err := strconv.ParseInt(fmt.Sprint(cmd.Args()[2]), 10, 64) // an int or an int64
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		g.keys = append(g.keys, n)
+		g.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+// reset holds the next two script calls, and forgets the calls seen.
+func (g *gate) reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open, g.keys = make(chan struct{}), nil
+	g.held.Store(0)
+}
+
+// seen returns the key counts of the script calls that passed the gate.
+func (g *gate) seen() []int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]int64(nil), g.keys...)
+}
+
+// run runs do on each of n goroutines once two calls wait at the gate
+// (the first two: calls of their own), then opens it a moment later, when
+// the others wait in the stage's line (well within the 100 ms after which
+// a line that has had no answer lets calls go on their own).
+func (g *gate) run(t *testing.T, n int, do func(i int)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			do(i)
+		}()
+		if i == 1 {
+			for g.held.Load() < 2 {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(g.open)
+	wg.Wait()
+}
+
+// Acquires on other keys go together, as one call of concurrency.lua's
+// multi-key form, each with its own answer; releases go one call each,
+// so that a release reported dropped never rode in a batch that ran
+// (TestStallReleasesPastTheBound, in tests/servers).
+func TestAcquiresGoTogether(t *testing.T) {
+	ctx := context.Background()
+	g := &gate{}
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr(), PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	rdb.AddHook(g)
+	l, err := inflight.New(rdb, "together", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 32 keys; "k2" three times, over its cap of 2.
+	keys := make([]string, 34)
+	for i := range 32 {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	keys[32], keys[33] = "k2", "k2"
+	leases := make([]*inflight.Lease, len(keys))
+	decisions := make([]inflight.Decision, len(keys))
+	g.reset()
+	g.run(t, len(keys), func(i int) {
+		var err error
+		if leases[i], decisions[i], err = l.Acquire(ctx, keys[i]); err != nil {
+			t.Errorf("acquire %s: %v", keys[i], err)
+		}
+	})
+	k2 := 0
+	for i, d := range decisions {
+		if keys[i] == "k2" {
+			if d.Allowed {
+				k2++
+			}
+			continue
+		}
+		if !d.Allowed || d.Remaining != 1 {
+			t.Errorf("%s: %v, want allowed with 1 left", keys[i], d)
+		}
+	}
+	if k2 != 2 {
+		t.Errorf("k2 admitted %d of 3 acquires, want 2 (its cap)", k2)
+	}
+	acquires := g.seen()
+	batched := 0
+	for _, n := range acquires {
+		if n > 1 {
+			batched++
+		}
+	}
+	if batched == 0 || len(acquires) >= len(keys) {
+		t.Errorf("%d acquires went as %d calls of %v keys: none together", len(keys), len(acquires), acquires)
+	}
+
+	g.reset()
+	g.run(t, len(keys), func(i int) {
+		if err := leases[i].Release(ctx); err != nil {
+			t.Errorf("release %s: %v", keys[i], err)
+		}
+	})
+	releases := g.seen()
+	if len(releases) != len(keys)-1 { // one acquire of k2 was denied: no lease
+		t.Errorf("%d releases went as %d calls, want one each", len(keys)-1, len(releases))
+	}
+	for _, n := range releases {
+		if n != 1 {
+			t.Errorf("a release went in a call of %d keys: %v", n, releases)
+			break
+		}
+	}
+	for _, k := range keys[:32] {
+		if n := rdb.Exists(ctx, l.RedisKey(k)).Val(); n != 0 {
+			t.Errorf("%s: leases still held after every release", k)
+		}
+	}
+}

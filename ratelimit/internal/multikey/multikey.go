@@ -15,9 +15,9 @@
 //
 // It sits below every script call a limiter makes (decisions, the per-key
 // batches, settles, refunds; inflight's acquires and renews, not its
-// releases), above the guard (one breaker verdict per
-// batch). On a Cluster a batch's keys share a slot: Redis refuses an EVALSHA
-// whose declared keys are of two slots (CROSSSLOT) whatever its flags say
+// releases), above the guard (one breaker verdict per batch). On a Cluster
+// a batch's keys share a slot: Redis refuses an EVALSHA whose declared
+// keys are of two slots (CROSSSLOT) whatever its flags say
 // (allow-cross-slot-keys covers keys a script did not declare), and a
 // slot's keys move together when it migrates, so a MOVED or ASK mid-batch
 // redirects the whole call, which Redis refuses before running any of it

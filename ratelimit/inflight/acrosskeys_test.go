@@ -3,6 +3,7 @@ package inflight_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
 
@@ -165,5 +167,76 @@ func TestAcquiresGoTogether(t *testing.T) {
 		if n := rdb.Exists(ctx, l.RedisKey(k)).Val(); n != 0 {
 			t.Errorf("%s: leases still held after every release", k)
 		}
+	}
+}
+
+// Impatient acquirers beside calm ones, through the stage on a real Redis:
+// 60 calm callers on keys of their own each hold their lease, and 60 that
+// give up after 1 µs to 20 ms, before or after their batch is sent, leave no
+// lease behind once the background releases have run (an acquire Redis
+// runs past its deadline takes nothing; one it runs in time for a caller
+// who left is given back by forget), while those answered in time hold
+// theirs. Three rounds, on fresh keys.
+func TestImpatientAcquiresLeaveNoLease(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.Start(t), PoolSize: 64})
+	t.Cleanup(func() { rdb.Close() })
+	l, err := inflight.New(rdb, "impatient", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 120
+	for round := range 3 {
+		keys := make([]string, n)
+		held := make([]bool, n) // the caller was answered with a lease
+		var wg sync.WaitGroup
+		for i := range n {
+			keys[i] = fmt.Sprintf("r%d-k%d", round, i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := context.Background()
+				if i%2 == 1 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Microsecond+time.Duration(rand.Int64N(int64(20*time.Millisecond))))
+					defer cancel()
+				}
+				lease, d, err := l.Acquire(ctx, keys[i])
+				switch {
+				case err == nil && d.Allowed && lease != nil:
+					held[i] = true
+				case i%2 == 0:
+					t.Errorf("calm %s: %v %v", keys[i], d, err)
+				case err == nil:
+					t.Errorf("impatient %s: denied on a key of its own: %v", keys[i], d)
+				}
+			}()
+		}
+		wg.Wait()
+		// The leases Redis holds must come to exactly those answered.
+		var last string
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			last = ""
+			for i, k := range keys {
+				live := rdb.ZCard(context.Background(), l.RedisKey(k)).Val()
+				if want := map[bool]int64{true: 1, false: 0}[held[i]]; live != want {
+					last = fmt.Sprintf("%s holds %d leases, want %d (answered with a lease: %v)", k, live, want, held[i])
+					break
+				}
+			}
+			if last == "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if last != "" {
+			t.Fatalf("round %d, 10 s on: %s", round, last)
+		}
+		answered := 0
+		for i := 1; i < n; i += 2 {
+			if held[i] {
+				answered++
+			}
+		}
+		t.Logf("round %d: %d of %d impatient acquires answered in time", round, answered, n/2)
 	}
 }

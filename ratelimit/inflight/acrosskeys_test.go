@@ -217,8 +217,11 @@ func TestImpatientAcquiresLeaveNoLease(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			last = ""
 			for i, k := range keys {
-				live := rdb.ZCard(context.Background(), l.RedisKey(k)).Val()
-				if want := map[bool]int64{true: 1, false: 0}[held[i]]; live != want {
+				want := int64(0)
+				if held[i] {
+					want = 1
+				}
+				if live := rdb.ZCard(context.Background(), l.RedisKey(k)).Val(); live != want {
 					last = fmt.Sprintf("%s holds %d leases, want %d (answered with a lease: %v)", k, live, want, held[i])
 					break
 				}

@@ -20,8 +20,9 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # test-tools says before and after the run which tiers will skip, and why;
 # under CI or REDLIMIT_REQUIRE_REDIS=1 those tests fail instead. The deny
 # cache's and the coalescer's concurrency tests, httplimit.Transport's
-# (its hooks run on net/http's writing goroutine) and preflight's check of
-# nodes at once run again under -race (cgo: gcc); the Transport's partner
+# (its hooks run on net/http's writing goroutine), preflight's check of
+# nodes at once and inflight's acquires across keys run again under -race
+# (cgo: gcc); the Transport's partner
 # test runs again with a busy loop on every core, alone, so that its load
 # slows no other test. Of bench/, only the table generator's and the wrk reader's
 # tests (the benchmarks run in make bench).
@@ -33,6 +34,7 @@ test:
 	$(GO) test -race -run 'TestDenyCache|TestCoalesc|TestLate' ./ratelimit/
 	$(GO) test -race -run 'TestCheckEveryNode' ./ratelimit/preflight/
 	$(GO) test -race ./ratelimit/internal/multikey/
+	$(GO) test -race -run 'TestAcquiresGoTogether|TestImpatientAcquires' ./ratelimit/inflight/
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -race -count=1 -run 'TestEachCallGetsItsOwnAnswer' ./ratelimit/internal/multikey/

@@ -22,9 +22,8 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # cache's and the coalescer's concurrency tests, httplimit.Transport's
 # (its hooks run on net/http's writing goroutine), preflight's check of
 # nodes at once and inflight's acquires across keys run again under -race
-# (cgo: gcc); the Transport's partner
-# test runs again with a busy loop on every core, alone, so that its load
-# slows no other test. Of bench/, only the table generator's and the wrk reader's
+# (cgo: gcc); the Transport's partner test runs again with a busy loop on
+# every core, alone, so that its load slows no other test. Of bench/, only the table generator's and the wrk reader's
 # tests (the benchmarks run in make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools

@@ -23,8 +23,9 @@ NESTED := tests/browser tests/autopipeline clients/rueidis clients/valkey adapte
 # (its hooks run on net/http's writing goroutine), preflight's check of
 # nodes at once and inflight's acquires across keys run again under -race
 # (cgo: gcc); the Transport's partner test runs again with a busy loop on
-# every core, alone, so that its load slows no other test. Of bench/, only the table generator's and the wrk reader's
-# tests (the benchmarks run in make bench).
+# every core, alone, so that its load slows no other test. Of bench/, only
+# the table generator's and the wrk reader's tests (the benchmarks run in
+# make bench).
 test:
 	@$(MAKE) --no-print-directory test-tools
 	$(GO) test ./...

@@ -360,11 +360,18 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 	if os.Getenv("REDLIMIT_SATURATE") == "1" {
 		loads = append(loads, true)
 	}
-	// A fixed window of 1e11 ms (3.2 years) holds the test, unless a
-	// boundary is within the hour: then one of 9e10.
-	window := int64(1e11)
-	if now := time.Now().UnixMilli(); window-now%window < time.Hour.Milliseconds() {
-		window = 9e10
+	// A fixed window of about three years holds the test: the first of
+	// these lengths whose next boundary is more than an hour away (1e11 and
+	// 9e10 ms share the boundary of 1.8e12 ms, 2027-01-15 08:00 UTC).
+	window := int64(0)
+	for _, w := range []int64{1e11, 9e10, 7e10} {
+		if now := time.Now().UnixMilli(); w-now%w > time.Hour.Milliseconds() {
+			window = w
+			break
+		}
+	}
+	if window == 0 {
+		t.Fatal("no window length without a boundary within the hour")
 	}
 	const burst = 10000
 	scripts := map[string]func(ctx context.Context, c redis.Scripter, key string, cost int64) (remaining int64, err error){

@@ -694,6 +694,17 @@ local out = plan and {} -- the reply of many calls
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
+-- Calls on one key in a row (a hot key's batch) read it once and write it
+-- once: run is the key, ran whether it was read, runv its state since
+-- (GET's answer: nil, the string, or a table with err for another type)
+-- and runttl the write to come: nil none, false DEL, 'keep' SET KEEPTTL
+-- (a refund's: it keeps the PX of a write before it in the run, and
+-- follows no DEL, since a deleted key holds no count to refund), else SET
+-- PX runttl. The write goes once the next call names another key, or no
+-- call follows. The calls run at one instant, so the replies, and the
+-- key's value and TTL after, are those of calls of their own, at two Redis
+-- commands less for each call of the run after the first.
+local run, ran, runv, runttl = counter, false, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -777,7 +788,11 @@ for i = 1, ncalls do
 
     -- GET answers a key of another type with an error table (stored.err); a
     -- string has no err field.
-    local stored = redis.pcall('GET', counter)
+    local stored = runv
+    if not ran or counter ~= run then
+      stored = redis.pcall('GET', counter)
+      run, ran, runv = counter, true, stored
+    end
     local n, t = 0, nil
     if stored then
       if stored.err then
@@ -863,9 +878,12 @@ for i = 1, ncalls do
             moved = cost < n and cost or n
             n = n - moved
             if n == 0 then
-              redis.call('DEL', counter)
+              runv, runttl = nil, false
             else
-              redis.call('SET', counter, format('1%013d%d', (t - t % 1000) / 1000, n), 'KEEPTTL')
+              runv = format('1%013d%d', (t - t % 1000) / 1000, n)
+              if runttl == nil then
+                runttl = 'keep'
+              end
             end
           end
         else
@@ -887,7 +905,7 @@ for i = 1, ncalls do
               ttl = ttl + max_skew
             end
             ttl = (ttl - ttl % 1000) / 1000
-            redis.call('SET', counter, format('1%013d%d', (tt - tt % 1000) / 1000, c + moved), 'PX', format('%d', ttl > 1 and ttl or 1))
+            runv, runttl = format('1%013d%d', (tt - tt % 1000) / 1000, c + moved), format('%d', ttl > 1 and ttl or 1)
             if ka >= k then
               k, end_at, n = ka, ea, c + moved
             end
@@ -929,9 +947,19 @@ for i = 1, ncalls do
       t = now
     end
     n = n + cost
-    redis.call('SET', counter, format('1%013d%d', (t - t % 1000) / 1000, n), 'PX', format('%d', ttl > 1 and ttl or 1))
+    runv, runttl = format('1%013d%d', (t - t % 1000) / 1000, n), format('%d', ttl > 1 and ttl or 1)
     reply = {1, limit - n, 0, wait}
   until true
+  if runttl ~= nil and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
+    if not runv then
+      redis.call('DEL', run)
+    elseif runttl == 'keep' then
+      redis.call('SET', run, runv, 'KEEPTTL')
+    else
+      redis.call('SET', run, runv, 'PX', runttl)
+    end
+    runttl = nil
+  end
   if not plan then
     return reply
   end
@@ -1863,6 +1891,15 @@ local out = plan and {} -- the reply of many calls
 -- share their capacity, rate and period: the strings read for the call
 -- before (Lua keeps one copy of each) are not read again.
 local server0, rcapacity, vcapacity, rrate, vrate, rperiod, vperiod
+-- Calls on one key in a row (a hot key's batch) read it once and write it
+-- once: run is the key, ran whether it was read, runv its state since
+-- (GET's answer: nil, the string, or a table with err for another type)
+-- and runttl the PX of the write to come (nil: none). The write goes once
+-- the next call names another key, or no call follows. The calls run at
+-- one instant, so the replies, and the key's value and TTL after, are
+-- those of calls of their own, at two Redis commands less for each call of
+-- the run after the first.
+local run, ran, runv, runttl = bucket, false, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -1938,7 +1975,11 @@ for i = 1, ncalls do
 
     -- GET answers a key of another type with an error table (stored.err); a
     -- string has no err field.
-    local stored = redis.pcall('GET', bucket)
+    local stored = runv
+    if not ran or bucket ~= run then
+      stored = redis.pcall('GET', bucket)
+      run, ran, runv = bucket, true, stored
+    end
     -- A late caller is judged at the stored time; own is its clock, which its
     -- waits are measured from. A key that holds nothing is judged at the later
     -- of the caller's clock and the server's: a key the server's clock expired
@@ -2084,7 +2125,7 @@ for i = 1, ncalls do
       else
         state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
       end
-      redis.call('SET', bucket, state, 'PX', format('%d', ttl > 1 and ttl or 1))
+      runv, runttl = state, format('%d', ttl > 1 and ttl or 1)
     end
     if settle then
       local wait = 0
@@ -2116,10 +2157,14 @@ for i = 1, ncalls do
       ttl = ttl + max_skew
     end
     ttl = (ttl - ttl % 1000) / 1000
-    redis.call('SET', bucket, format('l%016d%d/%d', now, unit, water - unit), 'PX', format('%d', ttl > 1 and ttl or 1))
+    runv, runttl = format('l%016d%d/%d', now, unit, water - unit), format('%d', ttl > 1 and ttl or 1)
     reset = now + water - own + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
+  if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
+    redis.call('SET', run, runv, 'PX', runttl)
+    runttl = nil
+  end
   if not plan then
     return reply
   end
@@ -2888,6 +2933,15 @@ local out = plan and {} -- the reply of many calls
 -- share their limit and window: the string read for the call before (Lua
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
+-- Calls on one key in a row (a hot key's batch) read it once and write it
+-- once: run is the key, ran whether it was read, runv its state since
+-- (GET's answer: nil, the string, or a table with err for another type)
+-- and runttl the PX of the write to come (nil: none). The write goes once
+-- the next call names another key, or no call follows. The calls run at
+-- one instant, so the replies, and the key's value and TTL after, are
+-- those of calls of their own, at two Redis commands less for each call of
+-- the run after the first.
+local run, ran, runv, runttl = counts, false, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -2944,7 +2998,11 @@ for i = 1, ncalls do
 
     -- GET answers a key of another type with an error table (stored.err); a
     -- string has no err field.
-    local stored = redis.pcall('GET', counts)
+    local stored = runv
+    if not ran or counts ~= run then
+      stored = redis.pcall('GET', counts)
+      run, ran, runv = counts, true, stored
+    end
     local s, t, cur, prev
     if stored then
       if stored.err then
@@ -3085,8 +3143,8 @@ for i = 1, ncalls do
           t = at
         end
         t = t - t % 1000
-        redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p),
-          'PX', format('%d', ttl > 1 and ttl or 1))
+        runv = format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p)
+        runttl = format('%d', ttl > 1 and ttl or 1)
       end
     end
     if want > limit then
@@ -3127,11 +3185,15 @@ for i = 1, ncalls do
       t = at
     end
     t = t - t % 1000
-    redis.call('SET', counts, format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p),
-      'PX', format('%d', ttl > 1 and ttl or 1))
+    runv = format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p)
+    runttl = format('%d', ttl > 1 and ttl or 1)
     reset = start + 2 * window_us - now + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
+  if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
+    redis.call('SET', run, runv, 'PX', runttl)
+    runttl = nil
+  end
   if not plan then
     return reply
   end

@@ -279,6 +279,15 @@ local out = plan and {} -- the reply of many calls
 -- share their capacity, rate and period: the strings read for the call
 -- before (Lua keeps one copy of each) are not read again.
 local server0, rcapacity, vcapacity, rrate, vrate, rperiod, vperiod
+-- Calls on one key in a row (a hot key's batch) read it once and write it
+-- once: run is the key, ran whether it was read, runv its state since
+-- (GET's answer: nil, the string, or a table with err for another type)
+-- and runttl the PX of the write to come (nil: none). The write goes once
+-- the next call names another key, or no call follows. The calls run at
+-- one instant, so the replies, and the key's value and TTL after, are
+-- those of calls of their own, at two Redis commands less for each call of
+-- the run after the first.
+local run, ran, runv, runttl = bucket, false, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -354,7 +363,11 @@ for i = 1, ncalls do
 
     -- GET answers a key of another type with an error table (stored.err); a
     -- string has no err field.
-    local stored = redis.pcall('GET', bucket)
+    local stored = runv
+    if not ran or bucket ~= run then
+      stored = redis.pcall('GET', bucket)
+      run, ran, runv = bucket, true, stored
+    end
     -- A late caller is judged at the stored time; own is its clock, which its
     -- waits are measured from. A key that holds nothing is judged at the later
     -- of the caller's clock and the server's: a key the server's clock expired
@@ -500,7 +513,7 @@ for i = 1, ncalls do
       else
         state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
       end
-      redis.call('SET', bucket, state, 'PX', format('%d', ttl > 1 and ttl or 1))
+      runv, runttl = state, format('%d', ttl > 1 and ttl or 1)
     end
     if settle then
       local wait = 0
@@ -532,10 +545,14 @@ for i = 1, ncalls do
       ttl = ttl + max_skew
     end
     ttl = (ttl - ttl % 1000) / 1000
-    redis.call('SET', bucket, format('l%016d%d/%d', now, unit, water - unit), 'PX', format('%d', ttl > 1 and ttl or 1))
+    runv, runttl = format('l%016d%d/%d', now, unit, water - unit), format('%d', ttl > 1 and ttl or 1)
     reset = now + water - own + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
+  if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
+    redis.call('SET', run, runv, 'PX', runttl)
+    runttl = nil
+  end
   if not plan then
     return reply
   end

@@ -31,7 +31,7 @@ for file in $SCRIPTS; do
 	shapes=${COST_SHAPES:-alone,form,joined,hot}
 	case "$file" in
 	*token_bucket*) take=smooth ;;
-	*fixed_window* | *sliding_window* | *leaky_bucket*) shapes=${COST_SHAPES:-alone,form,itself} ;;
+	*fixed_window* | *sliding_window* | *leaky_bucket*) shapes=${COST_SHAPES:-alone,form,itself,hot} ;;
 	esac
 	port=$(( 20000 + RANDOM % 20000 ))
 	(cd "$dir" && valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \

@@ -10,7 +10,9 @@
 //	        @multi itself)
 //	joined  one call of the script on -per keys, one request each (gcra.lua,
 //	        token_bucket.lua)
-//	hot     one call of the script on one key, -per requests (the same two)
+//	hot     one call of the script on one key, -per requests (the same two);
+//	        for the scripts with @multi itself, itself's layout with every
+//	        call on one key (a hot key's batch)
 //
 // The script is -file (any bundled script but multi.lua and
 // concurrency.lua, of any version: git show REV:lua/gcra.lua > old.lua),
@@ -104,17 +106,27 @@ func main() {
 					to = script
 				}
 				err = to.EvalSha(ctx, rdb, keys, args...).Err()
-			case "joined", "hot":
-				if limit == nil {
+			case "hot", "joined":
+				if limit != nil {
+					keys, args := make([]string, *per), append([]any(nil), limit...)
+					for j := range keys {
+						keys[j] = key(j)
+						args = append(args, 1, 0)
+					}
+					if shape == "hot" {
+						keys = keys[:1]
+					}
+					err = script.EvalSha(ctx, rdb, keys, args...).Err()
+					break
+				}
+				if shape == "joined" {
 					log.Fatalf("%s: %s takes no requests of its own", shape, *file)
 				}
-				keys, args := make([]string, *per), append([]any(nil), limit...)
+				// A hot key's batch in the layout the script takes itself.
+				keys, args := make([]string, *per), []any{}
 				for j := range keys {
-					keys[j] = key(j)
-					args = append(args, 1, 0)
-				}
-				if shape == "hot" {
-					keys = keys[:1]
+					keys[j] = key(0)
+					args = append(append(args, 1, len(one)), one...)
 				}
 				err = script.EvalSha(ctx, rdb, keys, args...).Err()
 			default:

@@ -12,7 +12,7 @@
 #                 version's file works for alone and hot:
 #                 git show REV:lua/gcra.lua > /tmp/old-gcra.lua
 #   COST_SHAPES   default alone,form,joined,hot (the scripts that take
-#                 the form's layout themselves: alone,form,itself)
+#                 the form's layout themselves: alone,form,itself,hot)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}

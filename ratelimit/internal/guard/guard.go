@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -323,6 +324,11 @@ func retire(via *redis.Client) {
 func nodeFailed(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	// A read past its deadline, which go-redis may return bare ("i/o
+	// timeout"): the node did not answer in time.
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return true
 	}
 	var rerr redis.Error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 )
@@ -23,6 +24,8 @@ func TestNodeFailed(t *testing.T) {
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
 		{fmt.Errorf("gcra.lua: %w", &net.OpError{Op: "read", Err: syscall.ECONNRESET}), true},
 		{io.EOF, true},
+		{os.ErrDeadlineExceeded, true}, // go-redis's bare "i/o timeout"
+		{fmt.Errorf("gcra.lua: %w", os.ErrDeadlineExceeded), true},
 		{replyErr("LOADING Redis is loading the dataset in memory"), true},
 		{replyErr("CLUSTERDOWN The cluster is down"), true},
 		{replyErr("MASTERDOWN Link with MASTER is down"), true},

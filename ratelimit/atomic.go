@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/guard"
+	"github.com/redlimit/redlimit/ratelimit/internal/multikey"
 )
 
 // Atomic returns a Rule that checks limiters on one key as one: a request
@@ -122,9 +124,14 @@ func (m *multi) decideParts(ctx context.Context, key string, cost int64) (Decisi
 		for i, l := range m.limiters {
 			keys[i] = l.redisKey(key)
 		}
+		sent := time.Now()
 		replies, err = call.WithTimeout(ctx, m.timeout, func(ctx context.Context) ([]reply, error) {
 			return runMulti(ctx, first.rdb, keys, m.limits, cost, now)
 		})
+		if err != nil && m.timeout > 0 && time.Since(sent) >= m.timeout && !call.Ended(ctx) {
+			// As a limiter's call (sender.call): a hung node opens its breaker.
+			guard.Unanswered(multikey.Unwrap(first.rdb), keys[0], sent, m.timeout)
+		}
 	}
 	asks := make([]ask, len(m.limiters))
 	ds := make([]Decision, len(m.limiters))

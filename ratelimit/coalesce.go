@@ -113,6 +113,10 @@ func (b *batcher) decide(ctx context.Context, a ask) (r reply, t ticket, err err
 // uncoalesced decision would; otherwise it waits in rk's line for a batch
 // (see wait).
 func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r reply, t ticket, err error) {
+	if s.down(rk) {
+		r, err = s.send(ctx, rk, a) // fails at once: nothing to wait for
+		return r, t, err
+	}
 	sh := c.shard(rk)
 	sh.mu.Lock()
 	line, busy := sh.keys[rk]

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/guard"
+	"github.com/redlimit/redlimit/ratelimit/internal/multikey"
 )
 
 // sender sends one decision to Redis in a call of its own, within the
@@ -32,15 +34,36 @@ func (s *sender) send(ctx context.Context, rk string, a ask) (reply, error) {
 // caller leaves first, a call that may count (a's cost is above 0) is read
 // on, and an admission it reports is given back (late.go).
 func (s *sender) call(ctx context.Context, rk string, a ask, f func(context.Context) (reply, error)) (reply, error) {
-	if a.cost == 0 || s.late == nil || s.timeout <= 0 && ctx.Done() == nil {
-		return call.WithTimeout(ctx, s.timeout, f) // (its caller cannot leave it)
+	var start time.Time
+	if s.timeout > 0 {
+		start = time.Now()
 	}
-	// Copies, declared here, so that the other calls keep a and rk off
-	// the heap.
-	lt, left := s.late, leftCall{rk: rk, a: a}
-	return call.Outlive(ctx, s.timeout, lateWithin, f, lt.stay, func(r reply, err error, kept bool) {
-		lt.answered(left.rk, left.a, r, err, kept)
-	})
+	var r reply
+	var err error
+	if a.cost == 0 || s.late == nil || s.timeout <= 0 && ctx.Done() == nil {
+		r, err = call.WithTimeout(ctx, s.timeout, f) // (its caller cannot leave it)
+	} else {
+		// Copies, declared here, so that the other calls keep a and rk off
+		// the heap.
+		lt, left := s.late, leftCall{rk: rk, a: a}
+		r, err = call.Outlive(ctx, s.timeout, lateWithin, f, lt.stay, func(r reply, err error, kept bool) {
+			lt.answered(left.rk, left.a, r, err, kept)
+		})
+	}
+	if err != nil && s.timeout > 0 && time.Since(start) >= s.timeout && !call.Ended(ctx) {
+		// The timeout, not the caller, ended the wait: the guard opens the
+		// node's breaker if it answered nothing meanwhile (a hung node).
+		guard.Unanswered(multikey.Unwrap(s.rdb), rk, start, s.timeout)
+	}
+	return r, err
+}
+
+// down reports whether the node of rk has its breaker open: a call on rk
+// fails at once, so it goes on its own rather than wait in a line behind
+// a call the node holds (a hung node answers that one only when it runs
+// again, or at go-redis's ReadTimeout).
+func (s *sender) down(rk string) bool {
+	return guard.Down(multikey.Unwrap(s.rdb), rk)
 }
 
 // script is the script call itself, bounded by ctx alone.

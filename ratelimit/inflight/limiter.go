@@ -251,11 +251,12 @@ func (l *Limiter) fail(ctx context.Context, k string, err error) (*Lease, Decisi
 // forget gives back in the background a slot whose holder gave up on it,
 // when err says nothing of whether the call ran (a timeout, a lost
 // connection: ErrUnavailable): that of a failed acquire, whose answer may
-// have been lost after it took a lease, and that of a holder's failed
-// release (held). It returns ErrReleaseDropped when the release cannot be
-// kept (see keep).
+// have been lost after it took a lease (not one the open breaker failed
+// at once, which was never sent), and that of a holder's failed release
+// (held). It returns ErrReleaseDropped when the release cannot be kept
+// (see keep).
 func (l *Limiter) forget(k, id string, held bool, err error) error {
-	if !errors.Is(call.Classify(context.Background(), err), ratelimit.ErrUnavailable) {
+	if !errors.Is(call.Classify(context.Background(), err), ratelimit.ErrUnavailable) || !held && guard.NotSent(err) {
 		return nil
 	}
 	return l.keep(k, id, held, err)
@@ -270,13 +271,20 @@ func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string)
 	if err != nil {
 		return reply{}, err
 	}
-	return call.WithTimeout(ctx, l.timeout, func(ctx context.Context) (reply, error) {
+	start := time.Now()
+	r, err := call.WithTimeout(ctx, l.timeout, func(ctx context.Context) (reply, error) {
 		c := l.stage
 		if op == opRelease {
 			c = l.rdb
 		}
 		return leaseOp(ctx, c, l.RedisKey(k), op, id, l.limit, l.ttl, now)
 	})
+	if err != nil && l.timeout > 0 && time.Since(start) >= l.timeout && !call.Ended(ctx) {
+		// The timeout, not the caller, ended the wait: the guard opens the
+		// node's breaker if it answered nothing meanwhile (a hung node).
+		guard.Unanswered(l.rdb, l.RedisKey(k), start, l.timeout)
+	}
+	return r, err
 }
 
 // A Lease is one slot of a Limiter, held from Acquire until Release, or

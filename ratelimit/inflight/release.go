@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/internal/call"
+	"github.com/redlimit/redlimit/ratelimit/internal/guard"
 )
 
 // ErrReleaseDropped: a release failed (Redis unreachable), and the limiter
@@ -40,6 +41,10 @@ const (
 	// then twice as long each time, up to retryAtMost.
 	retryEvery  = 50 * time.Millisecond
 	retryAtMost = 500 * time.Millisecond
+	// downRetry is the wait while the node's breaker is open instead:
+	// nothing is sent until it closes, so a short one costs nothing and
+	// sends the releases soon after the node answers again.
+	downRetry = 10 * time.Millisecond
 )
 
 // pending is one release kept for another try.
@@ -208,6 +213,12 @@ func (l *Limiter) sendPending() {
 		}
 		if len(failed) == 0 {
 			wait = retryEvery
+			continue
+		}
+		if guard.Down(l.rdb, l.RedisKey(failed[0].key)) {
+			// The node's breaker is open: an attempt costs nothing
+			// but a look, and the releases go once it closes.
+			time.Sleep(downRetry)
 			continue
 		}
 		time.Sleep(wait)

@@ -55,9 +55,15 @@ func untilHeld(t *testing.T, f *frozen, l *inflight.Limiter, want int64, keys ..
 }
 
 // The releases of held leases come first: a full bound of failed
-// acquires' releases makes room for them, each it drops reported.
+// acquires' releases makes room for them, each it drops reported. Every
+// call's answer is lost meanwhile (a hook fails it unsent, as a cut
+// connection would after sending: the client cannot tell), so each
+// acquire may have taken a lease and keeps a release; a dead server would
+// open the breaker, whose acquires are never sent and keep none.
 func TestHeldReleasesComeFirst(t *testing.T) {
 	f := newFrozen(t)
+	lost := &answersLost{}
+	f.rdb.AddHook(lost)
 	drops := &dropCounter{}
 	l := mustConcurrency(t, f.rdb, 100, time.Hour, inflight.WithHook(drops.hook), inflight.WithFallback(ratelimit.FailClosed))
 	var leases []*inflight.Lease
@@ -68,7 +74,7 @@ func TestHeldReleasesComeFirst(t *testing.T) {
 		}
 		leases = append(leases, lease)
 	}
-	f.Close()
+	lost.on.Store(true)
 	// MaxPending failed acquires fill the bound with their releases, from
 	// 8 goroutines while the sender takes batches; one more is dropped.
 	var wg sync.WaitGroup
@@ -96,11 +102,59 @@ func TestHeldReleasesComeFirst(t *testing.T) {
 	if got := drops.n.Load(); got != 1+20 {
 		t.Errorf("%d drops reported, want 21: one acquire's past the bound, then one for each holder's release", got)
 	}
-	if err := f.Restart(); err != nil {
-		t.Fatal(err)
-	}
+	lost.on.Store(false)
 	untilHeld(t, f, l, 0, "held")
 }
+
+// An acquire the open breaker fails was never sent, so it keeps no
+// release: on a dead server, MaxPending+100 acquires report no release
+// dropped (each kept one, and the 100 past the bound were dropped and
+// reported, before).
+func TestRefusedAcquiresKeepNoRelease(t *testing.T) {
+	f := newFrozen(t)
+	drops := &dropCounter{}
+	l := mustConcurrency(t, f.rdb, 100, time.Hour, inflight.WithHook(drops.hook), inflight.WithFallback(ratelimit.FailClosed))
+	if _, _, err := l.Acquire(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for i := 0; i < inflight.MaxPending+100; i++ {
+		if _, d, err := l.Acquire(ctx, "x"); err != nil || d.Fallback != ratelimit.FailClosed {
+			t.Fatalf("an acquire on a dead server: %v %v", d, err)
+		}
+	}
+	if n := drops.n.Load(); n != 0 {
+		t.Errorf("%d releases dropped and reported for acquires that were never sent", n)
+	}
+}
+
+// answersLost fails every command, unsent, while on: its answer is lost.
+type answersLost struct{ on atomic.Bool }
+
+func (h *answersLost) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *answersLost) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.on.Load() {
+			return next(ctx, cmds)
+		}
+		for _, c := range cmds {
+			c.SetErr(errAnswerLost)
+		}
+		return errAnswerLost
+	}
+}
+
+func (h *answersLost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.on.Load() {
+			return next(ctx, cmd)
+		}
+		cmd.SetErr(errAnswerLost)
+		return errAnswerLost
+	}
+}
+
+var errAnswerLost = errors.New("the answer was lost")
 
 // A closed client ends the background releases: nothing it is given can
 // be sent any more, so each is dropped and reported, and the goroutine

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -443,4 +444,167 @@ func TestStallReleasesPastTheBound(t *testing.T) {
 	}
 	t.Logf("%d releases kept, all through %v after the resume; %d dropped and reported",
 		kept, time.Since(resumed).Round(time.Millisecond), dropped)
+}
+
+// A node that hangs opens its breaker within about one timeout. 16 paced
+// callers with a 50 ms WithTimeout decide against a server stopped for
+// 1.5 s: after each caller's first call, which waits out its timeout,
+// calls are decided by the open breaker at once, not each by its timeout
+// (go-redis reads on for its ReadTimeout, 3 s, so no error told the
+// guard: 30 timeouts a caller before, and no call failed fast); and Redis
+// decides again soon after the server runs.
+func TestStallOpensTheBreaker(t *testing.T) {
+	// GCRA's calls on a key wait in its line (coalescing); the fixed
+	// window's, in the send stage's across keys.
+	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.FixedWindow} {
+		t.Run(alg.String(), func(t *testing.T) { stallOpensTheBreaker(t, alg) })
+	}
+}
+
+func stallOpensTheBreaker(t *testing.T, alg ratelimit.Algorithm) {
+	srv := redisserver.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 16})
+	t.Cleanup(func() { c.Close() })
+	l, err := ratelimit.New(c, "open", ratelimit.PerSecond(1e6), ratelimit.WithAlgorithm(alg),
+		ratelimit.WithTimeout(stallTimeout), ratelimit.WithFallback(ratelimit.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for try := 0; ; try++ { // warm: a decision from Redis
+		if d, err := l.Allow(ctx, "k"); err == nil && d.Cause == nil {
+			break
+		}
+		if try == 100 {
+			t.Fatal("no decision from Redis before the stall")
+		}
+	}
+	const callers, stall = 16, 1500 * time.Millisecond
+	var slow, fast, fromRedis atomic.Int64
+	srv.Pause()
+	stop := time.Now().Add(stall)
+	var wg sync.WaitGroup
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				d, err := l.Allow(ctx, "k")
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case d.Cause == nil:
+					fromRedis.Add(1)
+				case strings.Contains(d.Cause.Error(), "is unreachable"):
+					fast.Add(1) // the breaker's answer
+				default:
+					slow.Add(1) // the timeout's
+				}
+				time.Sleep(time.Millisecond) // paced, as callers are
+			}
+		}()
+	}
+	wg.Wait()
+	srv.Resume()
+	resumed := time.Now()
+	back := time.Duration(-1)
+	for time.Since(resumed) < 2*time.Second {
+		if d, err := l.Allow(ctx, "k"); err == nil && d.Cause == nil {
+			back = time.Since(resumed)
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("during the stall: %d calls waited out the timeout, %d met the open breaker, %d came from Redis; Redis decided again %v after the resume", slow.Load(), fast.Load(), fromRedis.Load(), back)
+	if fromRedis.Load() != 0 {
+		t.Errorf("%d decisions came from a stopped server", fromRedis.Load())
+	}
+	if slow.Load() > 4*callers || fast.Load() < 10*slow.Load() {
+		t.Errorf("%d calls waited out their timeout and %d met the open breaker: it did not open", slow.Load(), fast.Load())
+	}
+	if back < 0 || back > 500*time.Millisecond {
+		t.Errorf("Redis decided again %v after the resume; want within 500 ms", back)
+	}
+}
+
+// A node that answers other calls is not down, though a call of its times
+// out. A hook holds every call on the key "slow" 80 ms before it is sent
+// (as a congested path would), past the limiter's 50 ms timeout, while 8
+// callers on other keys get their answers: none of theirs may come from
+// the fallback, which an opened breaker would give them.
+func TestSlowCallsKeepTheBreakerClosed(t *testing.T) {
+	srv := redisserver.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	c.AddHook(holdSlow{})
+	// A call of its own per decision, so that no batch mixes the slow key
+	// with the others.
+	l, err := ratelimit.New(c, "slow", ratelimit.PerSecond(1e6), ratelimit.WithoutCoalescing(),
+		ratelimit.WithTimeout(stallTimeout), ratelimit.WithFallback(ratelimit.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stop := time.Now().Add(time.Second)
+	var slowFell, others, othersFell atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 9; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("k%d", g)
+			if g == 0 {
+				key = "slow"
+			}
+			for time.Now().Before(stop) {
+				d, err := l.Allow(ctx, key)
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case g == 0:
+					if d.Cause != nil {
+						slowFell.Add(1)
+					}
+				default:
+					others.Add(1)
+					if d.Cause != nil {
+						othersFell.Add(1)
+						t.Errorf("%s: fell back (%v) while the node answered", key, d.Cause)
+						return
+					}
+				}
+				if g > 0 {
+					time.Sleep(time.Millisecond) // paced, as callers are
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("the slow key fell back %d times; the others made %d calls, %d fell back", slowFell.Load(), others.Load(), othersFell.Load())
+	if slowFell.Load() == 0 {
+		t.Fatal("no call on the slow key timed out: the test tested nothing")
+	}
+}
+
+// holdSlow holds a call on the key "slow" (rl:<name>:{slow}) 80 ms before
+// sending it.
+type holdSlow struct{}
+
+func (holdSlow) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (holdSlow) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (holdSlow) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		for _, a := range cmd.Args() {
+			if s, ok := a.(string); ok && strings.HasSuffix(s, "{slow}") {
+				time.Sleep(80 * time.Millisecond)
+				break
+			}
+		}
+		return next(ctx, cmd)
+	}
 }

@@ -70,6 +70,10 @@ type guard struct {
 	mu      sync.Mutex
 	open    map[string]*breaker // by node address
 	nodes   sync.Map            // *redis.Client -> *fnNode, for the Functions library
+	// heard is when the node last answered a call (unix ns): heardAt for a
+	// single node, heardBy (address -> *atomic.Int64) on a cluster.
+	heardAt atomic.Int64
+	heardBy sync.Map
 }
 
 type breaker struct {
@@ -81,6 +85,9 @@ type breaker struct {
 	// pool to it cannot dial yet (its redial comes once a second): calls
 	// go through it instead of failing.
 	via *redis.Client
+	// hung: opened because the node answered nothing for a timeout
+	// (unanswered), not for an error; any answer of the node closes it.
+	hung bool
 }
 
 // nodeDownError is what a call meets while its node's breaker is open.
@@ -94,6 +101,13 @@ func (e *nodeDownError) Error() string {
 }
 
 func (e *nodeDownError) Unwrap() error { return e.err }
+
+// NotSent reports an error of a call the guard failed at once, its node's
+// breaker open: the call never left this process, so it changed nothing.
+func NotSent(err error) bool {
+	var nd *nodeDownError
+	return errors.As(err, &nd)
+}
 
 // node returns the address of the node that serves key, and that node's
 // client (for probes).
@@ -164,6 +178,16 @@ func (g *guard) beforeNode(ctx context.Context, addr string, c *redis.Client, ke
 // and must not fail the other callers fast (call.Ended; the limiter's own
 // timeout, WithTimeout, is the node's failure to answer in time).
 func (g *guard) after(ctx context.Context, addr string, via *redis.Client, err error) {
+	if addr != "" && replied(err) {
+		g.heard(addr)
+		if g.nopen.Load() > 0 {
+			g.mu.Lock()
+			if b := g.open[addr]; b != nil && b.hung {
+				g.forget(addr) // it answers after all: a slow node, or one resumed
+			}
+			g.mu.Unlock()
+		}
+	}
 	if err == nil || addr == "" || call.Ended(ctx) || !nodeFailed(err) {
 		return
 	}
@@ -180,6 +204,101 @@ func (g *guard) after(ctx context.Context, addr string, via *redis.Client, err e
 	g.mu.Unlock()
 	if g.cluster != nil {
 		g.cluster.ReloadState(ctx)
+	}
+}
+
+// replied reports an error that is a reply of the node's own (or none):
+// unlike answered, a context's end is not one.
+func replied(err error) bool {
+	var rerr redis.Error
+	return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &rerr)
+}
+
+// heard notes that the node at addr answered a call now.
+func (g *guard) heard(addr string) {
+	now := time.Now().UnixNano()
+	if g.cluster == nil {
+		g.heardAt.Store(now)
+		return
+	}
+	t, ok := g.heardBy.Load(addr)
+	if !ok {
+		t, _ = g.heardBy.LoadOrStore(addr, new(atomic.Int64))
+	}
+	t.(*atomic.Int64).Store(now)
+}
+
+// heardSince reports whether the node at addr answered a call at or after
+// since.
+func (g *guard) heardSince(addr string, since time.Time) bool {
+	at := g.heardAt.Load()
+	if g.cluster != nil {
+		t, ok := g.heardBy.Load(addr)
+		if !ok {
+			return false
+		}
+		at = t.(*atomic.Int64).Load()
+	}
+	return at >= since.UnixNano()
+}
+
+// unanswered opens the breaker of key's node when a call on key, sent at
+// since, went unanswered for its limiter's whole timeout d and the node
+// has answered no call since then: it hangs (a stopped process, a
+// partition, a host that vanished), which no error tells, since go-redis
+// reads on past a caller's deadline until its ReadTimeout (3 s by
+// default). Later calls then fall back at once, not each after its own
+// timeout, and a probe every probeEvery finds the node when it answers
+// again. A node that answered other calls meanwhile is slow or busy, not
+// down, and a caller's own deadline is never the node's failure (the
+// limiter asks only when its timeout, not the caller, ended the wait).
+func (g *guard) unanswered(key string, since time.Time, d time.Duration) {
+	addr, _ := g.node(context.Background(), key)
+	if addr == "" || g.heardSince(addr, since) {
+		return
+	}
+	now := time.Now()
+	g.mu.Lock()
+	if g.open[addr] == nil && !g.heardSince(addr, since) {
+		err := fmt.Errorf("no answer within %v, and none to any call since %s", d, since.Format("15:04:05.000"))
+		g.open[addr] = &breaker{err: err, probeAt: now.Add(probeEvery), lastCall: now, hung: true}
+		g.nopen.Store(int32(len(g.open)))
+	}
+	g.mu.Unlock()
+}
+
+// down reports whether the breaker of key's node is open (with no client
+// of the guard's own to reach it): a call on key now fails at once.
+func (g *guard) down(key string) bool {
+	if g.nopen.Load() == 0 {
+		return false
+	}
+	addr, _ := g.node(context.Background(), key)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.open[addr]
+	return b != nil && b.via == nil
+}
+
+// Down reports whether a call on key through c, a client Wrap returned,
+// would fail at once, its node's breaker open; false for other clients.
+func Down(c redis.Scripter, key string) bool {
+	gc, ok := c.(*guarded)
+	return ok && gc.g.down(key)
+}
+
+// Unanswered tells the guard of c, a client Wrap returned, that a call on
+// key sent at since had no answer within its limiter's timeout d while
+// its caller still waited (see guard.unanswered). Other clients are left
+// as they are.
+func Unanswered(c redis.Scripter, key string, since time.Time, d time.Duration) {
+	gc, ok := c.(*guarded)
+	switch {
+	case !ok:
+	case gc.g.cluster != nil:
+		go gc.g.unanswered(key, since, d) // the slot map may be asked for
+	default:
+		gc.g.unanswered(key, since, d)
 	}
 }
 

@@ -109,6 +109,11 @@ func (g *guard) process(ctx context.Context, cmd redis.Cmder, send func(context.
 	return err
 }
 
+// Down reports whether a call on key would fail at once, its node's
+// breaker open: the send stage across keys (internal/multikey) then sends
+// it on its own, not behind a batch the node holds.
+func (c *guarded) Down(key string) bool { return c.g.down(key) }
+
 func (c *guarded) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
 	return c.g.cmd(ctx, keys, func(s redis.Scripter) *redis.Cmd { return s.Eval(ctx, script, keys, args...) }, c.Scripter)
 }

@@ -70,9 +70,13 @@ const shards = 16
 type Client struct {
 	redis.Scripter // the guarded client: every call of this stage goes through it
 	process        func(context.Context, redis.Cmder) error
-	cluster        bool // batch within a slot only
-	seed           maphash.Seed
-	shards         [shards]shard
+	// down reports a key whose node's breaker is open (the guard's Down;
+	// nil for a client without one): its calls go on their own and fail
+	// at once, rather than wait behind a batch the node holds.
+	down    func(key string) bool
+	cluster bool // batch within a slot only
+	seed    maphash.Seed
+	shards  [shards]shard
 }
 
 type shard struct {
@@ -156,6 +160,9 @@ func Wrap(c, user redis.Scripter) redis.Scripter {
 		return c
 	}
 	m := &Client{Scripter: c, process: p.Process, seed: maphash.MakeSeed()}
+	if d, ok := c.(interface{ Down(key string) bool }); ok {
+		m.down = d.Down
+	}
 	switch u := user.(type) {
 	case *redis.Client:
 	case *redis.ClusterClient:
@@ -206,7 +213,7 @@ func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	g := m.group(hash, first)
 	// A lone call allocates nothing here.
-	if _, own := m.enter(ctx, g, c, args[3:3+nk], nil, args[3+nk:]); own {
+	if _, own := m.enter(ctx, g, first, c, args[3:3+nk], nil, args[3+nk:]); own {
 		err := m.process(ctx, cmd)
 		m.next(g)
 		return err
@@ -227,7 +234,7 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 	g := m.group(sha1, first)
 	// A lone call allocates nothing here either: its keys are boxed, and
 	// the command for its answer made, only if it waits.
-	if c, own := m.enter(ctx, g, nil, nil, keys, args); !own {
+	if c, own := m.enter(ctx, g, first, nil, nil, keys, args); !own {
 		return c
 	}
 	c := m.Scripter.EvalSha(ctx, sha1, keys, args...)
@@ -251,12 +258,13 @@ func (m *Client) shard(g group) *shard {
 }
 
 // enter reports whether the call may go at once (fewer than depth of its
-// group are in flight), and then the caller sends it itself and calls next
+// group are in flight, or the group is stuck, or the node of first, its
+// first key, is down), and then the caller sends it itself and calls next
 // once it returns.
 // Otherwise it waits for a batch and returns c with its answer (a new
 // command if c is nil). The call's keys are keys, or else skeys, boxed
 // only if it waits.
-func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []any, skeys []string, args []any) (_ *redis.Cmd, own bool) {
+func (m *Client) enter(ctx context.Context, g group, first string, c *redis.Cmd, keys []any, skeys []string, args []any) (_ *redis.Cmd, own bool) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
@@ -267,7 +275,7 @@ func (m *Client) enter(ctx context.Context, g group, c *redis.Cmd, keys []any, s
 	if ln.busy == 0 {
 		ln.last = time.Now() // a busy spell begins
 	}
-	if ln.busy < depth || time.Since(ln.last) > stuck {
+	if ln.busy < depth || time.Since(ln.last) > stuck || m.down != nil && m.down(first) {
 		ln.busy++
 		sh.mu.Unlock()
 		return c, true

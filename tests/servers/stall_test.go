@@ -529,10 +529,12 @@ func stallOpensTheBreaker(t *testing.T, alg ratelimit.Algorithm) {
 }
 
 // A node that answers other calls is not down, though a call of its times
-// out. A hook holds every call on the key "slow" 80 ms before it is sent
-// (as a congested path would), past the limiter's 50 ms timeout, while 8
+// out. A hook holds every call on the key "slow" 300 ms before it is sent
+// (as a congested path would), past the limiter's 200 ms timeout, while 8
 // callers on other keys get their answers: none of theirs may come from
-// the fallback, which an opened breaker would give them.
+// the fallback, which an opened breaker would give them. (The timeout is
+// long, so that a machine too busy to read any answer for that long,
+// which would rightly open the breaker, does not come into it.)
 func TestSlowCallsKeepTheBreakerClosed(t *testing.T) {
 	srv := redisserver.New(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -541,12 +543,12 @@ func TestSlowCallsKeepTheBreakerClosed(t *testing.T) {
 	// A call of its own per decision, so that no batch mixes the slow key
 	// with the others.
 	l, err := ratelimit.New(c, "slow", ratelimit.PerSecond(1e6), ratelimit.WithoutCoalescing(),
-		ratelimit.WithTimeout(stallTimeout), ratelimit.WithFallback(ratelimit.FailClosed))
+		ratelimit.WithTimeout(200*time.Millisecond), ratelimit.WithFallback(ratelimit.FailClosed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	stop := time.Now().Add(time.Second)
+	stop := time.Now().Add(1500 * time.Millisecond)
 	var slowFell, others, othersFell atomic.Int64
 	var wg sync.WaitGroup
 	for g := 0; g < 9; g++ {
@@ -588,8 +590,8 @@ func TestSlowCallsKeepTheBreakerClosed(t *testing.T) {
 	}
 }
 
-// holdSlow holds a call on the key "slow" (rl:<name>:{slow}) 80 ms before
-// sending it.
+// holdSlow holds a call on the key "slow" (rl:<name>:{slow}) 300 ms
+// before sending it.
 type holdSlow struct{}
 
 func (holdSlow) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -601,7 +603,7 @@ func (holdSlow) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		for _, a := range cmd.Args() {
 			if s, ok := a.(string); ok && strings.HasSuffix(s, "{slow}") {
-				time.Sleep(80 * time.Millisecond)
+				time.Sleep(300 * time.Millisecond)
 				break
 			}
 		}

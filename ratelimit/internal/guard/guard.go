@@ -9,15 +9,19 @@
 // second, succeeds. So ratelimit.New and inflight.New wrap a
 // *redis.Client or *redis.ClusterClient, or a bindings.FunctionsClient
 // over one, in a guard with a breaker per node address: the first call
-// that finds a node unreachable opens its breaker; calls whose key lives
-// there then fail at once while one probe at a time, every probeEvery,
-// asks the node about the key (and, on a cluster, asks for the slot map
-// again). Calls on other nodes never wait. Once the node answers, calls go
-// to it again, through a client of the guard's own while the pool cannot
-// dial yet; once the slot map names another master, calls go there. With
-// every breaker closed the guard costs an atomic load per call (and, on a
-// cluster, a look at the slot map). A Ring and go-redis's AutoPipeliner
-// are not guarded: go-redis cannot say which node serves a key there.
+// that finds a node unreachable opens its breaker, and so does a
+// limiter's timeout when the node has answered no call since the one it
+// ended was sent (Unanswered, for the EVALSHA clients: a hung node, which
+// no error tells; any answer closes that breaker again). Calls whose key
+// lives there then fail at once while one probe at a time, every
+// probeEvery, asks the node about the key (and, on a cluster, asks for the
+// slot map again). Calls on other nodes never wait. Once the node answers,
+// calls go to it again, through a client of the guard's own while the pool
+// cannot dial yet; once the slot map names another master, calls go
+// there. With every breaker closed the guard costs an atomic load per call
+// and a clock read per answer (and, on a cluster, a look at the slot map).
+// A Ring and go-redis's AutoPipeliner are not guarded: go-redis cannot say
+// which node serves a key there.
 package guard
 
 import (

@@ -36,7 +36,10 @@ func WithClock(now func() time.Time) Option {
 
 // WithTimeout bounds each decision: when Redis has not answered within d,
 // it fails with ErrUnavailable, or the fallback decides. 0, the default,
-// leaves it to the caller's context.
+// leaves it to the caller's context. A node that answered no call at all
+// for as long (it hangs: a stopped process, a partition) has its breaker
+// opened, so later decisions fail at once until it answers again
+// (docs/operations.md); the caller's own deadline never does that.
 func WithTimeout(d time.Duration) Option {
 	return func(l *Limiter) error {
 		if err := option.Timeout(d); err != nil {

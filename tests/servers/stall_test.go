@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
@@ -455,22 +456,31 @@ func TestStallReleasesPastTheBound(t *testing.T) {
 // decides again soon after the server runs.
 func TestStallOpensTheBreaker(t *testing.T) {
 	// GCRA's calls on a key wait in its line (coalescing); the fixed
-	// window's, in the send stage's across keys.
+	// window's, in the send stage's across keys; through the Functions
+	// library, FCALL.
 	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.FixedWindow} {
-		t.Run(alg.String(), func(t *testing.T) { stallOpensTheBreaker(t, alg) })
+		t.Run(alg.String(), func(t *testing.T) { stallOpensTheBreaker(t, alg, false) })
 	}
+	t.Run("gcra_fcall", func(t *testing.T) { stallOpensTheBreaker(t, ratelimit.GCRA, true) })
 }
 
-func stallOpensTheBreaker(t *testing.T, alg ratelimit.Algorithm) {
+func stallOpensTheBreaker(t *testing.T, alg ratelimit.Algorithm, fcall bool) {
 	srv := redisserver.New(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 16})
 	t.Cleanup(func() { c.Close() })
-	l, err := ratelimit.New(c, "open", ratelimit.PerSecond(1e6), ratelimit.WithAlgorithm(alg),
+	ctx := context.Background()
+	var rdb ratelimit.Client = c
+	if fcall {
+		if err := bindings.LoadFunctions(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		rdb = bindings.WithFunctions(c)
+	}
+	l, err := ratelimit.New(rdb, "open", ratelimit.PerSecond(1e6), ratelimit.WithAlgorithm(alg),
 		ratelimit.WithTimeout(stallTimeout), ratelimit.WithFallback(ratelimit.FailClosed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for try := 0; ; try++ { // warm: a decision from Redis
 		if d, err := l.Allow(ctx, "k"); err == nil && d.Cause == nil {
 			break

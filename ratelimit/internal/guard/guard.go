@@ -11,17 +11,17 @@
 // over one, in a guard with a breaker per node address: the first call
 // that finds a node unreachable opens its breaker, and so does a
 // limiter's timeout when the node has answered no call since the one it
-// ended was sent (Unanswered, for the EVALSHA clients: a hung node, which
-// no error tells; any answer closes that breaker again). Calls whose key
-// lives there then fail at once while one probe at a time, every
-// probeEvery, asks the node about the key (and, on a cluster, asks for the
-// slot map again). Calls on other nodes never wait. Once the node answers,
-// calls go to it again, through a client of the guard's own while the pool
-// cannot dial yet; once the slot map names another master, calls go
-// there. With every breaker closed the guard costs an atomic load per call
-// and a clock read per answer (and, on a cluster, a look at the slot map).
-// A Ring and go-redis's AutoPipeliner are not guarded: go-redis cannot say
-// which node serves a key there.
+// ended was sent (Unanswered: a hung node, which no error tells; any
+// answer closes that breaker again). Calls whose key lives there then
+// fail at once while one probe at a time, every probeEvery, asks the node
+// about the key (and, on a cluster, asks for the slot map again). Calls on
+// other nodes never wait. Once the node answers, calls go to it again,
+// through a client of the guard's own while the pool cannot dial yet; once
+// the slot map names another master, calls go there. With every breaker
+// closed the guard costs an atomic load per call and a clock read per
+// answer (and, on a cluster, a look at the slot map). A Ring and go-redis's
+// AutoPipeliner are not guarded: go-redis cannot say which node serves a
+// key there.
 package guard
 
 import (
@@ -287,8 +287,19 @@ func (g *guard) down(key string) bool {
 // Down reports whether a call on key through c, a client Wrap returned,
 // would fail at once, its node's breaker open; false for other clients.
 func Down(c redis.Scripter, key string) bool {
-	gc, ok := c.(*guarded)
-	return ok && gc.g.down(key)
+	g := guardOf(c)
+	return g != nil && g.down(key)
+}
+
+// guardOf is the guard of c, a client Wrap returned; nil for others.
+func guardOf(c redis.Scripter) *guard {
+	switch c := c.(type) {
+	case *guarded:
+		return c.g
+	case *functions:
+		return c.g
+	}
+	return nil
 }
 
 // Unanswered tells the guard of c, a client Wrap returned, that a call on
@@ -296,13 +307,12 @@ func Down(c redis.Scripter, key string) bool {
 // its caller still waited (see guard.unanswered). Other clients are left
 // as they are.
 func Unanswered(c redis.Scripter, key string, since time.Time, d time.Duration) {
-	gc, ok := c.(*guarded)
-	switch {
-	case !ok:
-	case gc.g.cluster != nil:
-		go gc.g.unanswered(key, since, d) // the slot map may be asked for
+	switch g := guardOf(c); {
+	case g == nil:
+	case g.cluster != nil:
+		go g.unanswered(key, since, d) // the slot map may be asked for
 	default:
-		gc.g.unanswered(key, since, d)
+		g.unanswered(key, since, d)
 	}
 }
 

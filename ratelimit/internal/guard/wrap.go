@@ -27,6 +27,7 @@ type guarded struct {
 type functions struct {
 	*bindings.FunctionsClient
 	user *bindings.FunctionsClient
+	g    *guard // the guard of the client under it
 }
 
 // Wrap wraps the clients the guard knows: a *redis.Client, a
@@ -39,20 +40,20 @@ func Wrap(c redis.Scripter) redis.Scripter {
 	case *redis.ClusterClient:
 		return &guarded{Scripter: c, g: newGuard(nil, c)}
 	case *bindings.FunctionsClient:
-		wrapped := false
+		var g *guard
 		fc := c.Wrap(func(in bindings.FunctionsCmdable) bindings.FunctionsCmdable {
 			switch in := in.(type) {
 			case *redis.Client:
-				wrapped = true
-				return &fnClient{in, newGuard(in, nil)}
+				g = newGuard(in, nil)
+				return &fnClient{in, g}
 			case *redis.ClusterClient:
-				wrapped = true
-				return &fnCluster{fnClient{in, newGuard(nil, in)}, in}
+				g = newGuard(nil, in)
+				return &fnCluster{fnClient{in, g}, in}
 			}
 			return in
 		})
-		if wrapped {
-			return &functions{FunctionsClient: fc, user: c}
+		if g != nil {
+			return &functions{FunctionsClient: fc, user: c, g: g}
 		}
 	}
 	return c

@@ -93,8 +93,9 @@ func (g *gate) run(t *testing.T, n int, do func(i int)) {
 }
 
 // Acquires on other keys go together, as one call of concurrency.lua's
-// multi-key form, each with its own answer; releases go one call each,
-// so that a release reported dropped never rode in a batch that ran
+// multi-key form, each with its own answer; so do releases, each with its
+// caller's deadline, so that one reported dropped, which a batch may
+// still carry to Redis, changes nothing there once it is past
 // (TestStallReleasesPastTheBound, in tests/servers).
 func TestAcquiresGoTogether(t *testing.T) {
 	ctx := context.Background()
@@ -136,16 +137,7 @@ func TestAcquiresGoTogether(t *testing.T) {
 	if k2 != 2 {
 		t.Errorf("k2 admitted %d of 3 acquires, want 2 (its cap)", k2)
 	}
-	acquires := g.seen()
-	batched := 0
-	for _, n := range acquires {
-		if n > 1 {
-			batched++
-		}
-	}
-	if batched == 0 || len(acquires) >= len(keys) {
-		t.Errorf("%d acquires went as %d calls of %v keys: none together", len(keys), len(acquires), acquires)
-	}
+	together(t, "acquires", len(keys), g.seen())
 
 	g.reset()
 	g.run(t, len(keys), func(i int) {
@@ -153,20 +145,82 @@ func TestAcquiresGoTogether(t *testing.T) {
 			t.Errorf("release %s: %v", keys[i], err)
 		}
 	})
-	releases := g.seen()
-	if len(releases) != len(keys)-1 { // one acquire of k2 was denied: no lease
-		t.Errorf("%d releases went as %d calls, want one each", len(keys)-1, len(releases))
-	}
-	for _, n := range releases {
-		if n != 1 {
-			t.Errorf("a release went in a call of %d keys: %v", n, releases)
-			break
-		}
-	}
+	together(t, "releases", len(keys)-1, g.seen()) // one acquire of k2 was denied: no lease
 	for _, k := range keys[:32] {
 		if n := rdb.Exists(ctx, l.RedisKey(k)).Val(); n != 0 {
 			t.Errorf("%s: leases still held after every release", k)
 		}
+	}
+}
+
+// A release carries its caller's deadline, as an acquire does: the send
+// stage may bring it to Redis after its caller gave up and was told it
+// failed (concurrency.lua then answers EXPIRED and changes nothing).
+func TestReleaseCarriesItsDeadline(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	var mu sync.Mutex
+	var release []any
+	rdb.AddHook(argsHook(func(args []any) {
+		if len(args) == 10 && args[4] == "release" {
+			mu.Lock()
+			release = args
+			mu.Unlock()
+		}
+	}))
+	l, err := inflight.New(rdb, "deadline", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, _, err := l.Acquire(ctx, "k")
+	if err != nil || lease == nil {
+		t.Fatalf("acquire: %v %v", lease, err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	due, _ := dctx.Deadline()
+	if err := lease.Release(dctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if release == nil {
+		t.Fatal("no release call seen")
+	}
+	got, err := strconv.ParseInt(fmt.Sprint(release[9]), 10, 64)
+	if err != nil || got < due.UnixMicro()-1000 || got > due.UnixMicro()+1000 {
+		t.Errorf("the release sent deadline %v, want its caller's, %d µs", release[9], due.UnixMicro())
+	}
+}
+
+// argsHook is a go-redis hook that hands each command's arguments to f.
+type argsHook func(args []any)
+
+func (h argsHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h argsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h argsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h(cmd.Args())
+		return next(ctx, cmd)
+	}
+}
+
+// together fails t unless n calls went as fewer calls, one of many keys at
+// least (calls holds each call's key count).
+func together(t *testing.T, what string, n int, calls []int64) {
+	t.Helper()
+	batched := 0
+	for _, k := range calls {
+		if k > 1 {
+			batched++
+		}
+	}
+	if batched == 0 || len(calls) >= n {
+		t.Errorf("%d %s went as %d calls of %v keys: none together", n, what, len(calls), calls)
 	}
 }
 

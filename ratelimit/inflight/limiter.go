@@ -36,8 +36,8 @@ import (
 // holder that crashes frees its slot when the TTL runs out. A Limiter is
 // safe for concurrent use.
 type Limiter struct {
-	rdb       redis.Scripter // releases: the guarded client
-	stage     redis.Scripter // acquires and renews: rdb under the send stage across keys
+	rdb       redis.Scripter // the guarded client: the background releases, the breaker
+	stage     redis.Scripter // acquires, renews and releases: rdb under the send stage across keys
 	limit     int64
 	ttl       time.Duration
 	name      string
@@ -163,15 +163,15 @@ func New(rdb redis.Scripter, name string, limit int64, ttl time.Duration, opts .
 	if ttl < time.Millisecond || ttl > maxLeaseTTL || ttl%time.Millisecond != 0 {
 		return nil, fmt.Errorf("%w: lease TTL %v, want a whole number of milliseconds from 1ms to 24h", ratelimit.ErrInvalid, ttl)
 	}
-	// Acquires and renews on other keys go together (the send stage across
-	// keys, ratelimit/internal/multikey): each carries its deadline, so one
-	// that a batch brings to Redis after its caller gave up takes or
-	// extends nothing. Releases do not. They carry no deadline (a late
-	// release is never wrong), and a dropped one must leave its lease held,
-	// as its error says: through the stage, 18 of 100 releases reported
-	// dropped on a stopped server still ran once it resumed, as a batch of
-	// them had gone onto its socket as one call
-	// (TestStallReleasesPastTheBound).
+	// Acquires, renews and releases on other keys go together (the send
+	// stage across keys, ratelimit/internal/multikey). Each carries its
+	// caller's deadline, so one that a batch brings to Redis after its
+	// caller gave up takes, extends or ends nothing: a release reported
+	// failed, or dropped, leaves its lease as its error says. (Without a
+	// deadline, 18 of 100 releases reported dropped on a stopped server ran
+	// once it resumed, a batch of them having gone onto its socket as one
+	// call.) The background releases go on the guarded client, in
+	// pipelines.
 	g := guard.Wrap(rdb)
 	l := &Limiter{rdb: g, stage: multikey.Wrap(g, rdb), limit: limit, ttl: ttl, name: name, prefix: "rl:inflight:" + name + ":"}
 	for _, o := range opts {
@@ -273,11 +273,7 @@ func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string)
 	}
 	start := time.Now()
 	r, err := call.WithTimeout(ctx, l.timeout, func(ctx context.Context) (reply, error) {
-		c := l.stage
-		if op == opRelease {
-			c = l.rdb
-		}
-		return leaseOp(ctx, c, l.RedisKey(k), op, id, l.limit, l.ttl, now)
+		return leaseOp(ctx, l.stage, l.RedisKey(k), op, id, l.limit, l.ttl, now)
 	})
 	if err != nil && l.timeout > 0 && time.Since(start) >= l.timeout && !call.Ended(ctx) {
 		// The timeout, not the caller, ended the wait: the guard opens the

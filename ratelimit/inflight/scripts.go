@@ -35,10 +35,11 @@ const (
 // slot back late is never wrong, and the release that undoes a failed
 // acquire (forget) must work whenever it runs.
 func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, id string, limit int64, ttl time.Duration, now time.Time) (reply, error) {
-	p := bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now}
-	if op != opRelease {
-		p.Deadline = call.Deadline(ctx)
-	}
+	// Every op carries its caller's deadline, a release too: the send
+	// stage may carry a release to Redis after its caller gave up (and
+	// was told it failed, perhaps that it was dropped), and Redis must
+	// then change nothing.
+	p := bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now, Deadline: call.Deadline(ctx)}
 	r, err := bindings.Concurrency(ctx, c, key, p)
 	return reply(r), call.ClockRefused(ctx, err)
 }

@@ -14,8 +14,8 @@
 // ever holds one.
 //
 // It sits below every script call a limiter makes (decisions, the per-key
-// batches, settles, refunds; inflight's acquires and renews, not its
-// releases), above the guard (one breaker verdict per batch). On a Cluster
+// batches, settles, refunds; inflight's acquires, renews and releases),
+// above the guard (one breaker verdict per batch). On a Cluster
 // a batch's keys share a slot: Redis refuses an EVALSHA whose declared
 // keys are of two slots (CROSSSLOT) whatever its flags say
 // (allow-cross-slot-keys covers keys a script did not declare), and a

@@ -170,20 +170,9 @@ func TestStallHoldsNoAbandonedLease(t *testing.T) {
 	// Four holders took leases before the stall and release them during
 	// it: their Release fails (50 ms), and must still get through.
 	// (Each acquire is tried until Redis decides it: on a loaded machine
-	// one can run into the 50 ms timeout and fall back.)
-	var holders []*inflight.Lease
-	for i := 0; i < 4; i++ {
-		for try := 0; ; try++ {
-			lease, d, err := l.Acquire(ctx, "k")
-			if err == nil && d.Allowed && lease != nil {
-				holders = append(holders, lease)
-				break
-			}
-			if try == 100 {
-				t.Fatalf("acquire %d before the stall: %v %v", i, d, err)
-			}
-		}
-	}
+	// one can run into the 50 ms timeout, fall back, and open the breaker
+	// for a probe's while: acquireAll tries for up to 10 s.)
+	holders := acquireAll(t, l, "k", 4)
 	var released sync.Once
 	var heldByCallers, fellBack atomic.Int64
 	resumed := stalled(t, srv, func(ctx context.Context) {
@@ -356,7 +345,7 @@ func TestStallReleasesRaceFailedAcquires(t *testing.T) {
 //
 // Under load an acquire can meet the limiter's timeout, and one whose dial
 // it cut opens the node's breaker: calls then fail at once until a probe,
-// 100 ms on, gets through. So each lease is tried again 10 ms apart for up
+// 25 ms on, gets through. So each lease is tried again 10 ms apart for up
 // to 10 s (a count of tries, failing fast, was spent in microseconds).
 func acquireAll(t *testing.T, l *inflight.Limiter, key string, n int) []*inflight.Lease {
 	t.Helper()

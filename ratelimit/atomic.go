@@ -128,10 +128,7 @@ func (m *multi) decideParts(ctx context.Context, key string, cost int64) (Decisi
 		replies, err = call.WithTimeout(ctx, m.timeout, func(ctx context.Context) ([]reply, error) {
 			return runMulti(ctx, first.rdb, keys, m.limits, cost, now)
 		})
-		if err != nil && m.timeout > 0 && time.Since(sent) >= m.timeout && !call.Ended(ctx) {
-			// As a limiter's call (sender.call): a hung node opens its breaker.
-			guard.Unanswered(multikey.Unwrap(first.rdb), keys[0], sent, m.timeout)
-		}
+		guard.Unanswered(ctx, multikey.Unwrap(first.rdb), keys[0], sent, m.timeout, err) // a hung node
 	}
 	asks := make([]ask, len(m.limiters))
 	ds := make([]Decision, len(m.limiters))

@@ -50,11 +50,7 @@ func (s *sender) call(ctx context.Context, rk string, a ask, f func(context.Cont
 			lt.answered(left.rk, left.a, r, err, kept)
 		})
 	}
-	if err != nil && s.timeout > 0 && time.Since(start) >= s.timeout && !call.Ended(ctx) {
-		// The timeout, not the caller, ended the wait: the guard opens the
-		// node's breaker if it answered nothing meanwhile (a hung node).
-		guard.Unanswered(multikey.Unwrap(s.rdb), rk, start, s.timeout)
-	}
+	guard.Unanswered(ctx, multikey.Unwrap(s.rdb), rk, start, s.timeout, err) // a hung node
 	return r, err
 }
 

@@ -275,11 +275,7 @@ func (l *Limiter) call(ctx context.Context, k string, op leaseOpName, id string)
 	r, err := call.WithTimeout(ctx, l.timeout, func(ctx context.Context) (reply, error) {
 		return leaseOp(ctx, l.stage, l.RedisKey(k), op, id, l.limit, l.ttl, now)
 	})
-	if err != nil && l.timeout > 0 && time.Since(start) >= l.timeout && !call.Ended(ctx) {
-		// The timeout, not the caller, ended the wait: the guard opens the
-		// node's breaker if it answered nothing meanwhile (a hung node).
-		guard.Unanswered(l.rdb, l.RedisKey(k), start, l.timeout)
-	}
+	guard.Unanswered(ctx, l.rdb, l.RedisKey(k), start, l.timeout, err) // a hung node
 	return r, err
 }
 

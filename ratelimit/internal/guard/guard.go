@@ -302,11 +302,16 @@ func guardOf(c redis.Scripter) *guard {
 	return nil
 }
 
-// Unanswered tells the guard of c, a client Wrap returned, that a call on
-// key sent at since had no answer within its limiter's timeout d while
-// its caller still waited (see guard.unanswered). Other clients are left
-// as they are.
-func Unanswered(c redis.Scripter, key string, since time.Time, d time.Duration) {
+// Unanswered is told of every call on key that a limiter with the timeout
+// d sent through c, a client Wrap returned, at since, under the caller's
+// ctx, and ended with err. When the timeout, not the caller, ended it (an
+// error, d past, the caller still waiting), the guard opens the node's
+// breaker if the node answered nothing meanwhile (see guard.unanswered).
+// Other clients are left as they are.
+func Unanswered(ctx context.Context, c redis.Scripter, key string, since time.Time, d time.Duration, err error) {
+	if err == nil || d <= 0 || time.Since(since) < d || call.Ended(ctx) {
+		return
+	}
 	switch g := guardOf(c); {
 	case g == nil:
 	case g.cluster != nil:

@@ -5,6 +5,7 @@
 package testredis
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
@@ -78,4 +79,29 @@ func Down(t testing.TB) *redis.Client {
 // SHA-256). Tests that find their state at it hold the key builder to it.
 func Key(prefix, key string) string {
 	return prefix + "{" + strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(key) + "}"
+}
+
+// Hook is a go-redis hook of functions, for tests that watch or change
+// what a client sends: Process runs in place of each command and
+// Pipeline of each pipeline (next sends it); a nil one passes it on, and
+// dials always pass.
+type Hook struct {
+	Process  func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
+	Pipeline func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error
+}
+
+func (h Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	if h.Process == nil {
+		return next
+	}
+	return func(ctx context.Context, cmd redis.Cmder) error { return h.Process(ctx, cmd, next) }
+}
+
+func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	if h.Pipeline == nil {
+		return next
+	}
+	return func(ctx context.Context, cmds []redis.Cmder) error { return h.Pipeline(ctx, cmds, next) }
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
 
@@ -162,13 +163,14 @@ func TestReleaseCarriesItsDeadline(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	var mu sync.Mutex
 	var release []any
-	rdb.AddHook(argsHook(func(args []any) {
-		if len(args) == 10 && args[4] == "release" {
+	rdb.AddHook(testredis.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if args := cmd.Args(); len(args) == 10 && args[4] == "release" {
 			mu.Lock()
 			release = args
 			mu.Unlock()
 		}
-	}))
+		return next(ctx, cmd)
+	}})
 	l, err := inflight.New(rdb, "deadline", 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -191,21 +193,6 @@ func TestReleaseCarriesItsDeadline(t *testing.T) {
 	got, err := strconv.ParseInt(fmt.Sprint(release[9]), 10, 64)
 	if err != nil || got < due.UnixMicro()-1000 || got > due.UnixMicro()+1000 {
 		t.Errorf("the release sent deadline %v, want its caller's, %d µs", release[9], due.UnixMicro())
-	}
-}
-
-// argsHook is a go-redis hook that hands each command's arguments to f.
-type argsHook func(args []any)
-
-func (h argsHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h argsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h argsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h(cmd.Args())
-		return next(ctx, cmd)
 	}
 }
 

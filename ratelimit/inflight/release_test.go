@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/inflight"
 )
@@ -62,8 +63,8 @@ func untilHeld(t *testing.T, f *frozen, l *inflight.Limiter, want int64, keys ..
 // open the breaker, whose acquires are never sent and keep none.
 func TestHeldReleasesComeFirst(t *testing.T) {
 	f := newFrozen(t)
-	lost := &answersLost{}
-	f.rdb.AddHook(lost)
+	var lost atomic.Bool
+	f.rdb.AddHook(answersLost(&lost))
 	drops := &dropCounter{}
 	l := mustConcurrency(t, f.rdb, 100, time.Hour, inflight.WithHook(drops.hook), inflight.WithFallback(ratelimit.FailClosed))
 	var leases []*inflight.Lease
@@ -74,7 +75,7 @@ func TestHeldReleasesComeFirst(t *testing.T) {
 		}
 		leases = append(leases, lease)
 	}
-	lost.on.Store(true)
+	lost.Store(true)
 	// MaxPending failed acquires fill the bound with their releases, from
 	// 8 goroutines while the sender takes batches; one more is dropped.
 	var wg sync.WaitGroup
@@ -102,7 +103,7 @@ func TestHeldReleasesComeFirst(t *testing.T) {
 	if got := drops.n.Load(); got != 1+20 {
 		t.Errorf("%d drops reported, want 21: one acquire's past the bound, then one for each holder's release", got)
 	}
-	lost.on.Store(false)
+	lost.Store(false)
 	untilHeld(t, f, l, 0, "held")
 }
 
@@ -128,29 +129,26 @@ func TestRefusedAcquiresKeepNoRelease(t *testing.T) {
 	}
 }
 
-// answersLost fails every command, unsent, while on: its answer is lost.
-type answersLost struct{ on atomic.Bool }
-
-func (h *answersLost) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *answersLost) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !h.on.Load() {
-			return next(ctx, cmds)
-		}
-		for _, c := range cmds {
-			c.SetErr(errAnswerLost)
-		}
-		return errAnswerLost
-	}
-}
-
-func (h *answersLost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !h.on.Load() {
-			return next(ctx, cmd)
-		}
-		cmd.SetErr(errAnswerLost)
-		return errAnswerLost
+// answersLost fails every command and pipeline, unsent, while on: its
+// answer is lost.
+func answersLost(on *atomic.Bool) testredis.Hook {
+	return testredis.Hook{
+		Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			if !on.Load() {
+				return next(ctx, cmd)
+			}
+			cmd.SetErr(errAnswerLost)
+			return errAnswerLost
+		},
+		Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			if !on.Load() {
+				return next(ctx, cmds)
+			}
+			for _, c := range cmds {
+				c.SetErr(errAnswerLost)
+			}
+			return errAnswerLost
+		},
 	}
 }
 

@@ -541,7 +541,7 @@ func TestSlowCallsKeepTheBreakerClosed(t *testing.T) {
 	srv := redisserver.New(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
-	c.AddHook(holdSlow{})
+	c.AddHook(holdSlow)
 	// A call of its own per decision, so that no batch mixes the slow key
 	// with the others.
 	l, err := ratelimit.New(c, "slow", ratelimit.PerSecond(1e6), ratelimit.WithoutCoalescing(),
@@ -594,21 +594,12 @@ func TestSlowCallsKeepTheBreakerClosed(t *testing.T) {
 
 // holdSlow holds a call on the key "slow" (rl:<name>:{slow}) 300 ms
 // before sending it.
-type holdSlow struct{}
-
-func (holdSlow) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (holdSlow) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (holdSlow) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		for _, a := range cmd.Args() {
-			if s, ok := a.(string); ok && strings.HasSuffix(s, "{slow}") {
-				time.Sleep(300 * time.Millisecond)
-				break
-			}
+var holdSlow = testredis.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+	for _, a := range cmd.Args() {
+		if s, ok := a.(string); ok && strings.HasSuffix(s, "{slow}") {
+			time.Sleep(300 * time.Millisecond)
+			break
 		}
-		return next(ctx, cmd)
 	}
-}
+	return next(ctx, cmd)
+}}

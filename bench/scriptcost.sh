@@ -12,7 +12,8 @@
 #                 version's file works for alone and hot:
 #                 git show REV:lua/gcra.lua > /tmp/old-gcra.lua
 #   COST_SHAPES   default alone,form,joined,hot (the scripts that take
-#                 the form's layout themselves: alone,form,itself,hot)
+#                 the form's layout themselves: alone,form,itself,hot,
+#                 mixed,grouped)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
@@ -31,7 +32,7 @@ for file in $SCRIPTS; do
 	shapes=${COST_SHAPES:-alone,form,joined,hot}
 	case "$file" in
 	*token_bucket*) take=smooth ;;
-	*fixed_window* | *sliding_window* | *leaky_bucket*) shapes=${COST_SHAPES:-alone,form,itself,hot} ;;
+	*fixed_window* | *sliding_window* | *leaky_bucket*) shapes=${COST_SHAPES:-alone,form,itself,hot,mixed,grouped} ;;
 	esac
 	port=$(( 20000 + RANDOM % 20000 ))
 	(cd "$dir" && valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" \

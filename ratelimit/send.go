@@ -13,9 +13,9 @@ import (
 	"github.com/redlimit/redlimit/ratelimit/internal/multikey"
 )
 
-// sender sends one decision to Redis in a call of its own, within the
-// limiter's timeout. (A stage that batches decisions across keys per Redis
-// node goes here, between the coalescer and the script.)
+// sender sends one decision to Redis within the limiter's timeout. Its
+// client, rdb, is the send stage across keys (internal/multikey), which
+// may carry the call in a batch with other keys' calls to its node.
 type sender struct {
 	rdb     redis.Scripter // the limiter's guarded client
 	timeout time.Duration  // 0: the caller's context alone bounds a call

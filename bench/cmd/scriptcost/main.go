@@ -13,6 +13,11 @@
 //	hot     one call of the script on one key, -per requests (the same two);
 //	        for the scripts with @multi itself, itself's layout with every
 //	        call on one key (a hot key's batch)
+//	mixed   itself's layout, every other call on one key and the rest on
+//	        keys of their own, in that order (a hot key among calm ones,
+//	        as they arrive)
+//	grouped the calls of mixed with the hot key's together, as the send
+//	        stage orders them (multikey's form)
 //
 // The script is -file (any bundled script but multi.lua and
 // concurrency.lua, of any version: git show REV:lua/gcra.lua > old.lua),
@@ -127,6 +132,31 @@ func main() {
 				for j := range keys {
 					keys[j] = key(0)
 					args = append(append(args, 1, len(one)), one...)
+				}
+				err = script.EvalSha(ctx, rdb, keys, args...).Err()
+			case "mixed", "grouped":
+				if limit != nil {
+					log.Fatalf("%s: %s does not take the form's layout itself", shape, *file)
+				}
+				var hot, calm []string
+				args := []any{}
+				for j := 0; j < *per; j++ {
+					if j%2 == 0 {
+						hot = append(hot, key(0))
+					} else {
+						calm = append(calm, key(j))
+					}
+					args = append(append(args, 1, len(one)), one...)
+				}
+				keys := append(hot, calm...) // grouped: the stage's order
+				if shape == "mixed" {
+					keys = keys[:0:0]
+					for j := range hot {
+						keys = append(keys, hot[j])
+						if j < len(calm) {
+							keys = append(keys, calm[j])
+						}
+					}
 				}
 				err = script.EvalSha(ctx, rdb, keys, args...).Err()
 			default:

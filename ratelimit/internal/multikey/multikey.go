@@ -7,7 +7,8 @@
 // per-command work for every call but one. A script that takes the form's
 // layout itself (bindings.MultiKeyItself: the fixed window, the sliding
 // window counter and log, the leaky bucket) gets the batch without the
-// form's wrapper, at less cost. Calls of a script that takes many keys
+// form's wrapper, at less cost, with a key's calls together (runs.go).
+// Calls of a script that takes many keys
 // itself (gcra.lua, token_bucket.lua) under one limit go as one call of
 // the script instead, which costs Redis less still (join.go). A
 // call alone is sent at once, as it would be without this stage: no timer
@@ -400,6 +401,7 @@ func (m *Client) form(ctx context.Context, g group, batch []*waiter) {
 	form := bindings.MultiKeyForm(g.hash)
 	if s := bindings.MultiKeyItself(g.hash); s != nil && nkeys >= 2 {
 		form = s // the same layout and replies, at less cost to Redis
+		runs(m.seed, batch)
 	}
 	argv := make([]any, 3, n)
 	argv[0], argv[1], argv[2] = "evalsha", form.Hash(), nkeys

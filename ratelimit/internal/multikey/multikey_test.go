@@ -675,3 +675,61 @@ func TestItselfTakesTheForm(t *testing.T) {
 		t.Errorf("%d of 2 keys written", n)
 	}
 }
+
+// A batch's calls on one key go together, in the order they came, so the
+// script reads and writes that key once: a hot key's calls among calm
+// keys' (h a h b h c) go as h h h a b c, and h's callers are answered in
+// the order they came (its limit of 2 denies the third).
+func TestRunsGoTogether(t *testing.T) {
+	ctx := context.Background()
+	fixed := func(ctx context.Context, c redis.Scripter, key string) error {
+		_, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: 2, Window: time.Hour, Cost: 1})
+		return err
+	}
+	_, inner, c, wg := heldAtTheGate(t, fixed)
+	var sentMu sync.Mutex
+	var batches [][]any // the keys of each call of many
+	inner.seen = func(args []any) {
+		sentMu.Lock()
+		defer sentMu.Unlock()
+		if n := args[2].(int); n > 1 {
+			batches = append(batches, args[3:3+n])
+		}
+	}
+	order := []string{"h", "a", "h", "b", "h", "c"}
+	got := make([]bindings.FixedWindowResult, len(order))
+	var calls sync.WaitGroup
+	for i, key := range order {
+		calls.Add(1)
+		go func() {
+			defer calls.Done()
+			r, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: 2, Window: time.Hour, Cost: 1})
+			if err != nil {
+				t.Errorf("call %d on %s: %v", i, key, err)
+			}
+			got[i] = r
+		}()
+		for waiting(c.(*Client)) < i+1 { // one at a time: the order they came
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(inner.gate)
+	calls.Wait()
+	wg.Wait()
+	sentMu.Lock()
+	defer sentMu.Unlock()
+	if want := []any{"h", "h", "h", "a", "b", "c"}; len(batches) != 1 || !slices.Equal(batches[0], want) {
+		t.Errorf("batches sent with keys %v, want one with %v", batches, want)
+	}
+	want := map[int]bindings.FixedWindowResult{0: {Allowed: true, Remaining: 1}, 2: {Allowed: true, Remaining: 0}, 4: {Allowed: false, Remaining: 0}}
+	for i, key := range order {
+		r := got[i]
+		if w, ok := want[i]; ok {
+			if r.Allowed != w.Allowed || r.Remaining != w.Remaining {
+				t.Errorf("h's call %d: allowed %v with %d left, want %v with %d", i/2+1, r.Allowed, r.Remaining, w.Allowed, w.Remaining)
+			}
+		} else if !r.Allowed || r.Remaining != 1 {
+			t.Errorf("%s: allowed %v with %d left, want allowed with 1", key, r.Allowed, r.Remaining)
+		}
+	}
+}

@@ -54,9 +54,9 @@ type keyLine struct {
 	waiting []*waiter
 }
 
-// waiter is one request in a line. sent, left, out, done's closing and
-// the line are guarded by the shard's mu; out is written once, before done
-// is closed.
+// waiter is one request in a line. sent, left, out, the signal on done
+// and the line are guarded by the shard's mu; out is written once, before
+// done is signalled.
 type waiter struct {
 	ctx context.Context
 	// a is the request: its algorithm, the limit sent (a.sends), its
@@ -67,8 +67,23 @@ type waiter struct {
 	sent bool
 	left bool   // its caller left after it was sent: its answer is late
 	seq  uint64 // its ticket, given as it is sent
-	done chan struct{}
+	done chan struct{} // one slot: signalled, never closed, so it is reused
 	out  outcome
+}
+
+// waiters keeps waiters, each with its channel, for the requests that wait
+// next: they were 378 of the 870 B a coalesced decision allocated. A
+// waiter goes back only when nothing else holds it: its answer was read,
+// or it left the line unsent. One whose caller left after it was sent
+// stays with its batch (flush gives back what it admitted) and is
+// collected.
+var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan struct{}, 1)} }}
+
+// free puts w back in waiters; nothing may hold it.
+func (w *waiter) free() {
+	done := w.done
+	*w = waiter{done: done}
+	waiters.Put(w)
 }
 
 func newCoalescer() *coalescer {
@@ -124,6 +139,11 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 		sh.keys[rk] = nil
 		t.seq = c.tickets.Add(1)
 		sh.mu.Unlock()
+		if s.plain(ctx) { // as send's call would run it, with no closure
+			r, err = s.script(ctx, scriptOf(rk, a))
+			c.next(s, rk)
+			return r, t, err
+		}
 		// The key is handed on when the call returns, which may be after
 		// the timeout has answered its caller: the requests behind it do
 		// not pile onto a Redis that has not answered yet.
@@ -134,23 +154,24 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 		})
 		return r, t, err
 	}
-	w := &waiter{ctx: ctx, a: a, due: s.due(ctx), done: make(chan struct{})}
+	w := waiters.Get().(*waiter)
+	w.ctx, w.a, w.due = ctx, a, s.due(ctx)
 	if line == nil {
 		line = &keyLine{}
 		sh.keys[rk] = line
 	}
 	line.waiting = append(line.waiting, w)
 	sh.mu.Unlock()
-	r, err = c.wait(s, sh, line, w)
-	return r, ticket{seq: w.seq, batched: true}, err
+	return c.wait(s, sh, line, w)
 }
 
 // wait waits for w's batch to answer, for ctx to end, or for the limiter's
 // timeout. A waiter that leaves before its batch is sent is taken out of
 // the line and counts nothing; one that leaves after is bounded by its
 // deadline, which its request carries: Redis counts it only if it runs the
-// batch before then, and its batch then gives it back.
-func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter) (reply, error) {
+// batch before then, and its batch then gives it back. w is freed unless
+// its batch still holds it.
+func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter) (reply, ticket, error) {
 	var expire <-chan time.Time
 	if snd.timeout > 0 {
 		t := time.NewTimer(snd.timeout)
@@ -160,7 +181,7 @@ func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter
 	var err error
 	select {
 	case <-w.done:
-		return w.result()
+		return w.answer()
 	case <-w.ctx.Done():
 		err = w.ctx.Err()
 	case <-expire:
@@ -170,12 +191,12 @@ func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter
 	defer s.mu.Unlock()
 	select {
 	case <-w.done: // the answer came as the wait ended: keep it
-		return w.result()
+		return w.answer()
 	default:
 	}
 	if w.sent {
 		w.left = true // its batch gives back what it admitted (flush)
-		return reply{}, err
+		return reply{}, ticket{seq: w.seq, batched: true}, err
 	}
 	for i, o := range line.waiting {
 		if o == w {
@@ -183,7 +204,17 @@ func (c *coalescer) wait(snd *sender, s *coalesceShard, line *keyLine, w *waiter
 			break
 		}
 	}
-	return reply{}, err
+	w.free()
+	return reply{}, ticket{}, err
+}
+
+// answer is the answer of w, whose done was signalled, and its ticket; w
+// is freed.
+func (w *waiter) answer() (reply, ticket, error) {
+	r, err := w.result()
+	t := ticket{seq: w.seq, batched: true}
+	w.free()
+	return r, t, err
 }
 
 // result is w's answer. Its error, a request Redis ran past its deadline
@@ -282,7 +313,7 @@ func (c *coalescer) flush(snd *sender, rk string, batch []*waiter) {
 			}
 			continue
 		}
-		close(w.done)
+		w.done <- struct{}{}
 	}
 	s.mu.Unlock()
 	c.next(snd, rk)

@@ -24,6 +24,9 @@ type sender struct {
 
 // send decides a on the Redis key rk within the timeout.
 func (s *sender) send(ctx context.Context, rk string, a ask) (reply, error) {
+	if s.plain(ctx) {
+		return s.script(ctx, scriptOf(rk, a))
+	}
 	sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
 	return s.call(ctx, rk, a, func(ctx context.Context) (reply, error) {
 		return s.script(ctx, sc)
@@ -52,6 +55,14 @@ func (s *sender) call(ctx context.Context, rk string, a ask, f func(context.Cont
 	}
 	guard.Unanswered(ctx, multikey.Unwrap(s.rdb), rk, start, s.timeout, err) // a hung node
 	return r, err
+}
+
+// plain reports whether nothing but its answer can end a call under ctx
+// (no timeout, and a context that never ends): call would run it as it
+// is, so its callers run it themselves, with no closure to allocate (one
+// of 107–123 B a decision).
+func (s *sender) plain(ctx context.Context) bool {
+	return s.timeout <= 0 && ctx.Done() == nil
 }
 
 // down reports whether the node of rk has its breaker open: a call on rk

@@ -36,9 +36,11 @@ func join(hash string, batch []*waiter) (joined [][]*waiter, rest []*waiter) {
 	if !ok {
 		return nil, batch
 	}
-	rest = make([]*waiter, 0, len(batch))
+	// rest is made only for a call that goes there; a group, as large as
+	// what is left of batch for the first (usually the only one: one
+	// limit), growing as it needs for the others.
 next:
-	for _, w := range batch {
+	for n, w := range batch {
 		if len(w.keys) != 1 || len(w.args) != sh.fixed+sh.request || !plain(w.args) {
 			rest = append(rest, w)
 			continue
@@ -55,6 +57,10 @@ next:
 			}
 			joined[i] = append(j, w)
 			continue next
+		}
+		if joined == nil {
+			joined = append(joined, append(make([]*waiter, 0, min(len(batch)-n, maxCalls)), w))
+			continue
 		}
 		joined = append(joined, []*waiter{w})
 	}

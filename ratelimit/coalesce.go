@@ -65,8 +65,8 @@ type waiter struct {
 	a    ask
 	due  time.Time // when its caller stops waiting; zero for never
 	sent bool
-	left bool   // its caller left after it was sent: its answer is late
-	seq  uint64 // its ticket, given as it is sent
+	left bool          // its caller left after it was sent: its answer is late
+	seq  uint64        // its ticket, given as it is sent
 	done chan struct{} // one slot: signalled, never closed, so it is reused
 	out  outcome
 }

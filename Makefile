@@ -38,6 +38,7 @@ test:
 	$(GO) test -race -run 'TestTransport[^K]|TestNewTransport' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -count=1 -run 'TestTransportKeepsNAtThePartner' ./ratelimit/httplimit/
 	REDLIMIT_SATURATE=1 $(GO) test -race -count=1 -run 'TestEachCallGetsItsOwnAnswer' ./ratelimit/internal/multikey/
+	REDLIMIT_SATURATE=1 $(GO) test -race -count=1 -run 'TestCoalescedImpatientBesideCalm' ./ratelimit/
 	@$(MAKE) --no-print-directory test-tools
 
 .PHONY: test-tools

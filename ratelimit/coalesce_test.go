@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/scriptingtest"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 )
 
@@ -507,5 +509,81 @@ func TestLoneDecisionCostsNothing(t *testing.T) {
 	}
 	if a, b := testing.AllocsPerRun(1000, allow(on)), testing.AllocsPerRun(1000, allow(off)); a != b {
 		t.Errorf("a lone decision allocates %v times coalescing, %v without", a, b)
+	}
+}
+
+// Callers who give up after 300 µs beside calm ones on one hot key, and
+// with REDLIMIT_SATURATE=1 (make test sets it for this test in a step of
+// its own) again with a busy loop on every core: the waiters a batch answers are reused for the requests
+// after, so a waiter handed out again while its batch still held it would
+// give a calm caller another's answer, or none. Every calm request passes
+// (the limit is far off), and what Redis counted in the end is exactly
+// what the callers were told passed: the impatient callers' admissions
+// that came too late are given back.
+func TestCoalescedImpatientBesideCalm(t *testing.T) {
+	if os.Getenv("REDLIMIT_SATURATE") == "1" {
+		testredis.Saturate(t)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: redisserver.New(t).Addr, PoolSize: 32})
+	defer rdb.Close()
+	limit := ratelimit.Per(100, time.Hour).WithBurst(1_000_000) // nothing refills within the test
+	l, err := ratelimit.New(rdb, "impatient", limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told, calmCalls, gaveUp atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				cost := int64(1 + (g+i)%3)
+				if g%2 == 0 { // impatient
+					c, cancel := context.WithTimeout(ctx, 300*time.Microsecond)
+					d, err := l.AllowN(c, "hot", cost)
+					cancel()
+					switch {
+					case err == nil && d.Allowed:
+						told.Add(cost)
+					case err != nil:
+						gaveUp.Add(1)
+					}
+					continue
+				}
+				d, err := l.AllowN(ctx, "hot", cost)
+				if err != nil || !d.Allowed {
+					t.Errorf("a calm request of %d: %+v, %v; want it to pass", cost, d, err)
+					return
+				}
+				told.Add(cost)
+				calmCalls.Add(1)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second): // about 3 s with the cores busy
+		t.Fatal("callers still wait after 60 s: a request was never answered")
+	}
+	// Late admissions are given back on their own goroutines.
+	var used int64
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(10 * time.Millisecond) {
+		d, err := l.Peek(ctx, "hot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if used = limit.Burst - d.Remaining; used == told.Load() {
+			break
+		}
+	}
+	t.Logf("%d calm requests, %d impatient ones gave up; %d counted, %d told passed", calmCalls.Load(), gaveUp.Load(), used, told.Load())
+	if used != told.Load() {
+		t.Errorf("Redis counted %d, callers were told %d passed", used, told.Load())
+	}
+	if gaveUp.Load() == 0 {
+		t.Error("no impatient caller gave up: the test tested nothing of them")
 	}
 }

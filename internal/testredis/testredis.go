@@ -1,12 +1,15 @@
 // Package testredis is the in-process Redis the tests and examples of
 // ratelimit and its subpackages run on (a miniredis whose clock moves only
-// when told, so that waits are exact), and the layout of a limiter's keys
-// that tests look for (Key).
+// when told, so that waits are exact), the layout of a limiter's keys
+// that tests look for (Key), and Saturate, the busy machine some tests
+// run on too.
 package testredis
 
 import (
 	"context"
 	"net"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +107,21 @@ func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 		return next
 	}
 	return func(ctx context.Context, cmds []redis.Cmder) error { return h.Pipeline(ctx, cmds, next) }
+}
+
+// Saturate starts a busy loop on every core, each a process of its own (as
+// the rest of a machine's work would be: busy goroutines in the test's
+// process would delay what it runs, not compete with it), until t ends.
+// The loops slow every package go test runs beside the test, so tests
+// saturate only with REDLIMIT_SATURATE=1, which make test sets for them in
+// a step of its own.
+func Saturate(t testing.TB) {
+	t.Helper()
+	for range runtime.NumCPU() {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
 }

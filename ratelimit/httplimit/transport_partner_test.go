@@ -12,7 +12,6 @@ import (
 	"net/http/httptrace"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/redlimit/redlimit/internal/outbound"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
 )
@@ -104,13 +104,7 @@ func saturate(t testing.TB, how string) {
 	switch how {
 	case "":
 	case "procs":
-		for i := 0; i < runtime.NumCPU(); i++ {
-			cmd := exec.Command("sh", "-c", "while :; do :; done")
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		}
+		testredis.Saturate(t)
 	default:
 		t.Fatalf("unknown load %q", how)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/redlimit/redlimit/bindings"
 	"github.com/redlimit/redlimit/internal/redisserver"
+	"github.com/redlimit/redlimit/internal/testredis"
 )
 
 // counting is a client that counts the commands it is sent, and can hold
@@ -396,7 +395,7 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 				}
 				t.Run(script+"/"+name, func(t *testing.T) {
 					if busy {
-						saturate(t)
+						testredis.Saturate(t)
 					}
 					ctx, _, inner, c := staged(t, addr)
 					const calm, impatient, rounds = 100, 100, 20
@@ -445,17 +444,6 @@ func TestEachCallGetsItsOwnAnswer(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-// saturate runs a busy loop on every core until t ends.
-func saturate(t *testing.T) {
-	for range runtime.NumCPU() {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	}
 }
 

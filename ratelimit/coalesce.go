@@ -140,8 +140,7 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 		t.seq = c.tickets.Add(1)
 		sh.mu.Unlock()
 		if s.plain(ctx) { // as send's call would run it, with no closure
-			r, err = s.script(ctx, scriptOf(rk, a))
-			c.next(s, rk)
+			r, err = c.alone(ctx, s, rk, a)
 			return r, t, err
 		}
 		// The key is handed on when the call returns, which may be after
@@ -163,6 +162,13 @@ func (c *coalescer) decide(ctx context.Context, s *sender, rk string, a ask) (r 
 	line.waiting = append(line.waiting, w)
 	sh.mu.Unlock()
 	return c.wait(s, sh, line, w)
+}
+
+// alone sends a's call on rk, alone on its key, and then hands rk on,
+// even if the call panics (a go-redis hook's), as send's call would.
+func (c *coalescer) alone(ctx context.Context, s *sender, rk string, a ask) (reply, error) {
+	defer c.next(s, rk)
+	return s.script(ctx, scriptOf(rk, a))
 }
 
 // wait waits for w's batch to answer, for ctx to end, or for the limiter's

@@ -24,13 +24,13 @@ type sender struct {
 
 // send decides a on the Redis key rk within the timeout.
 func (s *sender) send(ctx context.Context, rk string, a ask) (reply, error) {
-	if s.plain(ctx) {
-		return s.script(ctx, scriptOf(rk, a))
+	if !s.plain(ctx) {
+		sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
+		return s.call(ctx, rk, a, func(ctx context.Context) (reply, error) {
+			return s.script(ctx, sc)
+		})
 	}
-	sc := scriptOf(rk, a) // captured as it is: a is too large not to escape
-	return s.call(ctx, rk, a, func(ctx context.Context) (reply, error) {
-		return s.script(ctx, sc)
-	})
+	return s.script(ctx, scriptOf(rk, a))
 }
 
 // call runs f, the call that decides a on rk, within the timeout. When its

@@ -210,6 +210,13 @@ func gcraCall(ctx context.Context, c redis.Scripter, key string) error {
 	return err
 }
 
+// fixedCall is a call of fixed_window.lua on key, of cost 1 against a
+// limit of 2 an hour.
+func fixedCall(ctx context.Context, c redis.Scripter, key string) error {
+	_, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: 2, Window: time.Hour, Cost: 1})
+	return err
+}
+
 func waiting(m *Client) (n int) {
 	for i := range m.shards {
 		sh := &m.shards[i]
@@ -589,11 +596,7 @@ func TestOneLimitsCallsJoin(t *testing.T) {
 // caller with its exact answer.
 func TestItselfTakesTheForm(t *testing.T) {
 	ctx := context.Background()
-	fixed := func(ctx context.Context, c redis.Scripter, key string) error {
-		_, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: 2, Window: time.Hour, Cost: 1})
-		return err
-	}
-	rdb, inner, c, wg := heldAtTheGate(t, fixed)
+	rdb, inner, c, wg := heldAtTheGate(t, fixedCall)
 	var sentMu sync.Mutex
 	var sent []string // each command's script and key count
 	inner.seen = func(args []any) {
@@ -670,11 +673,7 @@ func TestItselfTakesTheForm(t *testing.T) {
 // the order they came (its limit of 2 denies the third).
 func TestRunsGoTogether(t *testing.T) {
 	ctx := context.Background()
-	fixed := func(ctx context.Context, c redis.Scripter, key string) error {
-		_, err := bindings.FixedWindow(ctx, c, key, bindings.FixedWindowParams{Limit: 2, Window: time.Hour, Cost: 1})
-		return err
-	}
-	_, inner, c, wg := heldAtTheGate(t, fixed)
+	_, inner, c, wg := heldAtTheGate(t, fixedCall)
 	var sentMu sync.Mutex
 	var batches [][]any // the keys of each call of many
 	inner.seen = func(args []any) {

@@ -29,16 +29,14 @@ const (
 	opRelease = bindings.ConcurrencyOpRelease
 )
 
-// leaseOp is one call of concurrency.lua. An acquire or a renew carries
-// its context's deadline (call.Deadline), so one that Redis runs after its
-// caller gave up takes or extends nothing; a release carries none: giving a
-// slot back late is never wrong, and the release that undoes a failed
-// acquire (forget) must work whenever it runs.
+// leaseOp is one call of concurrency.lua. Every op carries its context's
+// deadline (call.Deadline), a release too, so one that Redis runs after its
+// caller gave up takes, extends or ends nothing: the send stage may carry
+// a release to Redis after its caller was told it failed, perhaps that it
+// was dropped. The background releases (releaseMany's pipeline) carry
+// none: giving a slot back late is never wrong there, and the release that
+// undoes a failed acquire (forget) must work whenever it runs.
 func leaseOp(ctx context.Context, c redis.Scripter, key string, op leaseOpName, id string, limit int64, ttl time.Duration, now time.Time) (reply, error) {
-	// Every op carries its caller's deadline, a release too: the send
-	// stage may carry a release to Redis after its caller gave up (and
-	// was told it failed, perhaps that it was dropped), and Redis must
-	// then change nothing.
 	p := bindings.ConcurrencyParams{Op: op, Lease: id, Limit: limit, TTL: ttl, Now: now, Deadline: call.Deadline(ctx)}
 	r, err := bindings.Concurrency(ctx, c, key, p)
 	return reply(r), call.ClockRefused(ctx, err)

@@ -695,16 +695,17 @@ local out = plan and {} -- the reply of many calls
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runv its state since
--- (GET's answer: nil, the string, or a table with err for another type)
+-- once: run is the key, ran whether it was read, runerr the error
+-- reply its value gives (another type, another state) or nil, runt and
+-- runn its state since, read once and kept as numbers (nil: no state),
 -- and runttl the write to come: nil none, false DEL, 'keep' SET KEEPTTL
 -- (a refund's: it keeps the PX of a write before it in the run, and
 -- follows no DEL, since a deleted key holds no count to refund), else SET
--- PX runttl. The write goes once the next call names another key, or no
--- call follows. The calls run at one instant, so the replies, and the
+-- PX runttl (ms). The write goes once the next call names another key, or
+-- no call follows; the state is formatted then, once. The calls run at one instant, so the replies, and the
 -- key's value and TTL after, are those of calls of their own, at two Redis
 -- commands less for each call of the run after the first.
-local run, ran, runv, runttl = counter, false, nil, nil
+local run, ran, runerr, runt, runn, runttl = counter, false, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -786,38 +787,36 @@ for i = 1, ncalls do
     end
     if reply then break end
 
-    -- GET answers a key of another type with an error table (stored.err); a
-    -- string has no err field.
-    local stored = runv
     if not ran or counter ~= run then
-      stored = redis.pcall('GET', counter)
-      run, ran, runv = counter, true, stored
+      -- GET answers a key of another type with an error table (stored.err);
+      -- a string has no err field.
+      local stored = redis.pcall('GET', counter)
+      run, ran, runerr, runt, runn = counter, true, nil, nil, nil
+      if stored and stored.err then
+        runerr = 'WRONGTYPE the key holds another type of value; it is left untouched'
+      elseif stored then
+        -- One pattern checks the whole state: the tag, 13 digits, then a
+        -- count without a leading zero; the length bound keeps it short
+        -- enough to convert exactly. t is the newest call's ms, in µs: no
+        -- write dates it more than max_skew past TIME (server is the same
+        -- for every call of the run).
+        local a, b
+        if #stored <= 24 then
+          a, b = match(stored, '^1(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
+        end
+        if a then
+          -- tonumber, not + 0, for the fixed-width field: gopher-lua
+          -- (miniredis) reads a string with a leading 0 as octal in
+          -- arithmetic, Redis's Lua never does; tonumber is decimal in both.
+          runt, runn = tonumber(a) * 1000, b + 0
+        end
+        if not a or runt > server + max_skew or runn > 1e9 then
+          runerr = 'BADSTATE the key is not a fixed window 1<t><n>; it is left untouched'
+        end
+      end
     end
-    local n, t = 0, nil
-    if stored then
-      if stored.err then
-        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-        break
-      end
-      -- One pattern checks the whole state: the tag, 13 digits, then a count
-      -- without a leading zero; the length bound keeps it short enough to
-      -- convert exactly. t is the newest call's ms, in µs: no write dates it
-      -- more than max_skew past TIME.
-      local a, b
-      if #stored <= 24 then
-        a, b = match(stored, '^1(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
-      end
-      if a then
-        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-        -- never does; tonumber is decimal in both.
-        t, n = tonumber(a) * 1000, b + 0
-      end
-      if not a or t > server + max_skew or n > 1e9 then
-        reply = redis.error_reply('BADSTATE the key is not a fixed window 1<t><n>; it is left untouched')
-        break
-      end
-    end
+    if runerr then reply = redis.error_reply(runerr) break end
+    local n, t = runn or 0, runt
 
     -- Times stay below 2^52 + 1e14 < 2^53, so windows divide exactly; integer
     -- division is written with %, which costs less than a call to math.floor.
@@ -878,9 +877,9 @@ for i = 1, ncalls do
             moved = cost < n and cost or n
             n = n - moved
             if n == 0 then
-              runv, runttl = nil, false
+              runt, runn, runttl = nil, nil, false
             else
-              runv = format('1%013d%d', (t - t % 1000) / 1000, n)
+              runt, runn = t, n
               if runttl == nil then
                 runttl = 'keep'
               end
@@ -905,7 +904,7 @@ for i = 1, ncalls do
               ttl = ttl + max_skew
             end
             ttl = (ttl - ttl % 1000) / 1000
-            runv, runttl = format('1%013d%d', (tt - tt % 1000) / 1000, c + moved), format('%d', ttl > 1 and ttl or 1)
+            runt, runn, runttl = tt - tt % 1000, c + moved, ttl > 1 and ttl or 1
             if ka >= k then
               k, end_at, n = ka, ea, c + moved
             end
@@ -947,16 +946,16 @@ for i = 1, ncalls do
       t = now
     end
     n = n + cost
-    runv, runttl = format('1%013d%d', (t - t % 1000) / 1000, n), format('%d', ttl > 1 and ttl or 1)
+    runt, runn, runttl = t - t % 1000, n, ttl > 1 and ttl or 1
     reply = {1, limit - n, 0, wait}
   until true
   if runttl ~= nil and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
-    if not runv then
+    if not runn then
       redis.call('DEL', run)
     elseif runttl == 'keep' then
-      redis.call('SET', run, runv, 'KEEPTTL')
+      redis.call('SET', run, format('1%013d%d', runt / 1000, runn), 'KEEPTTL')
     else
-      redis.call('SET', run, runv, 'PX', runttl)
+      redis.call('SET', run, format('1%013d%d', runt / 1000, runn), 'PX', format('%d', runttl))
     end
     runttl = nil
   end
@@ -1892,14 +1891,17 @@ local out = plan and {} -- the reply of many calls
 -- before (Lua keeps one copy of each) are not read again.
 local server0, rcapacity, vcapacity, rrate, vrate, rperiod, vperiod
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runv its state since
--- (GET's answer: nil, the string, or a table with err for another type)
--- and runttl the PX of the write to come (nil: none). The write goes once
--- the next call names another key, or no call follows. The calls run at
+-- once: run is the key, ran whether it was read, runerr the error reply
+-- its value gives (another type, another state) or nil, runts, runwas,
+-- runlevel and runowed its state since, read once and kept as numbers
+-- (runts nil: no state; runsettled, whether it takes the settled form),
+-- and runttl the PX of the write to come (ms; nil: none). The write goes
+-- once the next call names another key, or no call follows; the state is
+-- formatted then, once. The calls run at
 -- one instant, so the replies, and the key's value and TTL after, are
 -- those of calls of their own, at two Redis commands less for each call of
 -- the run after the first.
-local run, ran, runv, runttl = bucket, false, nil, nil
+local run, ran, runerr, runts, runwas, runlevel, runowed, runsettled, runttl = bucket, false, nil, nil, nil, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -1973,61 +1975,64 @@ for i = 1, ncalls do
     server0 = server
     if bad then reply = redis.error_reply(bad) break end
 
-    -- GET answers a key of another type with an error table (stored.err); a
-    -- string has no err field.
-    local stored = runv
     if not ran or bucket ~= run then
-      stored = redis.pcall('GET', bucket)
-      run, ran, runv = bucket, true, stored
+      -- GET answers a key of another type with an error table (stored.err);
+      -- a string has no err field.
+      local stored = redis.pcall('GET', bucket)
+      run, ran, runerr, runts, runwas, runlevel, runowed = bucket, true, nil, nil, nil, nil, nil
+      if stored and stored.err then
+        runerr = 'WRONGTYPE the key holds another type of value; it is left untouched'
+      elseif stored then
+        -- One pattern checks the whole state: the tag, 16 digits, then two
+        -- numbers; the length bound keeps every number short enough to
+        -- convert exactly, and a number of more than one digit that sorts
+        -- below '1' (all digits) has a leading zero. No write dates ts more
+        -- than max_skew past TIME (server is the same for every call of the
+        -- run).
+        local ts, was, more, level
+        local owed = 0
+        if #stored <= 49 then
+          ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
+        end
+        if ts and (#more == 1 or more >= '1') then
+          -- tonumber, not + 0, for the fixed-width field: gopher-lua
+          -- (miniredis) reads a string with a leading 0 as octal in
+          -- arithmetic, Redis's Lua never does; tonumber is decimal in both.
+          ts, was = tonumber(ts), was + 0
+          level = was + more
+        elseif not ts and #stored <= 66 then
+          -- The settled form, which only a refund or a charge writes: the
+          -- water in full and the part of it a charge put past a full bucket.
+          ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+          if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
+            ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
+            if owed > level or owed > 1e15 or level - owed > 1e15 then
+              level = nil
+            end
+          else
+            level = nil
+          end
+        end
+        if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
+          runerr = 'BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched'
+        else
+          runts, runwas, runlevel, runowed = ts, was, level, owed
+        end
+      end
     end
+    if runerr then reply = redis.error_reply(runerr) break end
     -- A late caller is judged at the stored time; own is its clock, which its
     -- waits are measured from. A key that holds nothing is judged at the later
     -- of the caller's clock and the server's: a key the server's clock expired
     -- must not let a caller that lags it drain the same time again.
     local own = now
     local water = 0
-    if not stored then
+    local ts, was, level, owed = runts, runwas, runlevel, runowed
+    if not ts then
       if server > now then
         now = server
       end
     else
-      if stored.err then
-        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-        break
-      end
-      -- One pattern checks the whole state: the tag, 16 digits, then two
-      -- numbers; the length bound keeps every number short enough to convert
-      -- exactly, and a number of more than one digit that sorts below '1' (all
-      -- digits) has a leading zero. No write dates ts more than max_skew past
-      -- TIME.
-      local ts, was, more, level
-      local owed = 0
-      if #stored <= 49 then
-        ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-      end
-      if ts and (#more == 1 or more >= '1') then
-        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-        -- never does; tonumber is decimal in both.
-        ts, was = tonumber(ts), was + 0
-        level = was + more
-      elseif not ts and #stored <= 66 then
-        -- The settled form, which only a refund or a charge writes: the water
-        -- in full and the part of it a charge put past a full bucket.
-        ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
-        if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
-          ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
-          if owed > level or owed > 1e15 or level - owed > 1e15 then
-            level = nil
-          end
-        else
-          level = nil
-        end
-      end
-      if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
-        reply = redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched')
-        break
-      end
       if now < ts then
         now = ts
       end
@@ -2077,7 +2082,7 @@ for i = 1, ncalls do
     local moved = 0
     if settle then
       if settle < 0 then
-        if stored and water > 0 then
+        if ts and water > 0 then
           local used = water % unit
           used = (water - used) / unit + (used > 0 and 1 or 0)
           if cost < used then
@@ -2119,13 +2124,9 @@ for i = 1, ncalls do
         ttl = ttl + max_skew
       end
       ttl = (ttl - ttl % 1000) / 1000
-      local state
-      if water >= unit and water <= full then
-        state = format('l%016d%d/%d', now, unit, water - unit)
-      else
-        state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
-      end
-      runv, runttl = state, format('%d', ttl > 1 and ttl or 1)
+      runts, runwas, runlevel, runttl = now, unit, water, ttl > 1 and ttl or 1
+      runsettled = water < unit or water > full
+      runowed = runsettled and water > full and water - full or 0
     end
     if settle then
       local wait = 0
@@ -2157,12 +2158,18 @@ for i = 1, ncalls do
       ttl = ttl + max_skew
     end
     ttl = (ttl - ttl % 1000) / 1000
-    runv, runttl = format('l%016d%d/%d', now, unit, water - unit), format('%d', ttl > 1 and ttl or 1)
+    runts, runwas, runlevel, runowed, runsettled, runttl = now, unit, water, 0, false, ttl > 1 and ttl or 1
     reset = now + water - own + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
   if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
-    redis.call('SET', run, runv, 'PX', runttl)
+    local state
+    if runsettled then
+      state = format('l%016d%d=%d+%d', runts, runwas, runlevel, runowed)
+    else
+      state = format('l%016d%d/%d', runts, runwas, runlevel - runwas)
+    end
+    redis.call('SET', run, state, 'PX', format('%d', runttl))
     runttl = nil
   end
   if not plan then
@@ -2934,14 +2941,16 @@ local out = plan and {} -- the reply of many calls
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runv its state since
--- (GET's answer: nil, the string, or a table with err for another type)
--- and runttl the PX of the write to come (nil: none). The write goes once
--- the next call names another key, or no call follows. The calls run at
+-- once: run is the key, ran whether it was read, runerr the error reply
+-- its value gives (another type, another state) or nil, runs, runt, runc
+-- and runp its state since, read once and kept as numbers (runs nil: no
+-- state), and runttl the PX of the write to come (ms; nil: none). The
+-- write goes once the next call names another key, or no call follows;
+-- the state is formatted then, once. The calls run at
 -- one instant, so the replies, and the key's value and TTL after, are
 -- those of calls of their own, at two Redis commands less for each call of
 -- the run after the first.
-local run, ran, runv, runttl = counts, false, nil, nil
+local run, ran, runerr, runs, runt, runc, runp, runttl = counts, false, nil, nil, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -2996,44 +3005,44 @@ for i = 1, ncalls do
     end
     if bad then reply = redis.error_reply(bad) break end
 
-    -- GET answers a key of another type with an error table (stored.err); a
-    -- string has no err field.
-    local stored = runv
     if not ran or counts ~= run then
-      stored = redis.pcall('GET', counts)
-      run, ran, runv = counts, true, stored
-    end
-    local s, t, cur, prev
-    if stored then
-      if stored.err then
-        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-        break
-      end
-      -- One pattern checks the whole state: the tag, 13 digits, then three
-      -- numbers; the length bound keeps them short enough to convert exactly,
-      -- and a number below 10^(digits-1) was written with a leading zero. s
-      -- and t are ms, here in µs; no write dates t more than max_skew past
-      -- TIME.
-      local a, b, c, e
-      if #stored <= 59 then
-        a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
-      end
-      if a then
-        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-        -- never does; tonumber is decimal in both.
-        s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
-        if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
-          s = nil
+      -- GET answers a key of another type with an error table (stored.err);
+      -- a string has no err field.
+      local stored = redis.pcall('GET', counts)
+      run, ran, runerr, runs, runt, runc, runp = counts, true, nil, nil, nil, nil, nil
+      if stored and stored.err then
+        runerr = 'WRONGTYPE the key holds another type of value; it is left untouched'
+      elseif stored then
+        -- One pattern checks the whole state: the tag, 13 digits, then three
+        -- numbers; the length bound keeps them short enough to convert
+        -- exactly, and a number below 10^(digits-1) was written with a
+        -- leading zero. s and t are ms, here in µs; no write dates t more
+        -- than max_skew past TIME (server is the same for every call of the
+        -- run).
+        local a, b, c, e, s, t, cur, prev
+        if #stored <= 59 then
+          a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
+        end
+        if a then
+          -- tonumber, not + 0, for the fixed-width field: gopher-lua
+          -- (miniredis) reads a string with a leading 0 as octal in
+          -- arithmetic, Redis's Lua never does; tonumber is decimal in both.
+          s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
+          if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+            s = nil
+          else
+            t = s + t * 1000
+          end
+        end
+        if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
+          runerr = 'BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched'
         else
-          t = s + t * 1000
+          runs, runt, runc, runp = s, t, cur, prev
         end
       end
-      if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
-        reply = redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
-        break
-      end
     end
+    if runerr then reply = redis.error_reply(runerr) break end
+    local s, t, cur, prev = runs, runt, runc, runp
 
     -- Times stay below 2^52 + 2e14 < 2^53, so windows divide exactly; integer
     -- division is written with %, which costs less than a call to math.floor.
@@ -3143,8 +3152,7 @@ for i = 1, ncalls do
           t = at
         end
         t = t - t % 1000
-        runv = format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p)
-        runttl = format('%d', ttl > 1 and ttl or 1)
+        runs, runt, runc, runp, runttl = start, t, c, p, ttl > 1 and ttl or 1
       end
     end
     if want > limit then
@@ -3185,13 +3193,12 @@ for i = 1, ncalls do
       t = at
     end
     t = t - t % 1000
-    runv = format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p)
-    runttl = format('%d', ttl > 1 and ttl or 1)
+    runs, runt, runc, runp, runttl = start, t, c + cost, p, ttl > 1 and ttl or 1
     reset = start + 2 * window_us - now + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
   if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
-    redis.call('SET', run, runv, 'PX', runttl)
+    redis.call('SET', run, format('c%013d%d/%d/%d', runs / 1000, (runt - runs) / 1000, runc, runp), 'PX', format('%d', runttl))
     runttl = nil
   end
   if not plan then

@@ -271,16 +271,17 @@ local out = plan and {} -- the reply of many calls
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runv its state since
--- (GET's answer: nil, the string, or a table with err for another type)
+-- once: run is the key, ran whether it was read, runerr the error
+-- reply its value gives (another type, another state) or nil, runt and
+-- runn its state since, read once and kept as numbers (nil: no state),
 -- and runttl the write to come: nil none, false DEL, 'keep' SET KEEPTTL
 -- (a refund's: it keeps the PX of a write before it in the run, and
 -- follows no DEL, since a deleted key holds no count to refund), else SET
--- PX runttl. The write goes once the next call names another key, or no
--- call follows. The calls run at one instant, so the replies, and the
+-- PX runttl (ms). The write goes once the next call names another key, or
+-- no call follows; the state is formatted then, once. The calls run at one instant, so the replies, and the
 -- key's value and TTL after, are those of calls of their own, at two Redis
 -- commands less for each call of the run after the first.
-local run, ran, runv, runttl = counter, false, nil, nil
+local run, ran, runerr, runt, runn, runttl = counter, false, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -362,38 +363,36 @@ for i = 1, ncalls do
     end
     if reply then break end
 
-    -- GET answers a key of another type with an error table (stored.err); a
-    -- string has no err field.
-    local stored = runv
     if not ran or counter ~= run then
-      stored = redis.pcall('GET', counter)
-      run, ran, runv = counter, true, stored
+      -- GET answers a key of another type with an error table (stored.err);
+      -- a string has no err field.
+      local stored = redis.pcall('GET', counter)
+      run, ran, runerr, runt, runn = counter, true, nil, nil, nil
+      if stored and stored.err then
+        runerr = 'WRONGTYPE the key holds another type of value; it is left untouched'
+      elseif stored then
+        -- One pattern checks the whole state: the tag, 13 digits, then a
+        -- count without a leading zero; the length bound keeps it short
+        -- enough to convert exactly. t is the newest call's ms, in µs: no
+        -- write dates it more than max_skew past TIME (server is the same
+        -- for every call of the run).
+        local a, b
+        if #stored <= 24 then
+          a, b = match(stored, '^1(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
+        end
+        if a then
+          -- tonumber, not + 0, for the fixed-width field: gopher-lua
+          -- (miniredis) reads a string with a leading 0 as octal in
+          -- arithmetic, Redis's Lua never does; tonumber is decimal in both.
+          runt, runn = tonumber(a) * 1000, b + 0
+        end
+        if not a or runt > server + max_skew or runn > 1e9 then
+          runerr = 'BADSTATE the key is not a fixed window 1<t><n>; it is left untouched'
+        end
+      end
     end
-    local n, t = 0, nil
-    if stored then
-      if stored.err then
-        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-        break
-      end
-      -- One pattern checks the whole state: the tag, 13 digits, then a count
-      -- without a leading zero; the length bound keeps it short enough to
-      -- convert exactly. t is the newest call's ms, in µs: no write dates it
-      -- more than max_skew past TIME.
-      local a, b
-      if #stored <= 24 then
-        a, b = match(stored, '^1(%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)$')
-      end
-      if a then
-        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-        -- never does; tonumber is decimal in both.
-        t, n = tonumber(a) * 1000, b + 0
-      end
-      if not a or t > server + max_skew or n > 1e9 then
-        reply = redis.error_reply('BADSTATE the key is not a fixed window 1<t><n>; it is left untouched')
-        break
-      end
-    end
+    if runerr then reply = redis.error_reply(runerr) break end
+    local n, t = runn or 0, runt
 
     -- Times stay below 2^52 + 1e14 < 2^53, so windows divide exactly; integer
     -- division is written with %, which costs less than a call to math.floor.
@@ -454,9 +453,9 @@ for i = 1, ncalls do
             moved = cost < n and cost or n
             n = n - moved
             if n == 0 then
-              runv, runttl = nil, false
+              runt, runn, runttl = nil, nil, false
             else
-              runv = format('1%013d%d', (t - t % 1000) / 1000, n)
+              runt, runn = t, n
               if runttl == nil then
                 runttl = 'keep'
               end
@@ -481,7 +480,7 @@ for i = 1, ncalls do
               ttl = ttl + max_skew
             end
             ttl = (ttl - ttl % 1000) / 1000
-            runv, runttl = format('1%013d%d', (tt - tt % 1000) / 1000, c + moved), format('%d', ttl > 1 and ttl or 1)
+            runt, runn, runttl = tt - tt % 1000, c + moved, ttl > 1 and ttl or 1
             if ka >= k then
               k, end_at, n = ka, ea, c + moved
             end
@@ -523,16 +522,16 @@ for i = 1, ncalls do
       t = now
     end
     n = n + cost
-    runv, runttl = format('1%013d%d', (t - t % 1000) / 1000, n), format('%d', ttl > 1 and ttl or 1)
+    runt, runn, runttl = t - t % 1000, n, ttl > 1 and ttl or 1
     reply = {1, limit - n, 0, wait}
   until true
   if runttl ~= nil and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
-    if not runv then
+    if not runn then
       redis.call('DEL', run)
     elseif runttl == 'keep' then
-      redis.call('SET', run, runv, 'KEEPTTL')
+      redis.call('SET', run, format('1%013d%d', runt / 1000, runn), 'KEEPTTL')
     else
-      redis.call('SET', run, runv, 'PX', runttl)
+      redis.call('SET', run, format('1%013d%d', runt / 1000, runn), 'PX', format('%d', runttl))
     end
     runttl = nil
   end

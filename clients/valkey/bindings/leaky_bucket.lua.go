@@ -18,7 +18,7 @@ var LeakyBucketScript = valkey.NewLuaScript(leakyBucketSource)
 func LeakyBucketSource() string { return leakyBucketSource }
 
 // LeakyBucketHash is the SHA1 of LeakyBucketSource(), the hash EVALSHA and SCRIPT LOAD use.
-const LeakyBucketHash = "2a07cc86dca7690ee99690b7d2b0584c0de5fafa"
+const LeakyBucketHash = "2d611cb5c06a1b53dd8dcfd4a8a353831db2cece"
 
 var leakyBucketInfo = &scriptMeta{file: "leaky_bucket.lua", source: leakyBucketSource, hash: LeakyBucketHash}
 
@@ -472,14 +472,17 @@ local out = plan and {} -- the reply of many calls
 -- before (Lua keeps one copy of each) are not read again.
 local server0, rcapacity, vcapacity, rrate, vrate, rperiod, vperiod
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runv its state since
--- (GET's answer: nil, the string, or a table with err for another type)
--- and runttl the PX of the write to come (nil: none). The write goes once
--- the next call names another key, or no call follows. The calls run at
+-- once: run is the key, ran whether it was read, runerr the error reply
+-- its value gives (another type, another state) or nil, runts, runwas,
+-- runlevel and runowed its state since, read once and kept as numbers
+-- (runts nil: no state; runsettled, whether it takes the settled form),
+-- and runttl the PX of the write to come (ms; nil: none). The write goes
+-- once the next call names another key, or no call follows; the state is
+-- formatted then, once. The calls run at
 -- one instant, so the replies, and the key's value and TTL after, are
 -- those of calls of their own, at two Redis commands less for each call of
 -- the run after the first.
-local run, ran, runv, runttl = bucket, false, nil, nil
+local run, ran, runerr, runts, runwas, runlevel, runowed, runsettled, runttl = bucket, false, nil, nil, nil, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -553,61 +556,64 @@ for i = 1, ncalls do
     server0 = server
     if bad then reply = redis.error_reply(bad) break end
 
-    -- GET answers a key of another type with an error table (stored.err); a
-    -- string has no err field.
-    local stored = runv
     if not ran or bucket ~= run then
-      stored = redis.pcall('GET', bucket)
-      run, ran, runv = bucket, true, stored
+      -- GET answers a key of another type with an error table (stored.err);
+      -- a string has no err field.
+      local stored = redis.pcall('GET', bucket)
+      run, ran, runerr, runts, runwas, runlevel, runowed = bucket, true, nil, nil, nil, nil, nil
+      if stored and stored.err then
+        runerr = 'WRONGTYPE the key holds another type of value; it is left untouched'
+      elseif stored then
+        -- One pattern checks the whole state: the tag, 16 digits, then two
+        -- numbers; the length bound keeps every number short enough to
+        -- convert exactly, and a number of more than one digit that sorts
+        -- below '1' (all digits) has a leading zero. No write dates ts more
+        -- than max_skew past TIME (server is the same for every call of the
+        -- run).
+        local ts, was, more, level
+        local owed = 0
+        if #stored <= 49 then
+          ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
+        end
+        if ts and (#more == 1 or more >= '1') then
+          -- tonumber, not + 0, for the fixed-width field: gopher-lua
+          -- (miniredis) reads a string with a leading 0 as octal in
+          -- arithmetic, Redis's Lua never does; tonumber is decimal in both.
+          ts, was = tonumber(ts), was + 0
+          level = was + more
+        elseif not ts and #stored <= 66 then
+          -- The settled form, which only a refund or a charge writes: the
+          -- water in full and the part of it a charge put past a full bucket.
+          ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
+          if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
+            ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
+            if owed > level or owed > 1e15 or level - owed > 1e15 then
+              level = nil
+            end
+          else
+            level = nil
+          end
+        end
+        if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
+          runerr = 'BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched'
+        else
+          runts, runwas, runlevel, runowed = ts, was, level, owed
+        end
+      end
     end
+    if runerr then reply = redis.error_reply(runerr) break end
     -- A late caller is judged at the stored time; own is its clock, which its
     -- waits are measured from. A key that holds nothing is judged at the later
     -- of the caller's clock and the server's: a key the server's clock expired
     -- must not let a caller that lags it drain the same time again.
     local own = now
     local water = 0
-    if not stored then
+    local ts, was, level, owed = runts, runwas, runlevel, runowed
+    if not ts then
       if server > now then
         now = server
       end
     else
-      if stored.err then
-        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-        break
-      end
-      -- One pattern checks the whole state: the tag, 16 digits, then two
-      -- numbers; the length bound keeps every number short enough to convert
-      -- exactly, and a number of more than one digit that sorts below '1' (all
-      -- digits) has a leading zero. No write dates ts more than max_skew past
-      -- TIME.
-      local ts, was, more, level
-      local owed = 0
-      if #stored <= 49 then
-        ts, was, more = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)/(%d+)$')
-      end
-      if ts and (#more == 1 or more >= '1') then
-        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-        -- never does; tonumber is decimal in both.
-        ts, was = tonumber(ts), was + 0
-        level = was + more
-      elseif not ts and #stored <= 66 then
-        -- The settled form, which only a refund or a charge writes: the water
-        -- in full and the part of it a charge put past a full bucket.
-        ts, was, level, owed = match(stored, '^l(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)([1-9]%d*)=(%d+)%+(%d+)$')
-        if ts and (#level == 1 or level >= '1') and (#owed == 1 or owed >= '1') and #level <= 16 and #owed <= 16 then
-          ts, was, level, owed = tonumber(ts), was + 0, level + 0, owed + 0
-          if owed > level or owed > 1e15 or level - owed > 1e15 then
-            level = nil
-          end
-        else
-          level = nil
-        end
-      end
-      if not level or ts > server + max_skew or was > 1e14 or level - owed > 1e15 then
-        reply = redis.error_reply('BADSTATE the key is not a leaky bucket l<ts><unit>/<more> or l<ts><unit>=<water>+<debt>; it is left untouched')
-        break
-      end
       if now < ts then
         now = ts
       end
@@ -657,7 +663,7 @@ for i = 1, ncalls do
     local moved = 0
     if settle then
       if settle < 0 then
-        if stored and water > 0 then
+        if ts and water > 0 then
           local used = water % unit
           used = (water - used) / unit + (used > 0 and 1 or 0)
           if cost < used then
@@ -699,13 +705,9 @@ for i = 1, ncalls do
         ttl = ttl + max_skew
       end
       ttl = (ttl - ttl % 1000) / 1000
-      local state
-      if water >= unit and water <= full then
-        state = format('l%016d%d/%d', now, unit, water - unit)
-      else
-        state = format('l%016d%d=%d+%d', now, unit, water, water > full and water - full or 0)
-      end
-      runv, runttl = state, format('%d', ttl > 1 and ttl or 1)
+      runts, runwas, runlevel, runttl = now, unit, water, ttl > 1 and ttl or 1
+      runsettled = water < unit or water > full
+      runowed = runsettled and water > full and water - full or 0
     end
     if settle then
       local wait = 0
@@ -737,12 +739,18 @@ for i = 1, ncalls do
       ttl = ttl + max_skew
     end
     ttl = (ttl - ttl % 1000) / 1000
-    runv, runttl = format('l%016d%d/%d', now, unit, water - unit), format('%d', ttl > 1 and ttl or 1)
+    runts, runwas, runlevel, runowed, runsettled, runttl = now, unit, water, 0, false, ttl > 1 and ttl or 1
     reset = now + water - own + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
   if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
-    redis.call('SET', run, runv, 'PX', runttl)
+    local state
+    if runsettled then
+      state = format('l%016d%d=%d+%d', runts, runwas, runlevel, runowed)
+    else
+      state = format('l%016d%d/%d', runts, runwas, runlevel - runwas)
+    end
+    redis.call('SET', run, state, 'PX', format('%d', runttl))
     runttl = nil
   end
   if not plan then

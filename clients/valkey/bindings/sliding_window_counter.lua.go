@@ -19,7 +19,7 @@ var SlidingWindowCounterScript = valkey.NewLuaScript(slidingWindowCounterSource)
 func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
 
 // SlidingWindowCounterHash is the SHA1 of SlidingWindowCounterSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowCounterHash = "d8ae621cc2e3703415c3e5fb7f41c28cb94262ef"
+const SlidingWindowCounterHash = "4ee75731c119b3a9ae2ff4efdd1f719b7849bbbc"
 
 var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", source: slidingWindowCounterSource, hash: SlidingWindowCounterHash}
 
@@ -517,14 +517,16 @@ local out = plan and {} -- the reply of many calls
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runv its state since
--- (GET's answer: nil, the string, or a table with err for another type)
--- and runttl the PX of the write to come (nil: none). The write goes once
--- the next call names another key, or no call follows. The calls run at
+-- once: run is the key, ran whether it was read, runerr the error reply
+-- its value gives (another type, another state) or nil, runs, runt, runc
+-- and runp its state since, read once and kept as numbers (runs nil: no
+-- state), and runttl the PX of the write to come (ms; nil: none). The
+-- write goes once the next call names another key, or no call follows;
+-- the state is formatted then, once. The calls run at
 -- one instant, so the replies, and the key's value and TTL after, are
 -- those of calls of their own, at two Redis commands less for each call of
 -- the run after the first.
-local run, ran, runv, runttl = counts, false, nil, nil
+local run, ran, runerr, runs, runt, runc, runp, runttl = counts, false, nil, nil, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply
   repeat -- break leaves it with the call's reply
@@ -579,44 +581,44 @@ for i = 1, ncalls do
     end
     if bad then reply = redis.error_reply(bad) break end
 
-    -- GET answers a key of another type with an error table (stored.err); a
-    -- string has no err field.
-    local stored = runv
     if not ran or counts ~= run then
-      stored = redis.pcall('GET', counts)
-      run, ran, runv = counts, true, stored
-    end
-    local s, t, cur, prev
-    if stored then
-      if stored.err then
-        reply = redis.error_reply('WRONGTYPE the key holds another type of value; it is left untouched')
-        break
-      end
-      -- One pattern checks the whole state: the tag, 13 digits, then three
-      -- numbers; the length bound keeps them short enough to convert exactly,
-      -- and a number below 10^(digits-1) was written with a leading zero. s
-      -- and t are ms, here in µs; no write dates t more than max_skew past
-      -- TIME.
-      local a, b, c, e
-      if #stored <= 59 then
-        a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
-      end
-      if a then
-        -- tonumber, not + 0, for the fixed-width field: gopher-lua (miniredis)
-        -- reads a string with a leading 0 as octal in arithmetic, Redis's Lua
-        -- never does; tonumber is decimal in both.
-        s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
-        if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
-          s = nil
+      -- GET answers a key of another type with an error table (stored.err);
+      -- a string has no err field.
+      local stored = redis.pcall('GET', counts)
+      run, ran, runerr, runs, runt, runc, runp = counts, true, nil, nil, nil, nil, nil
+      if stored and stored.err then
+        runerr = 'WRONGTYPE the key holds another type of value; it is left untouched'
+      elseif stored then
+        -- One pattern checks the whole state: the tag, 13 digits, then three
+        -- numbers; the length bound keeps them short enough to convert
+        -- exactly, and a number below 10^(digits-1) was written with a
+        -- leading zero. s and t are ms, here in µs; no write dates t more
+        -- than max_skew past TIME (server is the same for every call of the
+        -- run).
+        local a, b, c, e, s, t, cur, prev
+        if #stored <= 59 then
+          a, b, c, e = match(stored, '^c(%d%d%d%d%d%d%d%d%d%d%d%d%d)(%d+)/(%d+)/(%d+)$')
+        end
+        if a then
+          -- tonumber, not + 0, for the fixed-width field: gopher-lua
+          -- (miniredis) reads a string with a leading 0 as octal in
+          -- arithmetic, Redis's Lua never does; tonumber is decimal in both.
+          s, t, cur, prev = tonumber(a) * 1000, b + 0, c + 0, e + 0
+          if (#b > 1 and t < 10 ^ (#b - 1)) or (#c > 1 and cur < 10 ^ (#c - 1)) or (#e > 1 and prev < 10 ^ (#e - 1)) then
+            s = nil
+          else
+            t = s + t * 1000
+          end
+        end
+        if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
+          runerr = 'BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched'
         else
-          t = s + t * 1000
+          runs, runt, runc, runp = s, t, cur, prev
         end
       end
-      if not s or t > server + max_skew or t - s >= 1e14 or cur > 1e15 or prev > 2e15 then
-        reply = redis.error_reply('BADSTATE the key is not a sliding window counter c<s><d>/<cur>/<prev>; it is left untouched')
-        break
-      end
     end
+    if runerr then reply = redis.error_reply(runerr) break end
+    local s, t, cur, prev = runs, runt, runc, runp
 
     -- Times stay below 2^52 + 2e14 < 2^53, so windows divide exactly; integer
     -- division is written with %, which costs less than a call to math.floor.
@@ -726,8 +728,7 @@ for i = 1, ncalls do
           t = at
         end
         t = t - t % 1000
-        runv = format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c, p)
-        runttl = format('%d', ttl > 1 and ttl or 1)
+        runs, runt, runc, runp, runttl = start, t, c, p, ttl > 1 and ttl or 1
       end
     end
     if want > limit then
@@ -768,13 +769,12 @@ for i = 1, ncalls do
       t = at
     end
     t = t - t % 1000
-    runv = format('c%013d%d/%d/%d', start / 1000, (t - start) / 1000, c + cost, p)
-    runttl = format('%d', ttl > 1 and ttl or 1)
+    runs, runt, runc, runp, runttl = start, t, c + cost, p, ttl > 1 and ttl or 1
     reset = start + 2 * window_us - now + 999
     reply = {1, remaining - cost, 0, (reset - reset % 1000) / 1000}
   until true
   if runttl and (i == ncalls or plan[4 * i + 2] == 0 or KEYS[plan[4 * i + 1] + 1] ~= run) then
-    redis.call('SET', run, runv, 'PX', runttl)
+    redis.call('SET', run, format('c%013d%d/%d/%d', runs / 1000, (runt - runs) / 1000, runc, runp), 'PX', format('%d', runttl))
     runttl = nil
   end
   if not plan then

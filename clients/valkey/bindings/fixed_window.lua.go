@@ -19,7 +19,7 @@ var FixedWindowScript = valkey.NewLuaScript(fixedWindowSource)
 func FixedWindowSource() string { return fixedWindowSource }
 
 // FixedWindowHash is the SHA1 of FixedWindowSource(), the hash EVALSHA and SCRIPT LOAD use.
-const FixedWindowHash = "2c783e18c6dc6a4cc65a62a570c4f20efd1d8711"
+const FixedWindowHash = "50a70baf70ace4d9d0e5edfb7c885945bf1eb41d"
 
 var fixedWindowInfo = &scriptMeta{file: "fixed_window.lua", source: fixedWindowSource, hash: FixedWindowHash}
 
@@ -467,16 +467,17 @@ local out = plan and {} -- the reply of many calls
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runerr the error
--- reply its value gives (another type, another state) or nil, runt and
--- runn its state since, read once and kept as numbers (nil: no state),
--- and runttl the write to come: nil none, false DEL, 'keep' SET KEEPTTL
--- (a refund's: it keeps the PX of a write before it in the run, and
--- follows no DEL, since a deleted key holds no count to refund), else SET
--- PX runttl (ms). The write goes once the next call names another key, or
--- no call follows; the state is formatted then, once. The calls run at one instant, so the replies, and the
--- key's value and TTL after, are those of calls of their own, at two Redis
--- commands less for each call of the run after the first.
+-- once: run is the key, ran whether it was read, runerr the error reply its
+-- value gives (another type, another state) or nil, runt and runn its state
+-- since, read once and kept as numbers (nil: no state), and runttl the write
+-- to come: nil none, false DEL, 'keep' SET KEEPTTL (a refund's: it keeps the
+-- PX of a write before it in the run, and follows no DEL, since a deleted key
+-- holds no count to refund), else SET PX runttl (ms). The write goes once the
+-- next call names another key, or no call follows; the state is formatted
+-- then, once. A run's state is one its own calls wrote or one that passed the
+-- check, so the check is not run again. The calls run at one instant, so the
+-- replies, and the key's value and TTL after, are those of calls of their
+-- own, at two Redis commands less for each call of the run after the first.
 local run, ran, runerr, runt, runn, runttl = counter, false, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply

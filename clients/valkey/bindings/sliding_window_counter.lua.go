@@ -19,7 +19,7 @@ var SlidingWindowCounterScript = valkey.NewLuaScript(slidingWindowCounterSource)
 func SlidingWindowCounterSource() string { return slidingWindowCounterSource }
 
 // SlidingWindowCounterHash is the SHA1 of SlidingWindowCounterSource(), the hash EVALSHA and SCRIPT LOAD use.
-const SlidingWindowCounterHash = "4ee75731c119b3a9ae2ff4efdd1f719b7849bbbc"
+const SlidingWindowCounterHash = "b00087deda5db6a5cff810cf61f5c1cb7bfa41a5"
 
 var slidingWindowCounterInfo = &scriptMeta{file: "sliding_window_counter.lua", source: slidingWindowCounterSource, hash: SlidingWindowCounterHash}
 
@@ -517,15 +517,15 @@ local out = plan and {} -- the reply of many calls
 -- keeps one copy of each) is not read again.
 local server0, rlimit, vlimit, rwindow, vwindow
 -- Calls on one key in a row (a hot key's batch) read it once and write it
--- once: run is the key, ran whether it was read, runerr the error reply
--- its value gives (another type, another state) or nil, runs, runt, runc
--- and runp its state since, read once and kept as numbers (runs nil: no
--- state), and runttl the PX of the write to come (ms; nil: none). The
--- write goes once the next call names another key, or no call follows;
--- the state is formatted then, once. The calls run at
--- one instant, so the replies, and the key's value and TTL after, are
--- those of calls of their own, at two Redis commands less for each call of
--- the run after the first.
+-- once: run is the key, ran whether it was read, runerr the error reply its
+-- value gives (another type, another state) or nil, runs, runt, runc and runp
+-- its state since, read once and kept as numbers (runs nil: no state), and
+-- runttl the PX of the write to come (ms; nil: none). The write goes once the
+-- next call names another key, or no call follows; the state is formatted
+-- then, once. A run's state is one its own calls wrote or one that passed the
+-- check, so the check is not run again. The calls run at one instant, so the
+-- replies, and the key's value and TTL after, are those of calls of their
+-- own, at two Redis commands less for each call of the run after the first.
 local run, ran, runerr, runs, runt, runc, runp, runttl = counts, false, nil, nil, nil, nil, nil, nil
 for i = 1, ncalls do
   local reply

@@ -150,14 +150,16 @@ func WithTimeout[T any](ctx context.Context, d time.Duration, f func(context.Con
 
 // Outlive runs f, and returns as WithTimeout does: when f returns, when
 // ctx ends, or once d has passed (when d > 0). But f's call is not cut when
-// its caller stops waiting: when stay grants it, it is read up to within
-// longer, and what it returns then goes to late, on f's goroutine, so that
-// an answer that came too late is still learned (see Left). Without stay's
-// grant it is cut, and late still gets what it returns. f's context has
-// ctx's values, not its end, and carries the instant its caller stops
-// waiting (Deadline reads it). A ctx that cannot end with d <= 0 runs f on
-// the caller's goroutine.
-func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context.Context) (T, error), stay func() bool, late func(r T, err error, kept bool)) (T, error) {
+// its caller stops waiting: leave, called then on the caller's goroutine,
+// says whether it is granted a place, to be read up to within longer, and
+// gives late, which gets what f returns then, on f's goroutine, so that an
+// answer that came too late is still learned (see Left). Without a place
+// it is cut, and late still gets what it returns. Nothing of leave's is
+// made for a caller that does not leave (its late is a closure that may
+// copy much). f's context has ctx's values, not its end, and carries the
+// instant its caller stops waiting (Deadline reads it). A ctx that cannot
+// end with d <= 0 runs f on the caller's goroutine.
+func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context.Context) (T, error), leave func() (late func(r T, err error, kept bool), kept bool)) (T, error) {
 	if d <= 0 && ctx.Done() == nil {
 		return f(ctx)
 	}
@@ -171,19 +173,14 @@ func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context
 			c.due = at
 		}
 	}
-	// The call's own bound: within past the due, counted from when the
-	// caller leaves when there is no due.
-	if !c.due.IsZero() {
-		c.stop = time.AfterFunc(time.Until(c.due)+within, c.expire)
-	}
 	go func() {
 		r, err := f(c)
 		c.mu.Lock()
 		c.r, c.err, c.returned = r, err, true
-		left, kept := c.left, c.kept
+		late, kept := c.late, c.kept
 		c.end(context.Canceled)
 		c.mu.Unlock()
-		if left {
+		if late != nil {
 			late(r, err, kept)
 		}
 	}()
@@ -205,23 +202,31 @@ func Outlive[T any](ctx context.Context, d, within time.Duration, f func(context
 			err = fmt.Errorf("%w: no answer within %v", ErrUnavailable, d)
 		}
 	}
-	c.left = true
-	switch c.kept = stay(); {
-	case !c.kept:
+	if c.late, c.kept = leave(); !c.kept {
 		c.end(context.Canceled)
-	case c.stop == nil:
-		c.stop = time.AfterFunc(within, c.expire)
+	} else {
+		// The call's own bound: within past the due, or past now when
+		// there is none. It is set only now: a caller waits until the due
+		// at the most (d's timer, or ctx's deadline), so no call outlives
+		// it unbounded, and one that answers in time costs no timer.
+		wait := within
+		if !c.due.IsZero() {
+			wait += time.Until(c.due)
+		}
+		c.stop = time.AfterFunc(wait, c.expire)
 	}
 	var zero T
 	return zero, err
 }
 
-// outliving is Outlive's call: its context, and what f returned.
+// outliving is Outlive's call: its context, what f returned, and what
+// gets it once the caller left (nil while it waits).
 type outliving[T any] struct {
 	outlived
 	r        T
 	err      error
 	returned bool
+	late     func(r T, err error, kept bool)
 }
 
 // outlived is the context Outlive runs a call under: the caller's values,
@@ -232,10 +237,10 @@ type outlived struct {
 	due    time.Time // when the caller stops waiting; zero: when it ends
 	done   chan struct{}
 
-	mu         sync.Mutex
-	cause      error // why done was closed
-	stop       *time.Timer
-	left, kept bool // the caller left; a place was granted (stay)
+	mu    sync.Mutex
+	cause error // why done was closed
+	stop  *time.Timer
+	kept  bool // the caller left and a place was granted (leave)
 }
 
 // outlivedKey finds an outlived context from its Value.

@@ -89,11 +89,11 @@ func TestOutliveKeptIsBounded(t *testing.T) {
 		}, context.Canceled, 30*time.Millisecond + within},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now() // before the context: its deadline counts from then
 			ctx, cancel := tc.ctx()
 			defer cancel()
 			got := make(chan context.Context, 1)
 			calls := make(chan lateCall, 1)
-			start := time.Now()
 			_, err := Outlive(ctx, tc.d, within, blocked(got), leaving(true, calls))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("the caller got %v, want %v", err, tc.want)
@@ -120,11 +120,11 @@ func TestOutliveKeptIsBounded(t *testing.T) {
 // A call whose caller leaves without a place is cut at once, and late
 // still gets what it returned.
 func TestOutliveNotKeptIsCut(t *testing.T) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	got := make(chan context.Context, 1)
 	calls := make(chan lateCall, 1)
-	start := time.Now()
 	if _, err := Outlive(ctx, 0, time.Hour, blocked(got), leaving(false, calls)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the caller got %v, want %v", err, context.DeadlineExceeded)
 	}

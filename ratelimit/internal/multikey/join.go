@@ -36,6 +36,9 @@ func join(hash string, batch []*waiter) (joined [][]*waiter, rest []*waiter) {
 	if !ok {
 		return nil, batch
 	}
+	if one(sh, batch) {
+		return [][]*waiter{batch}, nil // the common batch: nothing more to make
+	}
 	// rest is made only for a call that goes there; a group, as large as
 	// what is left of batch for the first (usually the only one: one
 	// limit), growing as it needs for the others.
@@ -74,6 +77,24 @@ next:
 		kept = append(kept, j)
 	}
 	return kept, rest
+}
+
+// one reports whether every call of batch joins one group: two or more
+// calls, each of one key and one request, all of one limit, on distinct
+// keys.
+func one(sh shape, batch []*waiter) bool {
+	if len(batch) < 2 || len(batch) > maxCalls {
+		return false
+	}
+	limit := batch[0].args
+	for i, w := range batch {
+		if len(w.keys) != 1 || len(w.args) != sh.fixed+sh.request || !plain(w.args) ||
+			!slices.Equal(w.args[:sh.fixed], limit[:sh.fixed]) ||
+			slices.ContainsFunc(batch[:i], func(o *waiter) bool { return o.keys[0] == w.keys[0] }) {
+			return false
+		}
+	}
+	return true
 }
 
 // plain reports whether every argument compares with == (the bindings

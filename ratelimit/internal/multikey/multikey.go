@@ -101,6 +101,10 @@ type line struct {
 	busy    int
 	last    time.Time // when a call of the group last returned, or its busy spell began
 	waiting []*waiter
+	// spare holds the slices of batches answered, for the batches to
+	// come: a batch takes the waiting list's slice, or a copy of its
+	// head, and gives it back when answered (at most depth are out).
+	spare [][]*waiter
 }
 
 // stuck is how long a group may go without a call returning before the
@@ -216,7 +220,7 @@ func (m *Client) Process(ctx context.Context, cmd redis.Cmder) error {
 	// A lone call allocates nothing here.
 	if _, own := m.enter(ctx, g, first, c, args[3:3+nk], nil, args[3+nk:]); own {
 		err := m.process(ctx, cmd)
-		m.next(g)
+		m.next(g, nil)
 		return err
 	}
 	return c.Err()
@@ -239,7 +243,7 @@ func (m *Client) EvalSha(ctx context.Context, sha1 string, keys []string, args .
 		return c
 	}
 	c := m.Scripter.EvalSha(ctx, sha1, keys, args...)
-	m.next(g)
+	m.next(g, nil)
 	return c
 }
 
@@ -332,45 +336,67 @@ func (m *Client) enter(ctx context.Context, g group, first string, c *redis.Cmd,
 
 // next hands g's call that just returned on to the calls that came
 // meanwhile: their batch goes out on a goroutine of its own, in its place.
-func (m *Client) next(g group) {
+// done is the slice of the batch that returned (nil for a call of its
+// own), kept for a batch to come.
+func (m *Client) next(g group, done []*waiter) {
 	sh := m.shard(g)
 	sh.mu.Lock()
 	ln := sh.lines[g]
 	ln.last = time.Now()
+	if done != nil && len(ln.spare) < depth {
+		clear(done)
+		ln.spare = append(ln.spare, done[:0])
+	}
 	if len(ln.waiting) == 0 {
 		ln.busy-- // the line stays: at most one per script and slot
 		sh.mu.Unlock()
 		return
 	}
-	batch, args, units := ln.waiting, 0, int64(0)
+	n, args, units := len(ln.waiting), 0, int64(0)
 	for i, w := range ln.waiting {
 		args += 2 + len(w.args)
 		units += w.work
 		if i == maxCalls || i > 0 && (args > maxArgs || units > maxWork) {
-			batch = ln.waiting[:i]
+			n = i
 			break
 		}
+	}
+	var spare []*waiter
+	if k := len(ln.spare); k > 0 {
+		spare, ln.spare = ln.spare[k-1], ln.spare[:k-1]
+	}
+	var batch []*waiter
+	if n == len(ln.waiting) { // the common case: every call waiting goes
+		batch, ln.waiting = ln.waiting, spare
+	} else {
+		batch = append(spare, ln.waiting[:n]...)
+		rest := ln.waiting[n:]
+		ln.waiting = append(ln.waiting[:0], rest...)
+		clear(ln.waiting[len(ln.waiting):cap(ln.waiting)])
 	}
 	for _, w := range batch {
 		w.sent = true
 	}
-	batch = append([]*waiter(nil), batch...)
-	rest := ln.waiting[len(batch):]
-	ln.waiting = append(ln.waiting[:0], rest...)
-	clear(ln.waiting[len(ln.waiting):cap(ln.waiting)])
 	sh.mu.Unlock()
 	go m.flush(g, batch)
 }
 
 // flush sends one batch and answers each of its calls, under detach's
 // context. A batch Redis refused before running it goes call by call.
+// The batch's last piece goes on this goroutine, any other on one of its
+// own, at once.
 func (m *Client) flush(g group, batch []*waiter) {
-	defer m.next(g)
 	ctx, cancel := detach(batch...)
-	defer cancel()
 	joined, rest := join(g.hash, batch)
-	var wg sync.WaitGroup
-	for _, calls := range joined {
+	var wg *sync.WaitGroup // made only for a batch of several pieces
+	for i, calls := range joined {
+		if i == len(joined)-1 && len(rest) == 0 {
+			m.joined(ctx, g, calls)
+			break
+		}
+		if wg == nil {
+			wg = new(sync.WaitGroup)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -385,7 +411,11 @@ func (m *Client) flush(g group, batch []*waiter) {
 	default:
 		m.form(ctx, g, rest)
 	}
-	wg.Wait()
+	if wg != nil {
+		wg.Wait()
+	}
+	cancel()
+	m.next(g, batch)
 }
 
 // form sends calls as one call of their script's multi-key form, or of

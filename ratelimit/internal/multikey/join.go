@@ -3,6 +3,7 @@ package multikey
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -31,12 +32,12 @@ var shapes = map[string]shape{
 // join splits batch into the groups of calls that go as one call of
 // their script, in the order they came (two or more calls each: one key,
 // one request, the same limit, distinct keys), and the rest.
-func join(hash string, batch []*waiter) (joined [][]*waiter, rest []*waiter) {
+func join(seed maphash.Seed, hash string, batch []*waiter) (joined [][]*waiter, rest []*waiter) {
 	sh, ok := shapes[hash]
 	if !ok {
 		return nil, batch
 	}
-	if one(sh, batch) {
+	if one(seed, sh, batch) {
 		return [][]*waiter{batch}, nil // the common batch: nothing more to make
 	}
 	// rest is made only for a call that goes there; a group, as large as
@@ -82,15 +83,19 @@ next:
 // one reports whether every call of batch joins one group: two or more
 // calls, each of one key and one request, all of one limit, on distinct
 // keys.
-func one(sh shape, batch []*waiter) bool {
+func one(seed maphash.Seed, sh shape, batch []*waiter) bool {
 	if len(batch) < 2 || len(batch) > maxCalls {
 		return false
 	}
+	var keys keyIndex
 	limit := batch[0].args
 	for i, w := range batch {
 		if len(w.keys) != 1 || len(w.args) != sh.fixed+sh.request || !plain(w.args) ||
-			!slices.Equal(w.args[:sh.fixed], limit[:sh.fixed]) ||
-			slices.ContainsFunc(batch[:i], func(o *waiter) bool { return o.keys[0] == w.keys[0] }) {
+			!slices.Equal(w.args[:sh.fixed], limit[:sh.fixed]) {
+			return false
+		}
+		k, ok := w.keys[0].(string)
+		if !ok || keys.first(seed, batch, i, k) != i {
 			return false
 		}
 	}

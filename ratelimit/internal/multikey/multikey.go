@@ -387,7 +387,7 @@ func (m *Client) next(g group, done []*waiter) {
 // own, at once.
 func (m *Client) flush(g group, batch []*waiter) {
 	ctx, cancel := detach(batch...)
-	joined, rest := join(g.hash, batch)
+	joined, rest := join(m.seed, g.hash, batch)
 	var wg *sync.WaitGroup // made only for a batch of several pieces
 	for i, calls := range joined {
 		if i == len(joined)-1 && len(rest) == 0 {

@@ -18,9 +18,8 @@ func runs(seed maphash.Seed, batch []*waiter) {
 	if len(batch) < 3 || len(batch) > maxCalls {
 		return // two calls are a run or two keys already
 	}
-	// first is an open-addressed table of each key's first call (its
-	// index + 1); head, per call, the index of its key's first call.
-	var first [2 * maxCalls]int8
+	// head, per call, the index of its key's first call.
+	var keys keyIndex
 	var head [maxCalls]int8
 	again := false
 	for i, w := range batch {
@@ -31,19 +30,8 @@ func runs(seed maphash.Seed, batch []*waiter) {
 		if !ok {
 			return
 		}
-		h := maphash.String(seed, k) % uint64(len(first))
-		for {
-			f := first[h]
-			if f == 0 {
-				first[h], head[i] = int8(i+1), int8(i)
-				break
-			}
-			if batch[f-1].keys[0] == w.keys[0] {
-				head[i], again = f-1, true
-				break
-			}
-			h = (h + 1) % uint64(len(first))
-		}
+		f := keys.first(seed, batch, i, k)
+		head[i], again = int8(f), again || f != i
 	}
 	if !again {
 		return
@@ -56,5 +44,27 @@ func runs(seed maphash.Seed, batch []*waiter) {
 			batch[j], head[j] = batch[j-1], head[j-1]
 		}
 		batch[j], head[j] = w, hw
+	}
+}
+
+// keyIndex is an open-addressed table of the first call on each key of a
+// batch of at most maxCalls calls of one key each (its index + 1): a hash
+// a call, where comparing every pair of keys is up to 2016 comparisons.
+type keyIndex [2 * maxCalls]int8
+
+// first records the key k of batch[i] and returns the index of the first
+// call on it: i for a key no call before it named.
+func (t *keyIndex) first(seed maphash.Seed, batch []*waiter, i int, k string) int {
+	h := maphash.String(seed, k) % uint64(len(t))
+	for {
+		f := t[h]
+		if f == 0 {
+			t[h] = int8(i + 1)
+			return i
+		}
+		if batch[f-1].keys[0] == batch[i].keys[0] {
+			return int(f - 1)
+		}
+		h = (h + 1) % uint64(len(t))
 	}
 }

@@ -42,18 +42,22 @@ func join(seed maphash.Seed, hash string, batch []*waiter) (joined [][]*waiter, 
 	}
 	// rest is made only for a call that goes there; a group, as large as
 	// what is left of batch for the first (usually the only one: one
-	// limit), growing as it needs for the others.
+	// limit), growing as it needs for the others. A group is searched for
+	// a call's key only when a call that could join named it before.
+	var keys keyIndex
 next:
 	for n, w := range batch {
 		if len(w.keys) != 1 || len(w.args) != sh.fixed+sh.request || !plain(w.args) {
 			rest = append(rest, w)
 			continue
 		}
+		k, ok := w.keys[0].(string)
+		again := !ok || len(batch) > maxCalls || keys.first(seed, batch, n, k) != n
 		for i, j := range joined {
 			if !slices.Equal(j[0].args[:sh.fixed], w.args[:sh.fixed]) {
 				continue
 			}
-			if len(j) == maxCalls || slices.ContainsFunc(j, func(o *waiter) bool { return o.keys[0] == w.keys[0] }) {
+			if len(j) == maxCalls || again && slices.ContainsFunc(j, func(o *waiter) bool { return o.keys[0] == w.keys[0] }) {
 				// A key twice: the second goes in the form, after or
 				// before, as two calls at once may run either way.
 				rest = append(rest, w)

@@ -103,7 +103,8 @@ type line struct {
 	waiting []*waiter
 	// spare holds the slices of batches answered, for the batches to
 	// come: a batch takes the waiting list's slice, or a copy of its
-	// head, and gives it back when answered (at most depth are out).
+	// head, and gives it back when answered. A line keeps at most depth
+	// of them, each cleared, so it holds no waiter.
 	spare [][]*waiter
 }
 

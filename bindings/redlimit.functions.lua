@@ -1050,9 +1050,12 @@ redis.register_function{
 --- charge writes, for a lead below one interval or past a full burst: the
 --- TAT as 16 digits, the interval, the TAT's whole lead on its write's
 --- clock and the part of that lead past the writing limit's full burst
---- (the debt: at most 1e15 µs, and 120 s more when a refund's clock lags
---- the charge's; the rest at most 1e15 µs too); earlier versions refuse
---- it. A state
+--- (the debt: at most 1e15 µs, and 120 s more in a state an earlier
+--- version wrote when a refund's clock lagged the charge's; the rest at
+--- most 1e15 µs too); earlier versions refuse it. A refund or a charge
+--- dates its write at the later of its clock and the write before it (no
+--- later than the TAT), so a lead that only callers' skew makes is never
+--- debt, which a changed limit would count again. A state
 --- whose write's clock is more than 60 s past TIME was not written by this
 --- script. Anything else at the key, of any type, is an error and the key is
 --- left untouched (value and TTL); that includes the untagged states of
@@ -1416,6 +1419,9 @@ for k = 1, nkeys do
       if not lead or was > 1e14 or lead - owed > 1e15 or v < lead or v - lead > server + max_skew then
         return redis.error_reply('BADSTATE the key is not a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>; it is left untouched')
       end
+      -- The last write's clock, for a settle's write (below), in the key's
+      -- fourth reply slot until it is decided.
+      reply[4 * k] = v - lead
       -- A changed rate or burst applies from the last write, v - lead: its lead
       -- is counted in intervals of the current rate (whole ones exactly, a part
       -- one rounded up) and capped at a full burst (fewer than burst whole
@@ -1469,6 +1475,7 @@ for k = 1, nkeys do
     from, to = 1, n
   end
   local v = reply[4 * k - 1] or nil
+  local wrote = reply[4 * k]
   local last
   -- same is the slot of the last request decided on the state as it stands
   -- (a denial or a peek changes nothing), and same_cost its cost: a request
@@ -1515,7 +1522,15 @@ for k = 1, nkeys do
         end
       end
       if count > 0 then
+        -- Dated at the later of its clock and the write before it, no
+        -- later than the TAT: a lead its clock sees only because an
+        -- earlier caller's clock ran ahead is not debt, which a changed
+        -- limit would count again in its intervals (a lockout).
         v, last = at + ahead, ahead
+        if wrote and wrote > at then
+          last = v - (wrote < v and wrote or v)
+        end
+        wrote = v - last
       end
       local used = ahead % interval
       used = (ahead - used) / interval + (used > 0 and 1 or 0)

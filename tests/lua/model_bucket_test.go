@@ -311,6 +311,7 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 			now = max(now, r.now)
 		}
 		theo := now
+		var wrote int64 // the last write's clock, when the key holds a state
 		if v != nil {
 			if v.kind != "string" {
 				return nil, ErrorReply(wrongType)
@@ -321,6 +322,7 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 			// of one interval).
 			tat, was, lead, debt, err := scenario.ParseGCRADebt(v.str, r.now)
 			at := tat - lead
+			wrote = at
 			if err != nil || was > 1e14 || debt > lead || debt > 1e15+2*maxSkew || lead-debt > 1e15 || at < 0 || at > latest(r) {
 				return nil, ErrorReply(badState("a GCRA state 2<tat><interval>, g<tat><interval>/<more> or g<tat><interval>=<lead>+<debt>"))
 			}
@@ -367,9 +369,16 @@ func modelGCRA(r *Redis, keys, argv []string) ([]int64, error) {
 			}
 			if count > 0 {
 				theo = now + ahead
-				state := scenario.GCRAState(theo, interval, ahead)
-				if ahead < interval || ahead > tolerance {
-					state = scenario.GCRASettledState(theo, interval, ahead, max(0, ahead-tolerance))
+				// Dated at the later of its clock and the write before it,
+				// no later than the TAT: a lead seen only because an
+				// earlier caller's clock ran ahead is not debt.
+				lead := ahead
+				if v != nil && wrote > now {
+					lead = theo - min(wrote, theo)
+				}
+				state := scenario.GCRAState(theo, interval, lead)
+				if lead < interval || lead > tolerance {
+					state = scenario.GCRASettledState(theo, interval, lead, max(0, lead-tolerance))
 				}
 				r.data[keys[0]] = &value{kind: "string", str: state, expireAt: r.now + 1000*max(1, ms(ttl(r, theo, caller)))}
 			}

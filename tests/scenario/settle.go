@@ -146,6 +146,21 @@ func init() {
 			},
 		},
 		Scenario{
+			Name:        "a refund with a clock behind the write before it is no debt: a changed limit then locks nothing out",
+			Keys:        []string{"settle:{j}"},
+			CallerClock: true,
+			Steps: []Step{
+				// A caller 20 s ahead of the server: the TAT is 21 s on.
+				{At: 20 * sec, Skew: 20 * sec, Args: s(2, 1, sec, "all", 1), Want: R(true, 1, 0, 1000), TTL: []int64{Grace + 21000}},
+				// One on the server's clock gives a unit back: 20 s ahead of it,
+				// all of it the first caller's clock, none of it charged.
+				{At: 0, Args: s(2, 1, sec, "refund", 1), Want: U(1, 0, 19000, 20000), TTL: []int64{Grace + 20000}},
+				// At 1 per 2 s the TAT stays where it is: 20 s ahead, not the
+				// 18 s past a full burst counted again in 2 s intervals (38 s).
+				{At: 0, Args: s(2, 1, 2*sec, "all", 0), Want: R(false, 0, 18000, 20000), TTL: []int64{Grace + 20000}},
+			},
+		},
+		Scenario{
 			Name:    "refund and charge: bad words and foreign state are errors and change nothing",
 			Keys:    []string{"settle:{i}"},
 			Strings: map[string]string{"settle:{i}": TokenBucketState(T0, 5)},

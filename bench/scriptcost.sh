@@ -14,6 +14,9 @@
 #   COST_SHAPES   default alone,form,joined,hot (the scripts that take
 #                 the form's layout themselves: alone,form,itself,hot,
 #                 mixed,grouped)
+#   COST_PER      requests per command (default 32): COST_PER=3 with
+#                 COST_SHAPES=alone,itself is a three-descriptor Envoy
+#                 request sent as three calls or as one (docs/envoy.md)
 set -euo pipefail
 cd "$(dirname "$0")"
 GO=${GO:-go}
@@ -39,7 +42,7 @@ for file in $SCRIPTS; do
 		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$dir/valgrind.log" 2>&1) &
 	for _ in $(seq 60); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 1; done
 	redis-cli -p "$port" ping >/dev/null || { cat "$dir/valgrind.log"; echo "bench-cost: redis-server under callgrind did not start"; exit 1; }
-	(cd "$dir" && ./scriptcost -addr "127.0.0.1:$port" -file "$file" -take "$take" -shapes "$shapes") >"$dir/run.txt"
+	(cd "$dir" && ./scriptcost -addr "127.0.0.1:$port" -file "$file" -take "$take" -shapes "$shapes" -per "${COST_PER:-32}") >"$dir/run.txt"
 	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 	port=
 	wait

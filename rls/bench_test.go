@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/redlimit/redlimit/internal/child"
 	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
@@ -202,7 +203,7 @@ func runServer(b *testing.B, bin, redisAddr, config string, env map[string]strin
 	}
 	writeFile(b, filepath.Join(dir, "c.yaml"), config)
 	ports := freePorts(b, 3)
-	cmd := exec.Command(bin)
+	cmd := child.Tie(exec.Command(bin))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + redisAddr, "RUNTIME_ROOT=" + root, "RUNTIME_SUBDIRECTORY=ratelimit",
 		"RUNTIME_WATCH_ROOT=false", "USE_STATSD=false", "LOG_LEVEL=error", "HOST=127.0.0.1", "GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1",

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/redlimit/redlimit/internal/child"
 	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
@@ -190,7 +191,7 @@ func launchReference(t testing.TB, redisAddr string, config map[string]string, e
 		writeFile(t, filepath.Join(dir, name), yaml)
 	}
 	ports := freePorts(t, 3)
-	cmd := exec.Command(bin)
+	cmd := child.Tie(exec.Command(bin))
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + redisAddr,

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/internal/child"
 )
 
 // Cluster starts a Redis Cluster of n masters without replicas, each a
@@ -44,8 +46,8 @@ func Cluster(dir string, n int) (addrs []string, stop func(), err error) {
 			stop()
 			return nil, nil, err
 		}
-		cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", d,
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		cmd := child.Tie(exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", d,
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
 		cmd.Stdout, cmd.Stderr = log, log
 		err = cmd.Start()
 		log.Close() // the child keeps its own descriptor

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/internal/child"
 )
 
 // Required reports whether a missing real server is a failure.
@@ -124,7 +126,7 @@ func (s *Server) Restart() {
 func launch(addr, dir string, extra []string) (*exec.Cmd, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
-	cmd := exec.Command("redis-server", args...)
+	cmd := child.Tie(exec.Command("redis-server", args...))
 	log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlimit/redlimit/internal/child"
 )
 
 // T0 is where the clocks start: a whole day after the epoch, so windows of
@@ -118,7 +120,7 @@ func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 func Saturate(t testing.TB) {
 	t.Helper()
 	for range runtime.NumCPU() {
-		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		cmd := child.Tie(exec.Command("sh", "-c", "while :; do :; done"))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

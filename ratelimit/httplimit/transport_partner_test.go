@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/child"
 	"github.com/redlimit/redlimit/internal/outbound"
 	"github.com/redlimit/redlimit/internal/redisserver"
 	"github.com/redlimit/redlimit/internal/testredis"
@@ -326,7 +327,7 @@ type partnerProcess struct {
 
 func startPartner(t testing.TB) *partnerProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := child.Tie(exec.Command(os.Args[0], "-test.run=^$"))
 	cmd.Env = append(os.Environ(), "REDLIMIT_PARTNER_PROCESS=1")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

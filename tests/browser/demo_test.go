@@ -21,6 +21,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/redlimit/redlimit/internal/child"
 )
 
 func required() bool {
@@ -64,7 +66,7 @@ func startDemo(t *testing.T) *demo {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	d := &demo{cmd: exec.Command(bin, "-listen", "127.0.0.1:0"), out: make(chan string, 16), done: make(chan error, 1)}
+	d := &demo{cmd: child.Tie(exec.Command(bin, "-listen", "127.0.0.1:0")), out: make(chan string, 16), done: make(chan error, 1)}
 	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/child"
 	"github.com/redlimit/redlimit/ratelimit"
 	"github.com/redlimit/redlimit/ratelimit/clientip"
 	"github.com/redlimit/redlimit/ratelimit/httplimit"
@@ -408,7 +409,7 @@ func TestFastAPIApp(t *testing.T) {
 		missing(t, fmt.Sprintf("%s cannot import uvicorn (%s)", py, lastLine(out)), "apt-get install -y python3-uvicorn")
 	}
 	_, addr := client(t)
-	cmd := exec.Command(py, "app.py", "--redis", addr, "--listen", "127.0.0.1:0")
+	cmd := child.Tie(exec.Command(py, "app.py", "--redis", addr, "--listen", "127.0.0.1:0"))
 	cmd.Dir = filepath.Join(root, "examples", "python")
 	cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	var stderr bytes.Buffer

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlimit/redlimit/internal/child"
 	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
@@ -72,7 +73,7 @@ func startServers() (stop func()) {
 		standaloneAddr = l.Addr().String()
 		_, port, _ := net.SplitHostPort(standaloneAddr)
 		l.Close()
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+		cmd := child.Tie(exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir))
 		log, err := os.Create(filepath.Join(dir, "standalone.log"))
 		if err == nil {
 			cmd.Stdout, cmd.Stderr = log, log

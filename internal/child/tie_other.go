@@ -1,0 +1,7 @@
+//go:build !linux
+
+package child
+
+import "os/exec"
+
+func tie(*exec.Cmd) {}

@@ -172,7 +172,8 @@ bench-keys:
 # What a decision costs inside redis-server, in instructions (callgrind:
 # a busy machine does not move them; runs differ by up to 1.5 %), in each shape a call may take: a call
 # of its own, the multi-key form, one call on many keys, a key's batch.
-# Needs valgrind; COST_SCRIPTS=file.lua for another version's script.
+# Needs valgrind; COST_SCRIPTS=file.lua for another version's script,
+# COST_SHAPES and COST_PER (requests per call, 32) for other shapes.
 bench-cost:
 	GO=$(GO) bench/scriptcost.sh
 

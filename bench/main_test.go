@@ -5,10 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlimit/redlimit/internal/child"
+	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
 // addr is the redis-server that TestMain starts for this run: its own
@@ -64,52 +61,17 @@ func printEnv() {
 }
 
 func startServer() (stop func(), err error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("redis-server is not on PATH")
-	}
 	dir, err := os.MkdirTemp("", "redlimit-bench-")
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, stopServer, err := redisserver.Standalone(dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	logf, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	cmd := child.Tie(exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting redis-server: %w", err)
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-		os.RemoveAll(dir)
-	}
-	addr = fmt.Sprintf("127.0.0.1:%d", port)
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	for i := 0; ; i++ {
-		if err = c.Ping(context.Background()).Err(); err == nil {
-			return stop, nil
-		}
-		if i == 100 {
-			stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer PING: %w", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr = a
+	return func() { stopServer(); os.RemoveAll(dir) }, nil
 }
 
 // expect announces a row the run is about to measure, as a line

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redlimit/redlimit/internal/child"
 )
 
 // Cluster starts a Redis Cluster of n masters without replicas, each a
@@ -41,26 +39,13 @@ func Cluster(dir string, n int) (addrs []string, stop func(), err error) {
 			stop()
 			return nil, nil, err
 		}
-		log, err := os.Create(filepath.Join(d, "log"))
-		if err != nil {
-			stop()
-			return nil, nil, err
-		}
-		cmd := child.Tie(exec.Command("redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", d,
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
-		cmd.Stdout, cmd.Stderr = log, log
-		err = cmd.Start()
-		log.Close() // the child keeps its own descriptor
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		cmd, err := launch(addr, d, []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"})
 		if err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("starting a cluster node: %w", err)
 		}
 		procs = append(procs, cmd)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := WaitPing(addr); err != nil {
-			stop()
-			return nil, nil, err
-		}
 		addrs = append(addrs, addr)
 	}
 	if err := createCluster(addrs); err != nil {
@@ -109,20 +94,6 @@ func freePortPair() (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free port pair")
-}
-
-// WaitPing waits up to 5 s for the server at addr to answer PING.
-func WaitPing(addr string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	var err error
-	for i := 0; i < 100; i++ {
-		if err = c.Ping(context.Background()).Err(); err == nil {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not answer PING: %w", addr, err)
 }
 
 func createCluster(addrs []string) error {

@@ -1,7 +1,8 @@
 // Package redisserver starts throwaway redis-server processes on free
 // loopback ports for tests that run on a real server as well as on
 // miniredis: the generator's (gen, cmd/luagen) and ratelimit's, and for
-// the peers' own suites that compat/ runs (Main).
+// a TestMain: the peers' own suites that compat/ runs (Main), the
+// servers tier and the benchmarks (Standalone, Cluster).
 //
 // Without redis-server on PATH a test that needs one is skipped, with a
 // message that says so, unless CI is set or REDLIMIT_REQUIRE_REDIS=1: then
@@ -174,23 +175,35 @@ func Main(m *testing.M, addr *string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	a, stop, err := Standalone(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	defer stop()
+	*addr = a
+	return m.Run()
+}
+
+// Standalone starts a redis-server on a free loopback port with its files
+// and its log in dir, and returns its address once it answers PING, and a
+// stop that kills it. It is for a TestMain, which has no testing.TB to
+// stop it; a test calls Start.
+func Standalone(dir string) (addr string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
+		return "", nil, err
 	}
-	*addr = l.Addr().String()
+	addr = l.Addr().String()
 	l.Close()
-	cmd, err := launch(*addr, dir, nil)
+	cmd, err := launch(addr, dir, nil)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
+		return "", nil, err
 	}
-	defer func() {
+	return addr, func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-	}()
-	return m.Run()
+	}, nil
 }
 
 // Maybe is Start for tests that also run without a real server: where

@@ -2,16 +2,13 @@ package servers
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlimit/redlimit/internal/child"
 	"github.com/redlimit/redlimit/internal/redisserver"
 )
 
@@ -56,38 +53,15 @@ func startServers() (stop func()) {
 		serverProblem = err.Error()
 		return func() {}
 	}
-	var procs []*exec.Cmd
-	stop = func() {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-		os.RemoveAll(dir)
-	}
+	stop = func() { os.RemoveAll(dir) }
 	if standaloneAddr == "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			serverProblem = err.Error()
-			return stop
-		}
-		standaloneAddr = l.Addr().String()
-		_, port, _ := net.SplitHostPort(standaloneAddr)
-		l.Close()
-		cmd := child.Tie(exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir))
-		log, err := os.Create(filepath.Join(dir, "standalone.log"))
-		if err == nil {
-			cmd.Stdout, cmd.Stderr = log, log
-			err = cmd.Start()
-			log.Close() // the child keeps its own descriptor
-		}
-		if err == nil {
-			procs = append(procs, cmd)
-			err = redisserver.WaitPing(standaloneAddr)
-		}
+		addr, stopServer, err := redisserver.Standalone(dir)
 		if err != nil {
 			serverProblem = "starting redis-server: " + err.Error()
 			return stop
 		}
+		standaloneAddr = addr
+		stop = func() { stopServer(); os.RemoveAll(dir) }
 	}
 	if clusterAddrs == nil {
 		addrs, stopCluster, err := redisserver.Cluster(dir, 3)

@@ -13,7 +13,8 @@
 #                 git show REV:lua/gcra.lua > /tmp/old-gcra.lua
 #   COST_SHAPES   default alone,form,joined,hot (the scripts that take
 #                 the form's layout themselves: alone,form,itself,hot,
-#                 mixed,grouped)
+#                 mixed,grouped); envoy, with any script, counts
+#                 envoyproxy/ratelimit's INCRBY and EXPIRE instead
 #   COST_PER      requests per command (default 32): COST_PER=3 with
 #                 COST_SHAPES=alone,itself is a three-descriptor Envoy
 #                 request sent as three calls or as one (docs/envoy.md)

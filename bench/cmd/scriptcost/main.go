@@ -18,6 +18,9 @@
 //	        as they arrive)
 //	grouped the calls of mixed with the hot key's together, as the send
 //	        stage orders them (multikey's form)
+//	envoy   no script: what envoyproxy/ratelimit sends for a fixed-window
+//	        descriptor, INCRBY and EXPIRE, for each of -per requests,
+//	        pipelined (docs/envoy.md sets it beside the scripts)
 //
 // The script is -file (any bundled script but multi.lua and
 // concurrency.lua, of any version: git show REV:lua/gcra.lua > old.lua),
@@ -33,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -97,6 +101,14 @@ func main() {
 				_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 					for j := 0; j < *per; j++ {
 						p.EvalSha(ctx, script.Hash(), []string{key(j)}, one...)
+					}
+					return nil
+				})
+			case "envoy":
+				_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for j := 0; j < *per; j++ {
+						p.IncrBy(ctx, key(j), 1)
+						p.Expire(ctx, key(j), time.Hour)
 					}
 					return nil
 				})
